@@ -1,0 +1,86 @@
+# llm-run build. `make` builds ./llm-run (CPU backend); `make CUDA=1` adds the CUDA backend.
+# `make test` builds and runs every test; `make demo` runs the default model.
+CC      ?= cc
+CXX     ?= c++
+NVCC    ?= nvcc
+OPT     ?= -O3 -march=native
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -I. -MMD -MP
+CXXFLAGS ?= $(OPT) -g
+CXXFLAGS += -std=c++17 -Wall -Wextra -I. -MMD -MP
+LDLIBS  += -lsentencepiece -lcjson -lopenblas -lm -lstdc++ -fopenmp -lpthread
+LDFLAGS +=
+
+ifeq ($(SANITIZE),1)
+  CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer
+  CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
+  LDFLAGS  += -fsanitize=address,undefined
+  BUILD    ?= build-san
+endif
+BUILD ?= build
+
+# Every .c under these directories is part of the library linked by the binary and the tests.
+LIB_DIRS := model tokenizer kernels/cpu eviction eval
+LIB_C    := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+LIB_CC   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cc))
+LIB_OBJ  := $(LIB_C:%.c=$(BUILD)/%.o) $(LIB_CC:%.cc=$(BUILD)/%.o)
+
+ifeq ($(CUDA),1)
+  CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
+  NVCCFLAGS ?= -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+               -gencode arch=compute_90,code=compute_90 -I.
+  CFLAGS  += -DLLM_CUDA=1
+  LIB_CU  := $(wildcard kernels/cuda/*.cu)
+  LIB_OBJ += $(LIB_CU:%.cu=$(BUILD)/%.o)
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart -lcublas
+endif
+
+TEST_C   := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_C:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test check demo clean setup bench
+all: llm-run
+
+llm-run: $(BUILD)/main.o $(BUILD)/libllmrun.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libllmrun.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libllmrun.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libllmrun.a $(LDLIBS) -lcmocka
+
+# The test command of README.md: installs what is missing, builds, then runs the unit tests
+# (cmocka) and the end-to-end tests (tests/*.sh). `make check` skips the set-up step.
+test: setup
+	@$(MAKE) --no-print-directory check
+
+check: llm-run $(TEST_BIN)
+	@BUILD=$(BUILD) tests/run_all.sh
+
+# The main job on the default model (../shared/models/stories260K, or a downloaded copy).
+demo: setup
+	@$(MAKE) --no-print-directory llm-run
+	@scripts/demo.sh
+
+setup:
+	@scripts/setup.sh
+
+clean:
+	rm -rf build build-san llm-run
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,151 @@
+/* eviction/ — the KV cache and the eviction policies that decide what it keeps.
+ *
+ * Contract (../shared/docs/DESIGN.md "The KV cache and the eviction contract", POLICIES.md §1):
+ * - Capacity is physical. Each (layer l, KV head g) owns a region of cap[l][g] + 1 slots (one
+ *   spare for the token being written); that is what is allocated. Attention reads only the
+ *   len[l][g] live slots. Per-head and per-layer capacities may differ.
+ * - The engine never indexes cache memory by position: it asks for the slot a new token goes
+ *   to (kv_decode_slot), writes it (kv_write), attends over kv_keys/kv_values/kv_len, and then
+ *   calls kv_post_attn so the policy may evict.
+ * - Prefill: the engine computes the chunk's K/V for one layer into a scratch buffer (shared by
+ *   all layers, so it is not part of the budget), attends exactly, and hands the chunk to
+ *   kv_prefill, which asks the policy which candidates (live slots, then the chunk's tokens)
+ *   to keep and gathers them into the region (stable compaction, POLICIES.md §1.3).
+ * - Statistics (attention probabilities etc.) are produced only when the policy asks
+ *   (policy_ops.stats), so `full` pays nothing.
+ * - Scores are fp32; ties break toward the older token (POLICIES.md §1.6).
+ *
+ * Layout: keys/values are f32 [slot][head_dim], slots of (l, g) contiguous; keys are stored
+ * post-RoPE at their original position (--rope absolute, POLICIES.md §1.7).
+ */
+#ifndef LLM_EVICTION_H
+#define LLM_EVICTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Statistics a policy may request (bit flags in policy_ops.stats). */
+enum {
+    KV_STAT_DECODE_PROBS  = 1 << 0, /* per-step p_h(j) over live slots (+ the new token) */
+    KV_STAT_PREFILL_COLSUM = 1 << 1, /* Σ_i P[h][i][j] over the chunk's query rows */
+};
+
+/* Generic policy parameters (POLICIES.md §16). -1 means "the policy's default". */
+typedef struct {
+    double budget;          /* 0 < β ≤ 1: fraction of L_ref; β > 1: absolute tokens */
+    int budget_ref_prompt;  /* 1: L_ref = prompt tokens (H2O); 0: prompt + max_new (default) */
+    int sink, window, stride, threshold, obs_window, pool_kernel, lsh_bits;
+    uint64_t seed;
+} policy_params;
+
+typedef struct kv_cache kv_cache;
+
+/* A prefill chunk of one layer, handed to the policy. Candidates of KV head g are indexed
+ * j = 0..n_live-1 (the live slots, in slot order) then n_live..n_live+n_new-1 (the chunk's
+ * tokens in position order). */
+typedef struct {
+    int layer;
+    int n_new;             /* tokens in the chunk */
+    int pos0;              /* position of the chunk's first token */
+    const float *k_new;    /* [n_new][n_kv_heads][head_dim] */
+    const float *v_new;    /* [n_new][n_kv_heads][head_dim] */
+    const float *colsum;   /* [n_kv_heads][cand_stride] when KV_STAT_PREFILL_COLSUM, else NULL:
+                              column sums over the chunk's query rows of the attention
+                              probabilities, summed over the G query heads of KV head g,
+                              indexed by candidate */
+    int cand_stride;       /* row stride of colsum (≥ n_live + n_new for every head) */
+} kv_prefill_chunk;
+
+typedef struct policy_ops {
+    const char *name;       /* --policy NAME */
+    const char *paper;      /* source, for --list-policies */
+    const char *params;     /* parameters with defaults, for --list-policies */
+    unsigned stats;         /* KV_STAT_* this policy needs */
+    /* Capacities: fill kv->cap[l*n_kv_heads+g] from params and lengths. Returns 0 or -1+err. */
+    int (*init)(kv_cache *kv, const policy_params *p, int n_prompt, int max_new,
+                char *err, size_t errlen);
+    /* Choose the candidates of (layer, g) to keep after a prefill chunk: write ascending
+     * candidate indices into keep and return their count (≤ cap). NULL: keep the most recent
+     * cap candidates. */
+    int (*on_prefill)(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_live, int *keep);
+    /* Decode: the slot the token at position t goes to in (layer, g): kv_len (append) or a
+     * victim slot to overwrite (evict-then-attend policies). NULL: append. */
+    int (*pre_attn)(kv_cache *kv, int layer, int g, int t);
+    /* Decode, after attention over the live slots: may evict. probs[h*stride + j] for the G
+     * query heads h of group g and live slots j < len when KV_STAT_DECODE_PROBS, else NULL. */
+    void (*post_attn)(kv_cache *kv, int layer, int g, int t, const float *probs, int stride);
+    void (*free_state)(kv_cache *kv);
+} policy_ops;
+
+struct kv_cache {
+    int n_layers, n_kv_heads, n_heads, head_dim;
+    const policy_ops *ops;
+    policy_params params;
+    void *pstate;            /* policy-private state */
+    int *cap;                /* [n_layers*n_kv_heads] capacity C_{l,g} */
+    int *len;                /* [n_layers*n_kv_heads] live slots */
+    size_t *off;             /* [n_layers*n_kv_heads] first slot of the region */
+    size_t n_slots;          /* Σ (cap + 1) */
+    int32_t *pos;            /* [n_slots] original position of each slot */
+    float *k, *v;            /* [n_slots][head_dim] */
+    float *score;            /* [n_slots] per-slot fp32 score (policies that keep one), or NULL */
+    /* run statistics (mean over (l, g) of live slots, sampled after every token) */
+    int64_t evictions;
+    double live_sum;         /* Σ over samples of the mean live slots */
+    int64_t live_samples;
+    double live_peak;        /* max over samples of Σ_{l,g} len */
+    int prompt_tokens, max_new;
+};
+
+/* Looks a policy up by name; NULL when unknown. */
+const policy_ops *policy_find(const char *name);
+/* NULL-terminated list of all policies (for --list-policies). */
+const policy_ops *const *policy_all(void);
+
+/* Sizes and allocates the cache: calls ops->init for the capacities, then allocates the
+ * regions (cap + 1 slots each). Errors: bad budget/parameters (one line), allocation failure.
+ * The caller fills params (budget > 0 required). */
+int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
+            int n_layers, int n_kv_heads, int n_heads, int head_dim,
+            int n_prompt, int max_new, char *err, size_t errlen);
+void kv_free(kv_cache *kv);
+
+/* Capacity from the budget (POLICIES.md §1.2): β ≤ 1 → ceil(β·L_ref), β > 1 → β tokens;
+ * at least c_min. L_ref = n_prompt (budget_ref_prompt) or n_prompt + max_new. */
+int kv_budget_capacity(const policy_params *p, int n_prompt, int max_new, int c_min);
+
+static inline int kv_idx(const kv_cache *kv, int layer, int g) { return layer * kv->n_kv_heads + g; }
+static inline int kv_len(const kv_cache *kv, int layer, int g) { return kv->len[kv_idx(kv, layer, g)]; }
+static inline float *kv_keys(const kv_cache *kv, int layer, int g)
+{ return kv->k + kv->off[kv_idx(kv, layer, g)] * (size_t)kv->head_dim; }
+static inline float *kv_values(const kv_cache *kv, int layer, int g)
+{ return kv->v + kv->off[kv_idx(kv, layer, g)] * (size_t)kv->head_dim; }
+static inline int32_t *kv_positions(const kv_cache *kv, int layer, int g)
+{ return kv->pos + kv->off[kv_idx(kv, layer, g)]; }
+
+/* Prefill: keep what the policy chooses among live slots + the chunk (see kv_prefill_chunk). */
+int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen);
+
+/* Decode: returns the slot (0..cap) where the token at position t is written in (layer, g);
+ * when it is kv_len, the live length grows by one. */
+int kv_decode_slot(kv_cache *kv, int layer, int g, int t);
+/* Writes k, v ([head_dim] f32) and position t into slot of (layer, g). */
+void kv_write(kv_cache *kv, int layer, int g, int slot, int t, const float *k, const float *v);
+/* Decode, after attention: lets the policy evict. probs as in policy_ops.post_attn. */
+void kv_post_attn(kv_cache *kv, int layer, int g, int t, const float *probs, int stride);
+/* After each token (prefill chunk or decode step): samples the live-slot statistics. */
+void kv_sample_stats(kv_cache *kv);
+
+/* Helpers for policies. */
+/* Removes slot `victim` of (layer, g) by moving the last live slot into it (O(d)); per-slot
+ * state moves with its slot. */
+void kv_evict_swap_last(kv_cache *kv, int layer, int g, int victim);
+/* Keeps only the ascending slot indices keep[0..n-1] of (layer, g), in that order. */
+void kv_compact(kv_cache *kv, int layer, int g, const int *keep, int n);
+
+/* Bytes of K and V for one token in all layers and heads (f32 storage). */
+size_t kv_bytes_per_token(const kv_cache *kv);
+/* Allocated KV bytes (all regions). */
+size_t kv_bytes_allocated(const kv_cache *kv);
+
+#endif

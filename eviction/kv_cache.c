@@ -1,0 +1,222 @@
+/* The physically budgeted KV cache: allocation, prefill gathering, decode slots, statistics.
+ * See eviction.h for the contract; POLICIES.md §1.2-§1.4 for the rules. */
+#include "eviction/eviction.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kv_budget_capacity(const policy_params *p, int n_prompt, int max_new, int c_min)
+{
+    int l_ref = p->budget_ref_prompt ? n_prompt : n_prompt + max_new;
+    double c = p->budget > 1.0 ? floor(p->budget) : ceil(p->budget * (double)l_ref - 1e-9);
+    int cap = c > 1e9 ? 1000000000 : (int)c;
+    if (cap < c_min) cap = c_min;
+    if (cap < 1) cap = 1;
+    return cap;
+}
+
+int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
+            int n_layers, int n_kv_heads, int n_heads, int head_dim,
+            int n_prompt, int max_new, char *err, size_t errlen)
+{
+    memset(kv, 0, sizeof *kv);
+    if (!(params->budget > 0.0)) {
+        snprintf(err, errlen, "--budget: must be > 0 (got %g)", params->budget);
+        return -1;
+    }
+    kv->n_layers = n_layers;
+    kv->n_kv_heads = n_kv_heads;
+    kv->n_heads = n_heads;
+    kv->head_dim = head_dim;
+    kv->ops = ops;
+    kv->params = *params;
+    kv->prompt_tokens = n_prompt;
+    kv->max_new = max_new;
+    int n = n_layers * n_kv_heads;
+    kv->cap = calloc((size_t)n, sizeof *kv->cap);
+    kv->len = calloc((size_t)n, sizeof *kv->len);
+    kv->off = calloc((size_t)n, sizeof *kv->off);
+    if (!kv->cap || !kv->len || !kv->off) goto oom;
+    if (ops->init(kv, params, n_prompt, max_new, err, errlen) != 0) {
+        kv_free(kv);
+        return -1;
+    }
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (kv->cap[i] < 1) {
+            snprintf(err, errlen, "policy %s: capacity %d for layer %d head %d is < 1", ops->name,
+                     kv->cap[i], i / n_kv_heads, i % n_kv_heads);
+            kv_free(kv);
+            return -1;
+        }
+        kv->off[i] = total;
+        total += (size_t)kv->cap[i] + 1;
+    }
+    kv->n_slots = total;
+    kv->pos = malloc(total * sizeof *kv->pos);
+    kv->k = malloc(total * (size_t)head_dim * sizeof(float));
+    kv->v = malloc(total * (size_t)head_dim * sizeof(float));
+    if (!kv->pos || !kv->k || !kv->v) goto oom;
+    if (ops->stats) {
+        kv->score = calloc(total, sizeof *kv->score);
+        if (!kv->score) goto oom;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "KV cache: out of memory (%d layers x %d heads, head_dim %d)", n_layers,
+             n_kv_heads, head_dim);
+    kv_free(kv);
+    return -1;
+}
+
+void kv_free(kv_cache *kv)
+{
+    if (kv->ops && kv->ops->free_state && kv->pstate) kv->ops->free_state(kv);
+    free(kv->cap);
+    free(kv->len);
+    free(kv->off);
+    free(kv->pos);
+    free(kv->k);
+    free(kv->v);
+    free(kv->score);
+    memset(kv, 0, sizeof *kv);
+}
+
+/* Default prefill choice: the most recent cap candidates. */
+static int keep_recent(int n_cand, int cap, int *keep)
+{
+    int first = n_cand > cap ? n_cand - cap : 0;
+    for (int j = first; j < n_cand; j++) keep[j - first] = j;
+    return n_cand - first;
+}
+
+int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen)
+{
+    const int d = kv->head_dim, hkv = kv->n_kv_heads;
+    int max_cand = 0;
+    for (int g = 0; g < hkv; g++) {
+        int n = kv_len(kv, c->layer, g) + c->n_new;
+        if (n > max_cand) max_cand = n;
+    }
+    int *keep = malloc((size_t)(max_cand > 0 ? max_cand : 1) * sizeof *keep);
+    if (!keep) {
+        snprintf(err, errlen, "KV cache: out of memory in prefill");
+        return -1;
+    }
+    for (int g = 0; g < hkv; g++) {
+        int idx = kv_idx(kv, c->layer, g);
+        int n_live = kv->len[idx], n_cand = n_live + c->n_new, cap = kv->cap[idx];
+        int n_keep = kv->ops->on_prefill ? kv->ops->on_prefill(kv, c, g, n_live, keep)
+                                         : keep_recent(n_cand, cap, keep);
+        if (n_keep < 0 || n_keep > cap) {
+            snprintf(err, errlen, "policy %s: kept %d > capacity %d (layer %d head %d)",
+                     kv->ops->name, n_keep, cap, c->layer, g);
+            free(keep);
+            return -1;
+        }
+        float *K = kv_keys(kv, c->layer, g), *V = kv_values(kv, c->layer, g);
+        int32_t *P = kv_positions(kv, c->layer, g);
+        float *S = kv->score ? kv->score + kv->off[idx] : NULL;
+        const float *colsum = c->colsum ? c->colsum + (size_t)g * c->cand_stride : NULL;
+        /* keep is ascending and live candidates come first, so dest ≤ src for live slots:
+         * a forward in-place copy is safe. */
+        for (int i = 0; i < n_keep; i++) {
+            int j = keep[i];
+            if (j < n_live) {
+                if (j != i) {
+                    memmove(K + (size_t)i * d, K + (size_t)j * d, (size_t)d * sizeof(float));
+                    memmove(V + (size_t)i * d, V + (size_t)j * d, (size_t)d * sizeof(float));
+                    P[i] = P[j];
+                    if (S) S[i] = S[j];
+                }
+            } else {
+                int r = j - n_live;
+                memcpy(K + (size_t)i * d, c->k_new + ((size_t)r * hkv + g) * d, (size_t)d * sizeof(float));
+                memcpy(V + (size_t)i * d, c->v_new + ((size_t)r * hkv + g) * d, (size_t)d * sizeof(float));
+                P[i] = c->pos0 + r;
+                if (S) S[i] = 0.0f;
+            }
+            if (S && colsum) S[i] += colsum[j];
+        }
+        kv->evictions += n_cand - n_keep;
+        kv->len[idx] = n_keep;
+    }
+    free(keep);
+    return 0;
+}
+
+int kv_decode_slot(kv_cache *kv, int layer, int g, int t)
+{
+    int idx = kv_idx(kv, layer, g);
+    int slot = kv->ops->pre_attn ? kv->ops->pre_attn(kv, layer, g, t) : kv->len[idx];
+    if (slot == kv->len[idx]) kv->len[idx]++;
+    return slot;
+}
+
+void kv_write(kv_cache *kv, int layer, int g, int slot, int t, const float *k, const float *v)
+{
+    int d = kv->head_dim;
+    memcpy(kv_keys(kv, layer, g) + (size_t)slot * d, k, (size_t)d * sizeof(float));
+    memcpy(kv_values(kv, layer, g) + (size_t)slot * d, v, (size_t)d * sizeof(float));
+    kv_positions(kv, layer, g)[slot] = t;
+    if (kv->score) kv->score[kv->off[kv_idx(kv, layer, g)] + slot] = 0.0f;
+}
+
+void kv_post_attn(kv_cache *kv, int layer, int g, int t, const float *probs, int stride)
+{
+    if (kv->ops->post_attn) kv->ops->post_attn(kv, layer, g, t, probs, stride);
+}
+
+void kv_sample_stats(kv_cache *kv)
+{
+    int n = kv->n_layers * kv->n_kv_heads;
+    double total = 0;
+    for (int i = 0; i < n; i++) total += kv->len[i];
+    kv->live_sum += total / n;
+    kv->live_samples++;
+    if (total > kv->live_peak) kv->live_peak = total;
+}
+
+void kv_evict_swap_last(kv_cache *kv, int layer, int g, int victim)
+{
+    int idx = kv_idx(kv, layer, g), last = kv->len[idx] - 1, d = kv->head_dim;
+    if (victim != last) {
+        float *K = kv_keys(kv, layer, g), *V = kv_values(kv, layer, g);
+        memcpy(K + (size_t)victim * d, K + (size_t)last * d, (size_t)d * sizeof(float));
+        memcpy(V + (size_t)victim * d, V + (size_t)last * d, (size_t)d * sizeof(float));
+        kv_positions(kv, layer, g)[victim] = kv_positions(kv, layer, g)[last];
+        if (kv->score) kv->score[kv->off[idx] + victim] = kv->score[kv->off[idx] + last];
+    }
+    kv->len[idx] = last;
+    kv->evictions++;
+}
+
+void kv_compact(kv_cache *kv, int layer, int g, const int *keep, int n)
+{
+    int idx = kv_idx(kv, layer, g), d = kv->head_dim;
+    float *K = kv_keys(kv, layer, g), *V = kv_values(kv, layer, g);
+    int32_t *P = kv_positions(kv, layer, g);
+    float *S = kv->score ? kv->score + kv->off[idx] : NULL;
+    for (int i = 0; i < n; i++) {
+        int j = keep[i];
+        if (j == i) continue;
+        memmove(K + (size_t)i * d, K + (size_t)j * d, (size_t)d * sizeof(float));
+        memmove(V + (size_t)i * d, V + (size_t)j * d, (size_t)d * sizeof(float));
+        P[i] = P[j];
+        if (S) S[i] = S[j];
+    }
+    kv->evictions += kv->len[idx] - n;
+    kv->len[idx] = n;
+}
+
+size_t kv_bytes_per_token(const kv_cache *kv)
+{
+    return (size_t)kv->n_layers * kv->n_kv_heads * kv->head_dim * 2 * sizeof(float);
+}
+
+size_t kv_bytes_allocated(const kv_cache *kv)
+{
+    return kv->n_slots * (size_t)kv->head_dim * 2 * sizeof(float);
+}

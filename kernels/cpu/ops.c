@@ -1,0 +1,92 @@
+/* CPU kernels: matmul (BLAS), RMSNorm, RoPE, SwiGLU, residuals. */
+#include "kernels/kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <unistd.h>
+
+/* OpenBLAS (any threading flavour) exports this. */
+void openblas_set_num_threads(int num_threads);
+
+void cpu_set_threads(int n)
+{
+    if (n < 1) n = 1;
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+}
+
+int cpu_num_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+void matmul(float *y, const float *x, const weight_t *w, int n)
+{
+    const float *W = (const float *)w->data;
+    if (n == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, w->rows, w->cols, 1.0f, W, w->cols, x, 1, 0.0f,
+                    y, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x,
+                    w->cols, W, w->cols, 0.0f, y, w->rows);
+}
+
+void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim, float eps)
+{
+    const float *w = (const float *)weight->data;
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * dim;
+        float *o = out + (size_t)r * dim;
+        float ss = 0.0f;
+        for (int i = 0; i < dim; i++) ss += xr[i] * xr[i];
+        float inv = 1.0f / sqrtf(ss / (float)dim + eps);
+        for (int i = 0; i < dim; i++) o[i] = w[i] * (xr[i] * inv);
+    }
+}
+
+void rope_tables(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
+                 float scaling_factor)
+{
+    int half = head_dim / 2;
+    for (int i = 0; i < half; i++) {
+        /* HF: 1 / base ** (arange(0, d, 2).float() / d), in f32 */
+        float inv_freq = (float)(1.0 / pow((double)theta, (double)(float)(2 * i) / head_dim));
+        for (int r = 0; r < n; r++) {
+            float t = (float)pos[r] / scaling_factor;
+            float ang = t * inv_freq;
+            cos_t[(size_t)r * half + i] = (float)cos((double)ang);
+            sin_t[(size_t)r * half + i] = (float)sin((double)ang);
+        }
+    }
+}
+
+void rope_apply(float *x, int n, int n_heads, int head_dim, const float *cos_t, const float *sin_t)
+{
+    int half = head_dim / 2;
+    for (int r = 0; r < n; r++) {
+        const float *c = cos_t + (size_t)r * half, *s = sin_t + (size_t)r * half;
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + ((size_t)r * n_heads + h) * head_dim;
+            for (int i = 0; i < half; i++) {
+                float a = v[i], b = v[i + half];
+                v[i] = a * c[i] - b * s[i];
+                v[i + half] = b * c[i] + a * s[i];
+            }
+        }
+    }
+}
+
+void swiglu(float *gate, const float *up, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i];
+        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+void add_inplace(float *y, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}

@@ -1,0 +1,59 @@
+/* kernels/ — the math of the forward pass, one implementation per backend behind this
+ * interface (kernels/cpu now; kernels/cuda is the GPU backend). Everything above it
+ * (model/, eviction/) is backend-neutral.
+ *
+ * Conventions: activations f32, row-major; weights as stored (weight_t, HF Linear layout
+ * [out][in]); head vectors [head_dim] contiguous, heads of a token contiguous. */
+#ifndef LLM_KERNELS_H
+#define LLM_KERNELS_H
+
+#include "model/model.h"
+
+/* Sets the number of threads used by the CPU kernels and the BLAS (≥ 1). */
+void cpu_set_threads(int n);
+int cpu_num_cores(void);
+
+/* y[n][w.rows] = x[n][w.cols] · wᵀ. n = 1 is a matrix-vector product (decode), n > 1 a
+ * matrix-matrix product through the BLAS (prefill). Weights must be F32 here (the CPU
+ * reference converts F16/BF16 on load, model_to_f32). */
+void matmul(float *y, const float *x, const weight_t *w, int n);
+
+/* out[n][dim] = x / rms(x) * weight, rms over each row (LLaMA RMSNorm, eps inside the sqrt).
+ * out may alias x. */
+void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim, float eps);
+
+/* RoPE tables for positions pos[0..n): cos/sin [n][head_dim/2], Hugging Face convention:
+ * inv_freq[i] = theta^(-2i/head_dim) (f32), angle = (pos / scaling_factor) · inv_freq[i]
+ * (linear rope_scaling). */
+void rope_tables(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
+                 float scaling_factor);
+
+/* Rotates x [n][n_heads][head_dim] in place with the tables of its token (rotate_half: pairs
+ * (i, i + head_dim/2), as HF checkpoints store q/k rows). */
+void rope_apply(float *x, int n, int n_heads, int head_dim, const float *cos_t, const float *sin_t);
+
+/* gate[i] = silu(gate[i]) * up[i] for i < n (SwiGLU). */
+void swiglu(float *gate, const float *up, size_t n);
+
+/* y[i] += x[i]. */
+void add_inplace(float *y, const float *x, size_t n);
+
+/* Decode attention of one query head over n cached slots:
+ * q [head_dim]; K, V [n][head_dim]; out [head_dim] = Σ_j p_j V_j with
+ * p = softmax(q·K_j · scale). probs [n] receives p (always written; it is also the scratch for
+ * the scores, so statistics cost nothing extra). Slots are summed in slot order. */
+void attn_decode_head(const float *q, const float *K, const float *V, int n, int head_dim,
+                      float scale, float *probs, float *out);
+
+/* Prefill (causal) attention of one query head for a chunk of n_new tokens that follows
+ * n_live cached slots:
+ * q [n_new] rows of stride q_stride; K_live, V_live [n_live][head_dim];
+ * K_new, V_new [n_new] rows of stride kv_stride. Row i attends to all live slots and the chunk's
+ * tokens 0..i. out [n_new] rows of stride out_stride. colsum (NULL or [n_live + n_new]) gets
+ * += Σ_i p_i(j) (the column sums H2O and BUZZ need). scratch: [n_live + n_new] floats. */
+void attn_prefill_head(const float *q, int q_stride, const float *K_live, const float *V_live,
+                       int n_live, const float *K_new, const float *V_new, int kv_stride,
+                       int n_new, int head_dim, float scale, float *out, int out_stride,
+                       float *colsum, float *scratch);
+
+#endif

@@ -1,0 +1,185 @@
+/* model/ — the interface of the model directory: config.json, safetensors weights, the
+ * forward pass (prefill and decode) and the sampler.
+ *
+ * Errors: every function that can fail takes `char *err, size_t errlen`, returns 0 on success
+ * and -1 on failure with a one-line message in err that names the file, tensor or field and
+ * the problem ("model.layers.3.mlp.up_proj.weight: shape [172, 64], config says [176, 64]").
+ * Nothing here calls exit() or abort().
+ */
+#ifndef LLM_MODEL_H
+#define LLM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LLM_ERR_LEN 512
+
+/* ---------------------------------------------------------------- config.json (config.c) */
+
+typedef struct {
+    int hidden_size;             /* dim */
+    int intermediate_size;       /* ffn hidden dim */
+    int n_layers;                /* num_hidden_layers */
+    int n_heads;                 /* num_attention_heads */
+    int n_kv_heads;              /* num_key_value_heads (default n_heads) */
+    int head_dim;                /* hidden_size / n_heads, or "head_dim" when given */
+    int vocab_size;
+    int max_position_embeddings; /* the trained context length (default 2048) */
+    float rms_norm_eps;          /* default 1e-6 */
+    float rope_theta;            /* default 10000 */
+    float rope_scaling_factor;   /* rope_scaling {"type"|"rope_type": "linear", "factor": f}; 1 when null */
+    int tie_word_embeddings;     /* default 0; also inferred when lm_head.weight is absent */
+    int bos_token_id;            /* default 1 */
+    int eos_token_id;            /* default 2 (first element when a list) */
+} model_config;
+
+/* Reads and validates a Hugging Face LlamaForCausalLM config.json.
+ * Validation: all sizes positive, n_heads divides hidden_size (unless head_dim is given),
+ * n_kv_heads divides n_heads, head_dim even, rms_norm_eps > 0, rope_theta > 0,
+ * rope_scaling null or linear with factor >= 1. Unknown fields are ignored. */
+int config_load(const char *path, model_config *cfg, char *err, size_t errlen);
+
+/* ------------------------------------------------------------- safetensors (safetensors.c) */
+
+typedef enum { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2 } dtype_t;
+
+size_t dtype_size(dtype_t dt);          /* bytes per element */
+const char *dtype_name(dtype_t dt);     /* "F32", "F16", "BF16" */
+
+typedef struct {
+    char name[256];
+    dtype_t dtype;
+    int ndim;                 /* 0..4 */
+    int64_t shape[4];
+    const void *data;         /* points into the mmapped file */
+    size_t nbytes;
+} st_tensor;
+
+typedef struct {
+    char path[1024];
+    void *map;                /* mmap of the whole file (read-only) */
+    size_t size;
+    int n_tensors;
+    st_tensor *tensors;       /* sorted by name for lookup */
+} st_file;
+
+/* mmaps one .safetensors file and validates its header fully before use: 8-byte length within
+ * the file, JSON well formed, every entry has dtype/shape/data_offsets, dtype one of F32/F16/
+ * BF16 (others are an error naming the tensor), offsets inside the data buffer, entries
+ * non-overlapping, nbytes = product(shape) * dtype size. "__metadata__" is skipped. */
+int st_open(const char *path, st_file *f, char *err, size_t errlen);
+const st_tensor *st_find(const st_file *f, const char *name); /* NULL when absent */
+void st_close(st_file *f);
+
+/* ------------------------------------------------------------------- weights (weights.c) */
+
+/* A weight matrix as stored in the file: row-major [rows][cols] (HF Linear: [out][in]). */
+typedef struct {
+    dtype_t dtype;
+    const void *data;
+    int rows, cols;
+} weight_t;
+
+typedef struct {
+    weight_t attn_norm;              /* [1][dim]  input_layernorm */
+    weight_t wq, wk, wv, wo;         /* [n_heads*hd][dim], [n_kv*hd][dim] x2, [dim][n_heads*hd] */
+    weight_t ffn_norm;               /* [1][dim]  post_attention_layernorm */
+    weight_t w_gate, w_up, w_down;   /* [ffn][dim], [ffn][dim], [dim][ffn] */
+} layer_weights;
+
+typedef struct {
+    model_config cfg;
+    weight_t embed;                  /* [vocab][dim] model.embed_tokens.weight */
+    layer_weights *layers;           /* [n_layers] */
+    weight_t final_norm;             /* [1][dim] model.norm.weight */
+    weight_t lm_head;                /* [vocab][dim]; == embed when tied */
+    /* owned storage */
+    int n_files;
+    st_file *files;                  /* one per shard */
+    void **owned;                    /* buffers allocated by model_to_f32 */
+    int n_owned;
+} model_weights;
+
+/* Loads DIR/config.json and DIR/model.safetensors, or the shards named by
+ * DIR/model.safetensors.index.json ("weight_map"). Checks every tensor's presence and shape
+ * against the config (error names the tensor, found vs expected); ignores
+ * "*.rotary_emb.inv_freq"; lm_head absent → tied embeddings. Weights stay in the file's dtype
+ * (pointers into the mmaps). */
+int model_load(const char *dir, model_weights *m, char *err, size_t errlen);
+
+/* Converts every F16/BF16 weight to F32 in newly owned buffers (the CPU reference path).
+ * Returns 0, or -1 on allocation failure. */
+int model_to_f32(model_weights *m, char *err, size_t errlen);
+
+void model_free(model_weights *m);
+
+/* Scalar conversions (exact for f16/bf16 → f32). */
+float f16_to_f32(uint16_t h);
+float bf16_to_f32(uint16_t b);
+uint16_t f32_to_bf16(float f);   /* round to nearest even */
+uint16_t f32_to_f16(float f);    /* round to nearest even */
+
+/* ------------------------------------------------------------------------ npy (npy.c) */
+
+/* Writes a float32 C-order .npy of shape [rows][cols]. */
+int npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
+                  char *err, size_t errlen);
+/* Reads a 1-D or 2-D little-endian float32 (or int32 / int64, converted) .npy; *data is
+ * malloc'd float; cols = 1 for 1-D. */
+int npy_read_f32(const char *path, float **data, int64_t *rows, int64_t *cols,
+                 char *err, size_t errlen);
+
+/* ------------------------------------------------------------- forward pass (forward.c) */
+
+struct kv_cache;
+
+/* The run state of one sequence: scratch buffers sized once (no per-token allocation). */
+typedef struct {
+    const model_weights *w;
+    struct kv_cache *kv;      /* owned by eviction/; every KV write and read goes through it */
+    int max_chunk;            /* prefill scratch is sized for this many tokens */
+    /* decode scratch */
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *probs, *logits;
+    float *rope_cos, *rope_sin;  /* [max_chunk][head_dim/2] */
+    /* prefill scratch [max_chunk][...] */
+    float *px, *pxb, *pq, *pk, *pv, *patt, *phb, *phb2;
+    float *colsum;            /* [n_heads][cand_stride] when the policy asks */
+    float *colsum_kv;         /* [n_kv_heads][cand_stride] */
+    float *att_scratch;       /* [n_threads][cand_stride] */
+    int cand_stride, n_threads, probs_stride;
+} engine;
+
+/* Allocates the run state for up to max_chunk prefill tokens per call. The weights must be
+ * F32 (model_to_f32) on the CPU backend. kv must be initialised (kv_init). */
+int engine_init(engine *e, const model_weights *w, struct kv_cache *kv, int max_chunk,
+                int n_threads, char *err, size_t errlen);
+void engine_free(engine *e);
+
+/* Prefill: runs tokens[0..n) at positions pos0..pos0+n-1 in one pass (matrix-matrix products,
+ * exact causal attention over the live cache + the chunk), then lets the eviction policy
+ * choose what each layer keeps. n ≤ max_chunk. Logits of the last token go to e->logits
+ * [vocab]; when logits_all is non-NULL it receives all rows [n][vocab]. */
+int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_all,
+                   char *err, size_t errlen);
+
+/* Decode: one token at position pos through every layer (KV write and eviction through
+ * eviction/); logits to e->logits [vocab]. */
+int engine_decode(engine *e, int token, int pos, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------- sampler (sampler.c) */
+
+typedef struct {
+    float temperature;   /* 0: greedy (argmax, lowest id on ties) */
+    float top_p;         /* nucleus; 1 = off */
+    int top_k;           /* 0 = off */
+    uint64_t rng_state;
+    struct { float p; int id; } *buf;  /* [vocab] scratch */
+    int vocab;
+} sampler;
+
+int sampler_init(sampler *s, int vocab, float temperature, float top_p, int top_k, uint64_t seed);
+void sampler_free(sampler *s);
+/* Picks the next token from logits [vocab] (modified in place when sampling). */
+int sampler_sample(sampler *s, float *logits);
+
+#endif

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what llm-run's build and tests need, from Debian's packages and PyPI.
+# Idempotent: does nothing (and prints nothing) when everything is present.
+# Needs root (or sudo) only when a Debian package is missing.
+set -euo pipefail
+
+DEB_PKGS=(build-essential libsentencepiece-dev libcjson-dev libopenblas-dev libcmocka-dev
+          zlib1g-dev python3 python3-pip)
+# Python packages used by the tests' reference checks (the fixtures themselves are committed).
+PY_PKGS=(numpy)
+
+missing=()
+for p in "${DEB_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+# python3/pip may come from elsewhere (pyenv, a venv): only require the Debian ones when absent.
+if command -v python3 >/dev/null 2>&1; then
+    tmp=(); for p in "${missing[@]}"; do [[ "$p" == python3* ]] || tmp+=("$p"); done
+    missing=("${tmp[@]+"${tmp[@]}"}")
+fi
+if ((${#missing[@]})); then
+    echo "setup: installing Debian packages: ${missing[*]}" >&2
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+pymissing=()
+for p in "${PY_PKGS[@]}"; do
+    python3 -c "import $p" 2>/dev/null || pymissing+=("$p")
+done
+if ((${#pymissing[@]})); then
+    echo "setup: installing Python packages: ${pymissing[*]}" >&2
+    python3 -m pip install -q "${pymissing[@]}" 2>/dev/null ||
+        python3 -m pip install -q --break-system-packages "${pymissing[@]}"
+fi
