@@ -59,7 +59,7 @@ static void usage(FILE *f)
 "      --chat               wrap the prompt in the Llama-2 chat template\n"
 "      --system TEXT        system prompt for --chat\n"
 "generation:\n"
-"  -n, --max-new-tokens N   tokens to generate (default 256); stops early at EOS\n"
+"  -n, --max-new-tokens N   tokens to generate (default 256); stops early at EOS (or BOS)\n"
 "      --temp F             temperature; 0 = greedy (default 0)\n"
 "      --top-p F            nucleus sampling threshold (default 0.9; 1 = off)\n"
 "      --top-k N            keep the N most likely tokens (default 0 = off)\n"
@@ -398,9 +398,10 @@ int main(int argc, char **argv)
         status = 2;
         goto done;
     }
+    /* positions forwarded: the prompt and every generated token but the last */
     int max_new = o.max_new;
-    if (n_prompt + max_new > ctx) {
-        max_new = ctx - n_prompt;
+    if (n_prompt + max_new - 1 > ctx) {
+        max_new = ctx - n_prompt + 1;
         if (!o.json)
             fprintf(stderr, "llm-run: note: generating at most %d tokens to stay within the context of %d\n",
                     max_new, ctx);
@@ -457,7 +458,9 @@ int main(int argc, char **argv)
     double t1 = now_s();
     for (int pos = n_prompt; n_gen < max_new && !g_interrupted; pos++) {
         int next = sampler_sample(&smp, eng.logits);
-        if (next == cfg->eos_token_id) {
+        /* EOS ends the answer; a BOS starts a new document (TinyStories-style models emit it
+         * between stories, and llama2.c stops there too) */
+        if (next == cfg->eos_token_id || next == cfg->bos_token_id) {
             stop_eos = 1;
             break;
         }
@@ -512,6 +515,7 @@ int main(int argc, char **argv)
         cJSON_Delete(j);
     } else {
         if (text_len > 0 && out_text[text_len - 1] != '\n') putchar('\n');
+        fflush(stdout);
         fprintf(stderr,
                 "prompt %d tokens | prefill %.1f ms (%.1f tok/s) | decode %d tokens %.1f ms (%.1f tok/s)\n"
                 "kv: policy %s, capacity %d tokens/head, peak %.1f KiB, avg %.1f KiB, full cache %.1f KiB\n",

@@ -47,6 +47,7 @@ typedef struct {
     int layer;
     int n_new;             /* tokens in the chunk */
     int pos0;              /* position of the chunk's first token */
+    const float *q_new;    /* [n_new][n_heads][head_dim] post-RoPE queries (observation window) */
     const float *k_new;    /* [n_new][n_kv_heads][head_dim] */
     const float *v_new;    /* [n_new][n_kv_heads][head_dim] */
     const float *colsum;   /* [n_kv_heads][cand_stride] when KV_STAT_PREFILL_COLSUM, else NULL:
@@ -61,6 +62,7 @@ typedef struct policy_ops {
     const char *paper;      /* source, for --list-policies */
     const char *params;     /* parameters with defaults, for --list-policies */
     unsigned stats;         /* KV_STAT_* this policy needs */
+    size_t slot_state_bytes; /* per-slot policy state (kv->state), moved with its slot */
     /* Capacities: fill kv->cap[l*n_kv_heads+g] from params and lengths. Returns 0 or -1+err. */
     int (*init)(kv_cache *kv, const policy_params *p, int n_prompt, int max_new,
                 char *err, size_t errlen);
@@ -69,8 +71,11 @@ typedef struct policy_ops {
      * cap candidates. */
     int (*on_prefill)(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_live, int *keep);
     /* Decode: the slot the token at position t goes to in (layer, g): kv_len (append) or a
-     * victim slot to overwrite (evict-then-attend policies). NULL: append. */
-    int (*pre_attn)(kv_cache *kv, int layer, int g, int t);
+     * victim slot to overwrite (evict-then-attend policies). q: [G][head_dim] the group's
+     * post-RoPE queries; k, v: [head_dim] the new token's key (as stored) and value.
+     * NULL: append. */
+    int (*pre_attn)(kv_cache *kv, int layer, int g, int t, const float *q, const float *k,
+                    const float *v);
     /* Decode, after attention over the live slots: may evict. probs[h*stride + j] for the G
      * query heads h of group g and live slots j < len when KV_STAT_DECODE_PROBS, else NULL. */
     void (*post_attn)(kv_cache *kv, int layer, int g, int t, const float *probs, int stride);
@@ -89,6 +94,7 @@ struct kv_cache {
     int32_t *pos;            /* [n_slots] original position of each slot */
     float *k, *v;            /* [n_slots][head_dim] */
     float *score;            /* [n_slots] per-slot fp32 score (policies that keep one), or NULL */
+    unsigned char *state;    /* [n_slots][ops->slot_state_bytes] or NULL; zeroed on write */
     /* run statistics (mean over (l, g) of live slots, sampled after every token) */
     int64_t evictions;
     double live_sum;         /* Σ over samples of the mean live slots */
@@ -122,13 +128,18 @@ static inline float *kv_values(const kv_cache *kv, int layer, int g)
 { return kv->v + kv->off[kv_idx(kv, layer, g)] * (size_t)kv->head_dim; }
 static inline int32_t *kv_positions(const kv_cache *kv, int layer, int g)
 { return kv->pos + kv->off[kv_idx(kv, layer, g)]; }
+static inline float *kv_scores(const kv_cache *kv, int layer, int g)
+{ return kv->score ? kv->score + kv->off[kv_idx(kv, layer, g)] : NULL; }
+static inline unsigned char *kv_slot_state(const kv_cache *kv, int layer, int g, int slot)
+{ return kv->state + (kv->off[kv_idx(kv, layer, g)] + (size_t)slot) * kv->ops->slot_state_bytes; }
 
 /* Prefill: keep what the policy chooses among live slots + the chunk (see kv_prefill_chunk). */
 int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen);
 
 /* Decode: returns the slot (0..cap) where the token at position t is written in (layer, g);
  * when it is kv_len, the live length grows by one. */
-int kv_decode_slot(kv_cache *kv, int layer, int g, int t);
+int kv_decode_slot(kv_cache *kv, int layer, int g, int t, const float *q, const float *k,
+                   const float *v);
 /* Writes k, v ([head_dim] f32) and position t into slot of (layer, g). */
 void kv_write(kv_cache *kv, int layer, int g, int slot, int t, const float *k, const float *v);
 /* Decode, after attention: lets the policy evict. probs as in policy_ops.post_attn. */

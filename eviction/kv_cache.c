@@ -63,6 +63,10 @@ int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
         kv->score = calloc(total, sizeof *kv->score);
         if (!kv->score) goto oom;
     }
+    if (ops->slot_state_bytes) {
+        kv->state = calloc(total, ops->slot_state_bytes);
+        if (!kv->state) goto oom;
+    }
     return 0;
 oom:
     snprintf(err, errlen, "KV cache: out of memory (%d layers x %d heads, head_dim %d)", n_layers,
@@ -81,7 +85,20 @@ void kv_free(kv_cache *kv)
     free(kv->k);
     free(kv->v);
     free(kv->score);
+    free(kv->state);
     memset(kv, 0, sizeof *kv);
+}
+
+/* Copies slot src of region `idx` to slot dst (K, V, position, score, policy state). */
+static void move_slot(kv_cache *kv, int idx, int dst, int src)
+{
+    size_t d = (size_t)kv->head_dim, o = kv->off[idx];
+    memmove(kv->k + (o + dst) * d, kv->k + (o + src) * d, d * sizeof(float));
+    memmove(kv->v + (o + dst) * d, kv->v + (o + src) * d, d * sizeof(float));
+    kv->pos[o + dst] = kv->pos[o + src];
+    if (kv->score) kv->score[o + dst] = kv->score[o + src];
+    size_t sb = kv->ops->slot_state_bytes;
+    if (sb) memmove(kv->state + (o + dst) * sb, kv->state + (o + src) * sb, sb);
 }
 
 /* Default prefill choice: the most recent cap candidates. */
@@ -125,18 +142,14 @@ int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen
         for (int i = 0; i < n_keep; i++) {
             int j = keep[i];
             if (j < n_live) {
-                if (j != i) {
-                    memmove(K + (size_t)i * d, K + (size_t)j * d, (size_t)d * sizeof(float));
-                    memmove(V + (size_t)i * d, V + (size_t)j * d, (size_t)d * sizeof(float));
-                    P[i] = P[j];
-                    if (S) S[i] = S[j];
-                }
+                if (j != i) move_slot(kv, idx, i, j);
             } else {
                 int r = j - n_live;
                 memcpy(K + (size_t)i * d, c->k_new + ((size_t)r * hkv + g) * d, (size_t)d * sizeof(float));
                 memcpy(V + (size_t)i * d, c->v_new + ((size_t)r * hkv + g) * d, (size_t)d * sizeof(float));
                 P[i] = c->pos0 + r;
                 if (S) S[i] = 0.0f;
+                if (kv->state) memset(kv_slot_state(kv, c->layer, g, i), 0, kv->ops->slot_state_bytes);
             }
             if (S && colsum) S[i] += colsum[j];
         }
@@ -147,10 +160,11 @@ int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen
     return 0;
 }
 
-int kv_decode_slot(kv_cache *kv, int layer, int g, int t)
+int kv_decode_slot(kv_cache *kv, int layer, int g, int t, const float *q, const float *k,
+                   const float *v)
 {
     int idx = kv_idx(kv, layer, g);
-    int slot = kv->ops->pre_attn ? kv->ops->pre_attn(kv, layer, g, t) : kv->len[idx];
+    int slot = kv->ops->pre_attn ? kv->ops->pre_attn(kv, layer, g, t, q, k, v) : kv->len[idx];
     if (slot == kv->len[idx]) kv->len[idx]++;
     return slot;
 }
@@ -162,6 +176,7 @@ void kv_write(kv_cache *kv, int layer, int g, int slot, int t, const float *k, c
     memcpy(kv_values(kv, layer, g) + (size_t)slot * d, v, (size_t)d * sizeof(float));
     kv_positions(kv, layer, g)[slot] = t;
     if (kv->score) kv->score[kv->off[kv_idx(kv, layer, g)] + slot] = 0.0f;
+    if (kv->state) memset(kv_slot_state(kv, layer, g, slot), 0, kv->ops->slot_state_bytes);
 }
 
 void kv_post_attn(kv_cache *kv, int layer, int g, int t, const float *probs, int stride)
@@ -181,32 +196,17 @@ void kv_sample_stats(kv_cache *kv)
 
 void kv_evict_swap_last(kv_cache *kv, int layer, int g, int victim)
 {
-    int idx = kv_idx(kv, layer, g), last = kv->len[idx] - 1, d = kv->head_dim;
-    if (victim != last) {
-        float *K = kv_keys(kv, layer, g), *V = kv_values(kv, layer, g);
-        memcpy(K + (size_t)victim * d, K + (size_t)last * d, (size_t)d * sizeof(float));
-        memcpy(V + (size_t)victim * d, V + (size_t)last * d, (size_t)d * sizeof(float));
-        kv_positions(kv, layer, g)[victim] = kv_positions(kv, layer, g)[last];
-        if (kv->score) kv->score[kv->off[idx] + victim] = kv->score[kv->off[idx] + last];
-    }
+    int idx = kv_idx(kv, layer, g), last = kv->len[idx] - 1;
+    if (victim != last) move_slot(kv, idx, victim, last);
     kv->len[idx] = last;
     kv->evictions++;
 }
 
 void kv_compact(kv_cache *kv, int layer, int g, const int *keep, int n)
 {
-    int idx = kv_idx(kv, layer, g), d = kv->head_dim;
-    float *K = kv_keys(kv, layer, g), *V = kv_values(kv, layer, g);
-    int32_t *P = kv_positions(kv, layer, g);
-    float *S = kv->score ? kv->score + kv->off[idx] : NULL;
-    for (int i = 0; i < n; i++) {
-        int j = keep[i];
-        if (j == i) continue;
-        memmove(K + (size_t)i * d, K + (size_t)j * d, (size_t)d * sizeof(float));
-        memmove(V + (size_t)i * d, V + (size_t)j * d, (size_t)d * sizeof(float));
-        P[i] = P[j];
-        if (S) S[i] = S[j];
-    }
+    int idx = kv_idx(kv, layer, g);
+    for (int i = 0; i < n; i++)
+        if (keep[i] != i) move_slot(kv, idx, i, keep[i]);
     kv->evictions += kv->len[idx] - n;
     kv->len[idx] = n;
 }

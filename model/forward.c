@@ -151,7 +151,7 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
                               kvdim, n, hd, scale, e->patt + (size_t)h * hd, qdim,
                               want_colsum ? e->colsum + (size_t)h * e->cand_stride : NULL, scratch);
         }
-        kv_prefill_chunk chunk = {.layer = l, .n_new = n, .pos0 = pos0, .k_new = e->pk,
+        kv_prefill_chunk chunk = {.layer = l, .n_new = n, .pos0 = pos0, .q_new = e->pq, .k_new = e->pk,
                                   .v_new = e->pv, .colsum = NULL, .cand_stride = e->cand_stride};
         if (want_colsum) {
             /* GQA: sum the statistics over the G query heads of each KV head (fixed order) */
@@ -209,7 +209,8 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
 
         /* the policy says where the new K/V go (append, or over a victim) */
         for (int g = 0; g < Hkv; g++) {
-            int slot = kv_decode_slot(kv, l, g, pos);
+            int slot = kv_decode_slot(kv, l, g, pos, e->q + (size_t)g * G * hd, e->k + (size_t)g * hd,
+                                      e->v + (size_t)g * hd);
             kv_write(kv, l, g, slot, pos, e->k + (size_t)g * hd, e->v + (size_t)g * hd);
         }
         /* attention over the live slots of each head's KV group */

@@ -1,0 +1,203 @@
+/* config.json → model_config (Hugging Face LlamaForCausalLM). */
+#include "model/model.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CONFIG_MAX_BYTES (16 << 20)
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Reads a whole (small) file into a NUL-terminated malloc'd buffer. */
+static char *slurp(const char *path, size_t *len, char *err, size_t errlen) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    const char *why = NULL;
+    char *buf = NULL;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) why = "not a regular file";
+    else if (st.st_size > CONFIG_MAX_BYTES) why = "file too large";
+    else if (!(buf = malloc((size_t)st.st_size + 1))) why = "out of memory";
+    else if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) why = "read error";
+    fclose(fp);
+    if (why) {
+        fail(err, errlen, "%s: %s", path, why);
+        free(buf);
+        return NULL;
+    }
+    buf[st.st_size] = 0;
+    *len = (size_t)st.st_size;
+    return buf;
+}
+
+/* Optional integer field: absent or null keeps *out. Returns -1 with err set when the value
+ * is not an integer in int range. */
+static int get_int(const cJSON *root, const char *key, int *out, const char *path,
+                   char *err, size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(d == floor(d) && d >= -2147483648.0 && d <= 2147483647.0))
+        return fail(err, errlen, "%s: %s must be an integer", path, key);
+    *out = (int)d;
+    return 0;
+}
+
+/* Optional boolean: true/false (or 0/1). */
+static int get_bool(const cJSON *root, const char *key, int *out, const char *path,
+                    char *err, size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (cJSON_IsBool(v)) {
+        *out = cJSON_IsTrue(v);
+        return 0;
+    }
+    if (get_int(root, key, out, path, err, errlen)) return -1;
+    *out = *out != 0;
+    return 0;
+}
+
+static int get_float(const cJSON *root, const char *key, float *out, const char *path,
+                     char *err, size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return fail(err, errlen, "%s: %s must be a number", path, key);
+    *out = (float)v->valuedouble;
+    return 0;
+}
+
+static int require_int(const cJSON *root, const char *key, int *out, const char *path,
+                       char *err, size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) return fail(err, errlen, "%s: missing %s", path, key);
+    return get_int(root, key, out, path, err, errlen);
+}
+
+static int parse_rope_scaling(const cJSON *root, model_config *c, const char *path,
+                              char *err, size_t errlen) {
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    c->rope_scaling_factor = 1.0f;
+    if (!rs || cJSON_IsNull(rs)) return 0;
+    if (!cJSON_IsObject(rs)) return fail(err, errlen, "%s: rope_scaling must be an object or null", path);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!cJSON_IsString(t)) return fail(err, errlen, "%s: rope_scaling has no type", path);
+    if (strcmp(t->valuestring, "linear") != 0)
+        return fail(err, errlen, "%s: rope_scaling type \"%.64s\" is not supported (only linear)",
+                    path, t->valuestring);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
+        return fail(err, errlen, "%s: rope_scaling.factor must be a number", path);
+    if (f->valuedouble < 1.0)
+        return fail(err, errlen, "%s: rope_scaling.factor=%g must be >= 1", path, f->valuedouble);
+    c->rope_scaling_factor = (float)f->valuedouble;
+    return 0;
+}
+
+static int parse_eos(const cJSON *root, model_config *c, const char *path, char *err, size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
+    if (!cJSON_IsArray(v)) return get_int(root, "eos_token_id", &c->eos_token_id, path, err, errlen);
+    const cJSON *first = cJSON_GetArrayItem(v, 0);
+    if (!cJSON_IsNumber(first) || first->valuedouble != floor(first->valuedouble) ||
+        first->valuedouble < 0 || first->valuedouble > 2147483647.0)
+        return fail(err, errlen, "%s: eos_token_id must be an integer or a non-empty list of integers", path);
+    c->eos_token_id = (int)first->valuedouble;
+    return 0;
+}
+
+static int parse(const cJSON *root, model_config *c, const char *path, char *err, size_t errlen) {
+    if (require_int(root, "hidden_size", &c->hidden_size, path, err, errlen) ||
+        require_int(root, "intermediate_size", &c->intermediate_size, path, err, errlen) ||
+        require_int(root, "num_hidden_layers", &c->n_layers, path, err, errlen) ||
+        require_int(root, "num_attention_heads", &c->n_heads, path, err, errlen) ||
+        require_int(root, "vocab_size", &c->vocab_size, path, err, errlen))
+        return -1;
+    c->n_kv_heads = c->n_heads;
+    c->head_dim = 0;
+    if (get_int(root, "num_key_value_heads", &c->n_kv_heads, path, err, errlen) ||
+        get_int(root, "head_dim", &c->head_dim, path, err, errlen) ||
+        get_int(root, "max_position_embeddings", &c->max_position_embeddings, path, err, errlen) ||
+        get_float(root, "rms_norm_eps", &c->rms_norm_eps, path, err, errlen) ||
+        get_float(root, "rope_theta", &c->rope_theta, path, err, errlen) ||
+        get_bool(root, "tie_word_embeddings", &c->tie_word_embeddings, path, err, errlen) ||
+        get_int(root, "bos_token_id", &c->bos_token_id, path, err, errlen) ||
+        parse_eos(root, c, path, err, errlen) ||
+        parse_rope_scaling(root, c, path, err, errlen))
+        return -1;
+    return 0;
+}
+
+static int validate(model_config *c, int head_dim_given, const char *path, char *err, size_t errlen) {
+    const struct { const char *name; int v; } sizes[] = {
+        {"hidden_size", c->hidden_size},           {"intermediate_size", c->intermediate_size},
+        {"num_hidden_layers", c->n_layers},        {"num_attention_heads", c->n_heads},
+        {"num_key_value_heads", c->n_kv_heads},    {"vocab_size", c->vocab_size},
+        {"max_position_embeddings", c->max_position_embeddings},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].v <= 0)
+            return fail(err, errlen, "%s: %s=%d must be positive", path, sizes[i].name, sizes[i].v);
+    if (!head_dim_given) {
+        if (c->hidden_size % c->n_heads)
+            return fail(err, errlen, "%s: num_attention_heads=%d does not divide hidden_size=%d",
+                        path, c->n_heads, c->hidden_size);
+        c->head_dim = c->hidden_size / c->n_heads;
+    } else if (c->head_dim <= 0) {
+        return fail(err, errlen, "%s: head_dim=%d must be positive", path, c->head_dim);
+    }
+    if (c->n_heads % c->n_kv_heads)
+        return fail(err, errlen, "%s: num_key_value_heads=%d does not divide num_attention_heads=%d",
+                    path, c->n_kv_heads, c->n_heads);
+    if (c->head_dim % 2)
+        return fail(err, errlen, "%s: head_dim=%d must be even (RoPE rotates pairs)", path, c->head_dim);
+    if ((int64_t)c->n_heads * c->head_dim > INT32_MAX)
+        return fail(err, errlen, "%s: num_attention_heads*head_dim is too large", path);
+    if (!(c->rms_norm_eps > 0))
+        return fail(err, errlen, "%s: rms_norm_eps=%g must be positive", path, c->rms_norm_eps);
+    if (!(c->rope_theta > 0))
+        return fail(err, errlen, "%s: rope_theta=%g must be positive", path, c->rope_theta);
+    return 0;
+}
+
+int config_load(const char *path, model_config *cfg, char *err, size_t errlen) {
+    size_t len = 0;
+    char *text = slurp(path, &len, err, errlen);
+    if (!text) return -1;
+    const char *end = text;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    while (root && end < text + len && strchr(" \t\r\n", *end) && *end) end++;
+    if (!root || end != text + len || !cJSON_IsObject(root)) {
+        if (root && end == text + len) fail(err, errlen, "%s: not a JSON object", path);
+        else fail(err, errlen, "%s: malformed JSON near byte %ld", path, (long)(end - text));
+        cJSON_Delete(root);
+        free(text);
+        return -1;
+    }
+    model_config c = {
+        .max_position_embeddings = 2048, .rms_norm_eps = 1e-6f, .rope_theta = 10000.0f,
+        .rope_scaling_factor = 1.0f, .tie_word_embeddings = 0, .bos_token_id = 1, .eos_token_id = 2,
+    };
+    int rc = parse(root, &c, path, err, errlen);
+    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
+    int head_dim_given = hd && !cJSON_IsNull(hd);
+    if (rc == 0) rc = validate(&c, head_dim_given, path, err, errlen);
+    cJSON_Delete(root);
+    free(text);
+    if (rc == 0) *cfg = c;
+    return rc;
+}

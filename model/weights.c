@@ -1,0 +1,315 @@
+/* Model folder → model_weights: config.json, then model.safetensors or the shards listed in
+ * model.safetensors.index.json; every tensor checked against the config. Also the scalar
+ * f16/bf16 conversions and model_to_f32. */
+#include "model/model.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define INDEX_MAX_BYTES (64 << 20)
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* ------------------------------------------------------------------- scalar conversions */
+
+static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) return bits_f32(sign | 0x7f800000 | man << 13);   /* inf, nan */
+    if (exp != 0) return bits_f32(sign | (exp + 112) << 23 | man << 13);
+    if (man == 0) return bits_f32(sign);                               /* ±0 */
+    int e = 113;                                                       /* subnormal: normalize */
+    while (!(man & 0x400)) { man <<= 1; e--; }
+    return bits_f32(sign | (uint32_t)e << 23 | (man & 0x3ff) << 13);
+}
+
+float bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
+
+uint16_t f32_to_bf16(float f) {
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)(u >> 16 | 0x40);  /* quiet nan */
+    return (uint16_t)((u + 0x7fff + (u >> 16 & 1)) >> 16);
+}
+
+uint16_t f32_to_f16(float f) {
+    uint32_t u = f32_bits(f), sign = (u >> 16) & 0x8000, a = u & 0x7fffffff;
+    if (a > 0x7f800000) return (uint16_t)(sign | 0x7e00 | (a >> 13 & 0x3ff));  /* nan */
+    if (a >= 0x477ff000) return (uint16_t)(sign | 0x7c00);   /* >= 65520 rounds to inf */
+    if (a <= 0x33000000) return (uint16_t)sign;              /* <= 2^-25 rounds to 0 */
+    uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000, h, rem, half;
+    if (e < 113) {                          /* f16 subnormal: units of 2^-24 */
+        uint32_t shift = 126 - e;           /* 14..24 */
+        h = m >> shift;
+        rem = m & ((1u << shift) - 1);
+        half = 1u << (shift - 1);
+    } else {
+        h = (e - 112) << 10 | (a >> 13 & 0x3ff);
+        rem = a & 0x1fff;
+        half = 0x1000;
+    }
+    if (rem > half || (rem == half && (h & 1))) h++;   /* carry into the exponent is right */
+    return (uint16_t)(sign | h);
+}
+
+/* ---------------------------------------------------------------------------- loading */
+
+typedef struct {
+    const char *dir;
+    char index_path[1100];
+    cJSON *index;              /* parsed index.json, NULL for a single file */
+    const cJSON *weight_map;
+    char **shard_names;        /* [m->n_files], parallel to m->files when sharded */
+    model_weights *m;
+} loader;
+
+static int join(char *out, size_t outlen, const char *dir, const char *name, char *err, size_t errlen) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    if ((size_t)snprintf(out, outlen, "%.*s/%s", (int)n, dir, name) >= outlen)
+        return fail(err, errlen, "%s/%s: path too long", dir, name);
+    return 0;
+}
+
+static int is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static char *read_text(const char *path, size_t *len, char *err, size_t errlen) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    const char *why = NULL;
+    char *buf = NULL;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) why = "not a regular file";
+    else if (st.st_size > INDEX_MAX_BYTES) why = "file too large";
+    else if (!(buf = malloc((size_t)st.st_size + 1))) why = "out of memory";
+    else if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) why = "read error";
+    fclose(fp);
+    if (why) {
+        fail(err, errlen, "%s: %s", path, why);
+        free(buf);
+        return NULL;
+    }
+    buf[st.st_size] = 0;
+    *len = (size_t)st.st_size;
+    return buf;
+}
+
+/* Parses index.json and opens each distinct shard named in its weight_map once. */
+static int open_shards(loader *L, char *err, size_t errlen) {
+    size_t len;
+    char *text = read_text(L->index_path, &len, err, errlen);
+    if (!text) return -1;
+    L->index = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!L->index) return fail(err, errlen, "%s: malformed JSON", L->index_path);
+    L->weight_map = cJSON_GetObjectItemCaseSensitive(L->index, "weight_map");
+    if (!cJSON_IsObject(L->weight_map))
+        return fail(err, errlen, "%s: missing \"weight_map\" object", L->index_path);
+
+    int n_entries = cJSON_GetArraySize(L->weight_map);
+    model_weights *m = L->m;
+    m->files = calloc((size_t)(n_entries ? n_entries : 1), sizeof *m->files);
+    L->shard_names = calloc((size_t)(n_entries ? n_entries : 1), sizeof *L->shard_names);
+    if (!m->files || !L->shard_names) return fail(err, errlen, "%s: out of memory", L->index_path);
+    for (const cJSON *e = L->weight_map->child; e; e = e->next) {
+        if (!cJSON_IsString(e) || !e->valuestring[0])
+            return fail(err, errlen, "%s: weight_map[\"%.256s\"] is not a file name", L->index_path, e->string);
+        int seen = 0;
+        for (int i = 0; i < m->n_files && !seen; i++) seen = !strcmp(L->shard_names[i], e->valuestring);
+        if (seen) continue;
+        char path[1024];
+        if (join(path, sizeof path, L->dir, e->valuestring, err, errlen)) return -1;
+        if (!is_file(path)) return fail(err, errlen, "%s: shard %s is missing", L->index_path, path);
+        if (!(L->shard_names[m->n_files] = strdup(e->valuestring)))
+            return fail(err, errlen, "%s: out of memory", L->index_path);
+        if (st_open(path, &m->files[m->n_files], err, errlen)) {
+            free(L->shard_names[m->n_files]);
+            L->shard_names[m->n_files] = NULL;
+            return -1;
+        }
+        m->n_files++;
+    }
+    return 0;
+}
+
+static int open_files(loader *L, char *err, size_t errlen) {
+    char path[1024];
+    if (join(path, sizeof path, L->dir, "model.safetensors", err, errlen) ||
+        join(L->index_path, sizeof L->index_path, L->dir, "model.safetensors.index.json", err, errlen))
+        return -1;
+    if (is_file(path)) {
+        if (!(L->m->files = calloc(1, sizeof *L->m->files))) return fail(err, errlen, "%s: out of memory", path);
+        if (st_open(path, &L->m->files[0], err, errlen)) return -1;
+        L->m->n_files = 1;
+        return 0;
+    }
+    if (is_file(L->index_path)) return open_shards(L, err, errlen);
+    return fail(err, errlen, "%s: no model.safetensors or model.safetensors.index.json", L->dir);
+}
+
+/* The tensor called name, or NULL; *file is the file it was (or should have been) found in,
+ * or NULL when a sharded index does not list it. */
+static const st_tensor *lookup(const loader *L, const char *name, const st_file **file) {
+    *file = NULL;
+    if (!L->index) {
+        *file = &L->m->files[0];
+        return st_find(*file, name);
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(L->weight_map, name);
+    if (!cJSON_IsString(v)) return NULL;
+    for (int i = 0; i < L->m->n_files; i++)
+        if (!strcmp(L->shard_names[i], v->valuestring)) {
+            *file = &L->m->files[i];
+            return st_find(*file, name);
+        }
+    return NULL;
+}
+
+/* Whether the checkpoint lists tensor name (a sharded index may list it in a shard that
+ * lacks it; bind() reports that). */
+static int listed(const loader *L, const char *name) {
+    if (L->index) return cJSON_GetObjectItemCaseSensitive(L->weight_map, name) != NULL;
+    return st_find(&L->m->files[0], name) != NULL;
+}
+
+/* Binds tensor `name` to w, checking its shape against [rows][cols] (rows = 0: 1-D [cols]). */
+static int bind(const loader *L, const char *name, int rows, int cols, weight_t *w,
+                char *err, size_t errlen) {
+    const st_file *file;
+    const st_tensor *t = lookup(L, name, &file);
+    if (!t) return fail(err, errlen, "%s: missing tensor %s", file ? file->path : L->index_path, name);
+    int want_ndim = rows ? 2 : 1;
+    int64_t want[2] = {rows ? rows : cols, cols};
+    if (t->ndim != want_ndim || t->shape[0] != want[0] || (rows && t->shape[1] != want[1])) {
+        char got[128] = "", exp[64] = "";
+        for (int i = 0, k = 0; i < t->ndim; i++)
+            k += snprintf(got + k, sizeof got - (size_t)k, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+        if (rows) snprintf(exp, sizeof exp, "%d, %d", rows, cols);
+        else snprintf(exp, sizeof exp, "%d", cols);
+        return fail(err, errlen, "%s: %s: shape [%s], config says [%s]", file->path, name, got, exp);
+    }
+    *w = (weight_t){.dtype = t->dtype, .data = t->data, .rows = rows ? rows : 1, .cols = cols};
+    return 0;
+}
+
+static int bind_all(loader *L, char *err, size_t errlen) {
+    model_weights *m = L->m;
+    const model_config *c = &m->cfg;
+    int dim = c->hidden_size, ffn = c->intermediate_size;
+    int q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
+    if (!(m->layers = calloc((size_t)c->n_layers, sizeof *m->layers)))
+        return fail(err, errlen, "%s: out of memory", L->dir);
+    if (bind(L, "model.embed_tokens.weight", c->vocab_size, dim, &m->embed, err, errlen) ||
+        bind(L, "model.norm.weight", 0, dim, &m->final_norm, err, errlen))
+        return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_weights *lw = &m->layers[l];
+        const struct { const char *suffix; int rows, cols; weight_t *w; } spec[] = {
+            {"input_layernorm", 0, dim, &lw->attn_norm},
+            {"self_attn.q_proj", q, dim, &lw->wq},
+            {"self_attn.k_proj", kv, dim, &lw->wk},
+            {"self_attn.v_proj", kv, dim, &lw->wv},
+            {"self_attn.o_proj", dim, q, &lw->wo},
+            {"post_attention_layernorm", 0, dim, &lw->ffn_norm},
+            {"mlp.gate_proj", ffn, dim, &lw->w_gate},
+            {"mlp.up_proj", ffn, dim, &lw->w_up},
+            {"mlp.down_proj", dim, ffn, &lw->w_down},
+        };
+        for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, spec[i].suffix);
+            if (bind(L, name, spec[i].rows, spec[i].cols, spec[i].w, err, errlen)) return -1;
+        }
+    }
+    /* Tied (as in HF) when the config says so or when lm_head.weight is absent. */
+    if (!listed(L, "lm_head.weight")) m->cfg.tie_word_embeddings = 1;
+    if (m->cfg.tie_word_embeddings) {
+        m->lm_head = m->embed;
+        return 0;
+    }
+    return bind(L, "lm_head.weight", c->vocab_size, dim, &m->lm_head, err, errlen);
+}
+
+int model_load(const char *dir, model_weights *m, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    loader L = {.dir = dir, .m = m};
+    char path[1024];
+    int rc = join(path, sizeof path, dir, "config.json", err, errlen);
+    if (rc == 0) rc = config_load(path, &m->cfg, err, errlen);
+    if (rc == 0) rc = open_files(&L, err, errlen);
+    if (rc == 0) rc = bind_all(&L, err, errlen);
+    for (int i = 0; L.shard_names && i < m->n_files; i++) free(L.shard_names[i]);
+    free(L.shard_names);
+    cJSON_Delete(L.index);
+    if (rc) model_free(m);
+    return rc;
+}
+
+/* ------------------------------------------------------------------- f32 conversion */
+
+static int to_f32(model_weights *m, weight_t *w, char *err, size_t errlen) {
+    if (w->dtype == DT_F32) return 0;
+    size_t n = (size_t)w->rows * (size_t)w->cols;
+    float *out = malloc(n * sizeof *out + 1);
+    if (!out) return fail(err, errlen, "model_to_f32: out of memory (%zu floats)", n);
+    const uint16_t *in = w->data;
+    if (w->dtype == DT_F16) {
+        #pragma omp parallel for schedule(static) if (n >= (1 << 18))
+        for (size_t i = 0; i < n; i++) out[i] = f16_to_f32(in[i]);
+    } else {
+        #pragma omp parallel for schedule(static) if (n >= (1 << 18))
+        for (size_t i = 0; i < n; i++) out[i] = bf16_to_f32(in[i]);
+    }
+    m->owned[m->n_owned++] = out;
+    *w = (weight_t){.dtype = DT_F32, .data = out, .rows = w->rows, .cols = w->cols};
+    return 0;
+}
+
+int model_to_f32(model_weights *m, char *err, size_t errlen) {
+    int n_layers = m->cfg.n_layers;
+    size_t cap = (size_t)m->n_owned + 3 + 9 * (size_t)n_layers;
+    void **owned = realloc(m->owned, cap * sizeof *owned);
+    if (!owned) return fail(err, errlen, "model_to_f32: out of memory");
+    m->owned = owned;
+    int tied = m->lm_head.data == m->embed.data;
+    if (to_f32(m, &m->embed, err, errlen)) return -1;
+    if (tied) m->lm_head = m->embed;
+    else if (to_f32(m, &m->lm_head, err, errlen)) return -1;
+    if (to_f32(m, &m->final_norm, err, errlen)) return -1;
+    for (int l = 0; l < n_layers && m->layers; l++) {
+        layer_weights *lw = &m->layers[l];
+        weight_t *ws[] = {&lw->attn_norm, &lw->wq, &lw->wk, &lw->wv, &lw->wo,
+                          &lw->ffn_norm, &lw->w_gate, &lw->w_up, &lw->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+            if (to_f32(m, ws[i], err, errlen)) return -1;
+    }
+    return 0;
+}
+
+void model_free(model_weights *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
+    for (int i = 0; i < m->n_files; i++) st_close(&m->files[i]);
+    free(m->files);
+    free(m->layers);
+    memset(m, 0, sizeof *m);
+}
