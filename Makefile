@@ -38,15 +38,15 @@ endif
 TEST_C   := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_C:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test check demo clean setup bench
+.PHONY: all lib test check demo clean setup bench
 all: llm-run
 
-llm-run: $(BUILD)/main.o $(BUILD)/libllmrun.a
+# Objects are linked directly (not through an archive): the policy registry refers to the
+# policies weakly, which would not pull archive members in.
+llm-run: $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/libllmrun.a: $(LIB_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+lib: $(LIB_OBJ)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -60,9 +60,9 @@ $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libllmrun.a
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libllmrun.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
 # The test command of README.md: installs what is missing, builds, then runs the unit tests
 # (cmocka) and the end-to-end tests (tests/*.sh). `make check` skips the set-up step.

@@ -34,10 +34,15 @@ typedef struct {
     int threads;
     int chat;
     const char *system;
-    const char *policy;
+    const char *policy;        /* NULL: from the preset, else "full" */
+    const char *preset;        /* --policy-config FILE */
     policy_params pp;
+    int budget_set, budget_ref_set, rope_set;
+    int n_pending;             /* policy parameters, resolved once the policy is known */
+    const char *pending[2 * POLICY_MAX_SET];
     int json;
     const char *logits_out;
+    int prefill_chunk;         /* 0: the whole prompt in one pass */
 } options;
 
 static volatile sig_atomic_t g_interrupted = 0;
@@ -143,8 +148,17 @@ static const char *default_model_dir(void)
 static void list_policies(void)
 {
     const policy_ops *const *all = policy_all();
-    for (int i = 0; all[i]; i++)
-        printf("%-14s %s\n%14s   parameters: %s\n", all[i]->name, all[i]->paper, "", all[i]->params);
+    for (int i = 0; all[i]; i++) {
+        printf("%-14s %s\n", all[i]->name, all[i]->paper);
+        if (all[i]->params && *all[i]->params) printf("%14s %s\n", "", all[i]->params);
+        for (const policy_param_def *d = all[i]->param_defs; d && d->name; d++) {
+            char flag[128];
+            snprintf(flag, sizeof flag, "--%s%s%s%s", d->name, d->generic ? " (--" : "",
+                     d->generic ? d->generic : "", d->generic ? ")" : "");
+            printf("%14s   %-34s %s (default %s%s%s)\n", "", flag, d->help ? d->help : "",
+                   d->def ? d->def : "-", d->choices ? "; one of " : "", d->choices ? d->choices : "");
+        }
+    }
 }
 
 /* Returns 0 to run, 1 to exit 0 (help/version), 2 on a bad command line. */
@@ -155,7 +169,6 @@ static int parse_args(int argc, char **argv, options *o)
     o->temp = 0.0f;
     o->top_p = 0.9f;
     o->threads = cpu_num_cores();
-    o->policy = "full";
     o->pp.budget = 1.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -211,22 +224,47 @@ static int parse_args(int argc, char **argv, options *o)
             o->policy = argv[++i];
             if (!policy_find(o->policy))
                 return die("--policy: unknown policy '%s' (see --list-policies)%s", o->policy, "");
+        } else if (!strcmp(a, "--policy-config")) {
+            NEED_VALUE();
+            o->preset = argv[++i];
+        } else if (!strcmp(a, "--budget-tokens")) {
+            NEED_VALUE();
+            if (parse_int(a, argv[++i], 1, INT_MAX, &v)) return 2;
+            o->pp.budget = v > 1 ? v : 1.0;
+            o->budget_set = 1;
+        } else if (!strcmp(a, "--rope")) {
+            NEED_VALUE();
+            const char *r = argv[++i];
+            if (!strcmp(r, "shifted")) o->pp.rope_shifted = 1;
+            else if (!strcmp(r, "absolute")) o->pp.rope_shifted = 0;
+            else return die("--rope: expected absolute or shifted, got '%s'%s", r, "");
+            o->rope_set = 1;
+        } else if (!strcmp(a, "--prefill-chunk")) {
+            NEED_VALUE();
+            if (parse_int(a, argv[++i], 1, INT_MAX, &o->prefill_chunk)) return 2;
         } else if (!strcmp(a, "--budget")) {
             NEED_VALUE();
             if (parse_float(a, argv[++i], -INFINITY, INFINITY, &d)) return 2;
             if (!(d > 0)) return die("--budget: must be > 0 (got '%s')%s", argv[i], "");
             o->pp.budget = d;
+            o->budget_set = 1;
         } else if (!strcmp(a, "--budget-ref")) {
             NEED_VALUE();
             const char *r = argv[++i];
             if (!strcmp(r, "prompt")) o->pp.budget_ref_prompt = 1;
             else if (!strcmp(r, "total")) o->pp.budget_ref_prompt = 0;
             else return die("--budget-ref: expected total or prompt, got '%s'%s", r, "");
+            o->budget_ref_set = 1;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (!strcmp(a, "--logits-out")) {
             NEED_VALUE();
             o->logits_out = argv[++i];
+        } else if (a[0] == '-' && a[1] == '-' && a[2] != '\0' && i + 1 < argc &&
+                   o->n_pending < 2 * POLICY_MAX_SET) {
+            /* a policy parameter (--sink 4, --buzz-s 5): checked once the policy is known */
+            o->pending[o->n_pending++] = a + 2;
+            o->pending[o->n_pending++] = argv[++i];
         } else if (a[0] == '-' && a[1] != '\0') {
             return die("unknown option '%s' (see --help)%s", a, "");
         } else {
@@ -238,6 +276,39 @@ static int parse_args(int argc, char **argv, options *o)
     if (o->prompt_file && o->prompt_text)
         return die("give the prompt either with -p or as a file, not both ('%s')%s", o->prompt_file, "");
     if (o->system && !o->chat) return die("--system needs --chat%s%s", "", "");
+    /* the policy: preset first, then the command line on top */
+    const policy_ops *ops = o->policy ? policy_find(o->policy) : NULL;
+    if (o->preset) {
+        char err[LLM_ERR_LEN];
+        policy_params cli = o->pp;
+        const policy_ops *pops = ops;
+        if (policy_preset_load(o->preset, &pops, &o->pp, err, sizeof err) != 0)
+            return die("%s%s", err, "");
+        if (o->budget_set) o->pp.budget = cli.budget;
+        if (o->budget_ref_set) o->pp.budget_ref_prompt = cli.budget_ref_prompt;
+        if (o->rope_set) o->pp.rope_shifted = cli.rope_shifted;
+        if (!ops) ops = pops;
+    }
+    if (!ops) ops = policy_find("full");
+    o->policy = ops->name;
+    for (int k = 0; k < o->n_pending; k += 2) {
+        char err[LLM_ERR_LEN];
+        int known = 0;
+        for (const policy_param_def *d = ops->param_defs; d && d->name; d++)
+            if (!strcmp(d->name, o->pending[k]) || (d->generic && !strcmp(d->generic, o->pending[k])))
+                known = 1;
+        if (!known) {
+            /* not a parameter of this policy: an unknown option unless another policy has it */
+            int other = 0;
+            for (const policy_ops *const *p = policy_all(); *p; p++)
+                for (const policy_param_def *d = (*p)->param_defs; d && d->name; d++)
+                    if (!strcmp(d->name, o->pending[k]) || (d->generic && !strcmp(d->generic, o->pending[k])))
+                        other = 1;
+            if (!other) return die("unknown option '--%s' (see --help)%s", o->pending[k], "");
+        }
+        if (policy_params_set(&o->pp, ops, o->pending[k], o->pending[k + 1], err, sizeof err) != 0)
+            return die("%s%s", err, "");
+    }
     if (!o->model_dir) o->model_dir = default_model_dir();
     return 0;
 }

@@ -30,12 +30,30 @@ enum {
     KV_STAT_PREFILL_COLSUM = 1 << 1, /* Σ_i P[h][i][j] over the chunk's query rows */
 };
 
-/* Generic policy parameters (POLICIES.md §16). -1 means "the policy's default". */
+/* A policy parameter (POLICIES.md §16): a flag `--NAME VALUE` and a key of the JSON presets
+ * loaded with --policy-config. */
+typedef enum { PARAM_INT, PARAM_FLOAT, PARAM_ENUM } param_type;
+typedef struct {
+    const char *name;     /* flag without the dashes, e.g. "buzz-s"; also the preset key */
+    const char *generic;  /* generic alias it answers to ("sink", "window", "stride",
+                             "threshold", "obs-window", "pool-kernel", "lsh-bits") or NULL */
+    param_type type;
+    const char *def;      /* default, as text ("5", "auto", "sum") — for --list-policies */
+    const char *choices;  /* PARAM_ENUM: "sum|mean" */
+    const char *help;
+} policy_param_def;
+
+#define POLICY_MAX_SET 32
+
+/* What the user asked for: the budget and the policy parameters set on the command line or in
+ * a preset (as text; a policy reads them with policy_param_int/_float/_enum in init). */
 typedef struct {
     double budget;          /* 0 < β ≤ 1: fraction of L_ref; β > 1: absolute tokens */
     int budget_ref_prompt;  /* 1: L_ref = prompt tokens (H2O); 0: prompt + max_new (default) */
-    int sink, window, stride, threshold, obs_window, pool_kernel, lsh_bits;
+    int rope_shifted;       /* --rope shifted (POLICIES.md §1.7) */
     uint64_t seed;
+    int n_set;
+    struct { char name[48]; char value[64]; } set[POLICY_MAX_SET];
 } policy_params;
 
 typedef struct kv_cache kv_cache;
@@ -61,6 +79,7 @@ typedef struct policy_ops {
     const char *name;       /* --policy NAME */
     const char *paper;      /* source, for --list-policies */
     const char *params;     /* parameters with defaults, for --list-policies */
+    const policy_param_def *param_defs; /* terminated by {NULL}; NULL when none */
     unsigned stats;         /* KV_STAT_* this policy needs */
     size_t slot_state_bytes; /* per-slot policy state (kv->state), moved with its slot */
     /* Capacities: fill kv->cap[l*n_kv_heads+g] from params and lengths. Returns 0 or -1+err. */
@@ -79,6 +98,16 @@ typedef struct policy_ops {
     /* Decode, after attention over the live slots: may evict. probs[h*stride + j] for the G
      * query heads h of group g and live slots j < len when KV_STAT_DECODE_PROBS, else NULL. */
     void (*post_attn)(kv_cache *kv, int layer, int g, int t, const float *probs, int stride);
+    /* Optional engine hooks for policies that change the attention itself: */
+    /* Factor on the 1/sqrt(d) logit scale for an attention call over n_keys keys
+     * (buzz_logn, POLICIES.md §4.9). NULL: 1. */
+    float (*logit_scale)(const kv_cache *kv, int n_keys);
+    /* Decode attention of the G query heads q [G][head_dim] of group g, replacing the exact
+     * attention over the live slots (subgen_stream's estimator, §8.3); out [G][head_dim]. */
+    void (*attend)(kv_cache *kv, int layer, int g, const float *q, float scale, float *out);
+    /* Decode, after every group's post_attn: layer-wise eviction (tova, §10.3). probs[h*stride+j]
+     * for all n_heads query heads when KV_STAT_DECODE_PROBS. */
+    void (*post_attn_layer)(kv_cache *kv, int layer, int t, const float *probs, int stride);
     void (*free_state)(kv_cache *kv);
 } policy_ops;
 
@@ -102,6 +131,25 @@ struct kv_cache {
     double live_peak;        /* max over samples of Σ_{l,g} len */
     int prompt_tokens, max_new;
 };
+
+/* Parameter access for policies (in init). The value set by the user, else def. A value that
+ * does not parse or is out of [lo, hi] is an error (-1, message names --NAME). */
+int policy_param_int(const policy_params *p, const char *name, int def, int lo, int hi, int *out,
+                     char *err, size_t errlen);
+int policy_param_float(const policy_params *p, const char *name, double def, double lo, double hi,
+                       double *out, char *err, size_t errlen);
+/* ENUM: index of the value in choices "a|b|c" (def is an index). */
+int policy_param_enum(const policy_params *p, const char *name, const char *choices, int def,
+                      int *out, char *err, size_t errlen);
+/* Records NAME=VALUE for policy ops: NAME may be the policy's own parameter or a generic alias
+ * (resolved here). Errors: the policy has no such parameter; too many. */
+int policy_params_set(policy_params *p, const policy_ops *ops, const char *name,
+                      const char *value, char *err, size_t errlen);
+/* Loads a JSON preset {"policy": "buzz", "budget": 0.4, "buzz-s": 5, ...} (keys: "policy",
+ * "budget", "budget-ref", "rope", "seed", or the policy's parameter names, generic aliases
+ * included). *ops is set from "policy" when present (else must be given). */
+int policy_preset_load(const char *path, const policy_ops **ops, policy_params *p, char *err,
+                       size_t errlen);
 
 /* Looks a policy up by name; NULL when unknown. */
 const policy_ops *policy_find(const char *name);
