@@ -48,12 +48,12 @@ void attn_decode_head(const float *q, const float *K, const float *V, int n, int
 /* Prefill (causal) attention of one query head for a chunk of n_new tokens that follows
  * n_live cached slots:
  * q [n_new] rows of stride q_stride; K_live, V_live [n_live][head_dim];
- * K_new, V_new [n_new] rows of stride kv_stride. Row i attends to all live slots and the chunk's
+ * K_new, V_new [n_new] rows of stride k_stride, v_stride. Row i attends to all live slots and the chunk's
  * tokens 0..i. out [n_new] rows of stride out_stride. colsum (NULL or [n_live + n_new]) gets
  * += Σ_i p_i(j) (the column sums H2O and BUZZ need). scratch: [n_live + n_new] floats. */
 void attn_prefill_head(const float *q, int q_stride, const float *K_live, const float *V_live,
-                       int n_live, const float *K_new, const float *V_new, int kv_stride,
-                       int n_new, int head_dim, float scale, float *out, int out_stride,
-                       float *colsum, float *scratch);
+                       int n_live, const float *K_new, int k_stride, const float *V_new,
+                       int v_stride, int n_new, int head_dim, float scale, float *out,
+                       int out_stride, float *colsum, float *scratch);
 
 #endif

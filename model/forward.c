@@ -57,6 +57,23 @@ int engine_init(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, 
     ALLOC(e->phb, (size_t)M * ffn);
     ALLOC(e->phb2, (size_t)M * ffn);
     ALLOC(e->att_scratch, (size_t)e->n_threads * e->cand_stride);
+    ALLOC(e->pos_buf, M);
+    e->shifted = kv->params.rope_shifted;
+    if (e->shifted) {
+        /* --rope shifted: keys are stored before RoPE and rotated by their rank in the cache
+         * (POLICIES.md §1.7); ranks never exceed capacity + chunk */
+        e->n_rank = max_cap + M + 1;
+        ALLOC(e->rank_cos, (size_t)e->n_rank * hd / 2);
+        ALLOC(e->rank_sin, (size_t)e->n_rank * hd / 2);
+        ALLOC(e->rank_idx, (size_t)max_cap + 1);
+        ALLOC(e->kr_live, (size_t)c->n_kv_heads * (max_cap + 1) * hd);
+        ALLOC(e->kr_new, (size_t)c->n_kv_heads * M * hd);
+        int *ranks = malloc((size_t)e->n_rank * sizeof *ranks);
+        if (!ranks) goto oom;
+        for (int r = 0; r < e->n_rank; r++) ranks[r] = r;
+        rope_tables(e->rank_cos, e->rank_sin, ranks, e->n_rank, hd, c->rope_theta, c->rope_scaling_factor);
+        free(ranks);
+    }
     if (kv->ops->stats & KV_STAT_PREFILL_COLSUM) {
         ALLOC(e->colsum, (size_t)c->n_heads * e->cand_stride);
         ALLOC(e->colsum_kv, (size_t)c->n_kv_heads * e->cand_stride);
@@ -73,9 +90,53 @@ void engine_free(engine *e)
     float *bufs[] = {e->x,    e->xb,  e->q,   e->k,   e->v,    e->att,  e->hb,
                      e->hb2,  e->logits, e->probs, e->rope_cos, e->rope_sin, e->px, e->pxb,
                      e->pq,   e->pk,  e->pv,  e->patt, e->phb, e->phb2, e->colsum,
-                     e->colsum_kv, e->att_scratch};
+                     e->colsum_kv, e->att_scratch, e->rank_cos, e->rank_sin, e->kr_live, e->kr_new};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(e->pos_buf);
+    free(e->rank_idx);
     memset(e, 0, sizeof *e);
+}
+
+/* Rotates n head vectors x [n][head_dim] (stride `stride` floats) by RoPE at rank r0 + i. */
+static void rotate_ranks(const engine *e, float *x, int n, int stride, int r0)
+{
+    int hd = e->w->cfg.head_dim, half = hd / 2;
+    for (int i = 0; i < n; i++)
+        rope_apply(x + (size_t)i * stride, 1, 1, hd, e->rank_cos + (size_t)(r0 + i) * half,
+                   e->rank_sin + (size_t)(r0 + i) * half);
+}
+
+static int cmp_pos_idx(const void *a, const void *b, void *ctx)
+{
+    const int32_t *pos = ctx;
+    return pos[*(const int *)a] - pos[*(const int *)b];
+}
+
+/* --rope shifted: dst [len][head_dim] = the live keys of (l, g) rotated by their rank in
+ * position order. Slots are usually already in position order (rank = slot). */
+static void rotated_live_keys(engine *e, int l, int g, float *dst)
+{
+    kv_cache *kv = e->kv;
+    int n = kv_len(kv, l, g), hd = kv->head_dim, half = hd / 2;
+    const int32_t *pos = kv_positions(kv, l, g);
+    memcpy(dst, kv_keys(kv, l, g), (size_t)n * hd * sizeof(float));
+    int sorted = 1;
+    for (int j = 1; j < n && sorted; j++) sorted = pos[j] > pos[j - 1];
+    if (sorted) {
+        rotate_ranks(e, dst, n, hd, 0);
+        return;
+    }
+    for (int j = 0; j < n; j++) e->rank_idx[j] = j;
+    qsort_r(e->rank_idx, (size_t)n, sizeof(int), cmp_pos_idx, (void *)pos);
+    for (int r = 0; r < n; r++)
+        rope_apply(dst + (size_t)e->rank_idx[r] * hd, 1, 1, hd, e->rank_cos + (size_t)r * half,
+                   e->rank_sin + (size_t)r * half);
+}
+
+/* The policy's factor on the logit scale for an attention call over n_keys keys. */
+static float logit_factor(const kv_cache *kv, int n_keys)
+{
+    return kv->ops->logit_scale ? kv->ops->logit_scale(kv, n_keys) : 1.0f;
 }
 
 /* Final norm and LM head for n rows of x → logits [n][vocab]. */
@@ -121,34 +182,51 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         }
         memcpy(e->px + (size_t)i * dim, emb + (size_t)tokens[i] * dim, (size_t)dim * sizeof(float));
     }
-    int *pos = malloc((size_t)n * sizeof *pos);
-    if (!pos) {
-        snprintf(err, errlen, "prefill: out of memory");
-        return -1;
-    }
-    for (int i = 0; i < n; i++) pos[i] = pos0 + i;
-    rope_tables(e->rope_cos, e->rope_sin, pos, n, hd, c->rope_theta, c->rope_scaling_factor);
-    free(pos);
+    for (int i = 0; i < n; i++) e->pos_buf[i] = pos0 + i;
+    if (!e->shifted)
+        rope_tables(e->rope_cos, e->rope_sin, e->pos_buf, n, hd, c->rope_theta, c->rope_scaling_factor);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *lw = &e->w->layers[l];
-        /* qkv matmuls for the whole chunk, then RoPE at each token's position */
+        /* qkv matmuls for the whole chunk */
         rmsnorm(e->pxb, e->px, &lw->attn_norm, n, dim, c->rms_norm_eps);
         matmul(e->pq, e->pxb, &lw->wq, n);
         matmul(e->pk, e->pxb, &lw->wk, n);
         matmul(e->pv, e->pxb, &lw->wv, n);
-        rope_apply(e->pq, n, H, hd, e->rope_cos, e->rope_sin);
-        rope_apply(e->pk, n, Hkv, hd, e->rope_cos, e->rope_sin);
+        /* RoPE: at each token's position (absolute), or by rank in the cache (shifted: the
+         * cache keeps keys before RoPE; rotated copies feed the attention) */
+        const float *K_new = e->pk;
+        int k_stride = kvdim;
+        if (!e->shifted) {
+            rope_apply(e->pq, n, H, hd, e->rope_cos, e->rope_sin);
+            rope_apply(e->pk, n, Hkv, hd, e->rope_cos, e->rope_sin);
+        } else {
+            size_t live_stride = (size_t)(e->probs_stride) * hd;
+            for (int g = 0; g < Hkv; g++) {
+                int n_live = kv_len(kv, l, g);
+                rotated_live_keys(e, l, g, e->kr_live + g * live_stride);
+                float *kn = e->kr_new + (size_t)g * e->max_chunk * hd;
+                for (int i = 0; i < n; i++)
+                    memcpy(kn + (size_t)i * hd, e->pk + (size_t)i * kvdim + (size_t)g * hd, (size_t)hd * sizeof(float));
+                rotate_ranks(e, kn, n, hd, n_live);
+                for (int h = g * G; h < (g + 1) * G; h++) rotate_ranks(e, e->pq + (size_t)h * hd, n, qdim, n_live);
+            }
+            K_new = e->kr_new;
+            k_stride = hd;
+        }
 
         /* exact causal attention over the live cache + the chunk, per query head */
         if (want_colsum) memset(e->colsum, 0, (size_t)H * e->cand_stride * sizeof(float));
 #pragma omp parallel for schedule(dynamic, 1)
         for (int h = 0; h < H; h++) {
-            int g = h / G;
+            int g = h / G, n_live = kv_len(kv, l, g);
             float *scratch = e->att_scratch + (size_t)omp_get_thread_num() * e->cand_stride;
-            attn_prefill_head(e->pq + (size_t)h * hd, qdim, kv_keys(kv, l, g), kv_values(kv, l, g),
-                              kv_len(kv, l, g), e->pk + (size_t)g * hd, e->pv + (size_t)g * hd,
-                              kvdim, n, hd, scale, e->patt + (size_t)h * hd, qdim,
+            const float *K_live = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_keys(kv, l, g);
+            const float *Kn = e->shifted ? K_new + (size_t)g * e->max_chunk * hd : K_new + (size_t)g * hd;
+            float sc = scale * logit_factor(kv, n_live + n);
+            attn_prefill_head(e->pq + (size_t)h * hd, qdim, K_live, kv_values(kv, l, g), n_live, Kn,
+                              k_stride, e->pv + (size_t)g * hd, kvdim, n, hd, sc,
+                              e->patt + (size_t)h * hd, qdim,
                               want_colsum ? e->colsum + (size_t)h * e->cand_stride : NULL, scratch);
         }
         kv_prefill_chunk chunk = {.layer = l, .n_new = n, .pos0 = pos0, .q_new = e->pq, .k_new = e->pk,
@@ -195,17 +273,19 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
         return -1;
     }
     memcpy(e->x, (const float *)e->w->embed.data + (size_t)token * dim, (size_t)dim * sizeof(float));
-    rope_tables(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor);
+    if (!e->shifted) rope_tables(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *lw = &e->w->layers[l];
-        /* qkv matmuls for this position, RoPE */
+        /* qkv matmuls for this position, RoPE at the position (absolute mode) */
         rmsnorm(e->xb, e->x, &lw->attn_norm, 1, dim, c->rms_norm_eps);
         matmul(e->q, e->xb, &lw->wq, 1);
         matmul(e->k, e->xb, &lw->wk, 1);
         matmul(e->v, e->xb, &lw->wv, 1);
-        rope_apply(e->q, 1, H, hd, e->rope_cos, e->rope_sin);
-        rope_apply(e->k, 1, Hkv, hd, e->rope_cos, e->rope_sin);
+        if (!e->shifted) {
+            rope_apply(e->q, 1, H, hd, e->rope_cos, e->rope_sin);
+            rope_apply(e->k, 1, Hkv, hd, e->rope_cos, e->rope_sin);
+        }
 
         /* the policy says where the new K/V go (append, or over a victim) */
         for (int g = 0; g < Hkv; g++) {
@@ -213,18 +293,33 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
                                       e->v + (size_t)g * hd);
             kv_write(kv, l, g, slot, pos, e->k + (size_t)g * hd, e->v + (size_t)g * hd);
         }
-        /* attention over the live slots of each head's KV group */
+        /* shifted mode: rotate the live keys and the query by their ranks */
+        if (e->shifted)
+            for (int g = 0; g < Hkv; g++) {
+                int len = kv_len(kv, l, g);
+                rotated_live_keys(e, l, g, e->kr_live + (size_t)g * e->probs_stride * hd);
+                for (int h = g * G; h < (g + 1) * G; h++) rotate_ranks(e, e->q + (size_t)h * hd, 1, hd, len - 1);
+            }
+        /* attention over the live slots of each head's KV group (or the policy's own) */
+        if (kv->ops->attend) {
+            for (int g = 0; g < Hkv; g++)
+                kv->ops->attend(kv, l, g, e->q + (size_t)g * G * hd, scale, e->att + (size_t)g * G * hd);
+        } else {
 #pragma omp parallel for schedule(static)
-        for (int h = 0; h < H; h++) {
-            int g = h / G;
-            attn_decode_head(e->q + (size_t)h * hd, kv_keys(kv, l, g), kv_values(kv, l, g),
-                             kv_len(kv, l, g), hd, scale, e->probs + (size_t)h * e->probs_stride,
-                             e->att + (size_t)h * hd);
+            for (int h = 0; h < H; h++) {
+                int g = h / G, len = kv_len(kv, l, g);
+                const float *K = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_keys(kv, l, g);
+                attn_decode_head(e->q + (size_t)h * hd, K, kv_values(kv, l, g), len, hd,
+                                 scale * logit_factor(kv, len), e->probs + (size_t)h * e->probs_stride,
+                                 e->att + (size_t)h * hd);
+            }
         }
-        /* eviction after attention (attend-then-evict policies) */
+        /* eviction after attention (attend-then-evict policies), per group then layer-wise */
         for (int g = 0; g < Hkv; g++)
             kv_post_attn(kv, l, g, pos, want_probs ? e->probs + (size_t)g * G * e->probs_stride : NULL,
                          e->probs_stride);
+        if (kv->ops->post_attn_layer)
+            kv->ops->post_attn_layer(kv, l, pos, want_probs ? e->probs : NULL, e->probs_stride);
 
         matmul(e->xb, e->att, &lw->wo, 1);
         add_inplace(e->x, e->xb, dim);

@@ -147,6 +147,13 @@ typedef struct {
     float *colsum_kv;         /* [n_kv_heads][cand_stride] */
     float *att_scratch;       /* [n_threads][cand_stride] */
     int cand_stride, n_threads, probs_stride;
+    int *pos_buf;             /* [max_chunk] positions of a prefill chunk */
+    /* --rope shifted (POLICIES.md §1.7): RoPE tables by rank, rotated-key scratch */
+    int shifted, n_rank;
+    float *rank_cos, *rank_sin; /* [n_rank][head_dim/2] */
+    int *rank_idx;            /* [max_cap+1] */
+    float *kr_live;           /* [n_kv_heads][max_cap+1][head_dim] */
+    float *kr_new;            /* [n_kv_heads][max_chunk][head_dim] */
 } engine;
 
 /* Allocates the run state for up to max_chunk prefill tokens per call. The weights must be

@@ -43,9 +43,9 @@ void attn_decode_head(const float *q, const float *K, const float *V, int n, int
 }
 
 void attn_prefill_head(const float *q, int q_stride, const float *K_live, const float *V_live,
-                       int n_live, const float *K_new, const float *V_new, int kv_stride,
-                       int n_new, int head_dim, float scale, float *out, int out_stride,
-                       float *colsum, float *scratch)
+                       int n_live, const float *K_new, int k_stride, const float *V_new,
+                       int v_stride, int n_new, int head_dim, float scale, float *out,
+                       int out_stride, float *colsum, float *scratch)
 {
     for (int i = 0; i < n_new; i++) {
         const float *qi = q + (size_t)i * q_stride;
@@ -53,12 +53,12 @@ void attn_prefill_head(const float *q, int q_stride, const float *K_live, const 
         for (int j = 0; j < n_live; j++)
             scratch[j] = dot(qi, K_live + (size_t)j * head_dim, head_dim) * scale;
         for (int j = 0; j <= i; j++)
-            scratch[n_live + j] = dot(qi, K_new + (size_t)j * kv_stride, head_dim) * scale;
+            scratch[n_live + j] = dot(qi, K_new + (size_t)j * k_stride, head_dim) * scale;
         softmax_inplace(scratch, n);
         float *o = out + (size_t)i * out_stride;
         memset(o, 0, (size_t)head_dim * sizeof(float));
         for (int j = 0; j < n_live; j++) axpy(o, scratch[j], V_live + (size_t)j * head_dim, head_dim);
-        for (int j = 0; j <= i; j++) axpy(o, scratch[n_live + j], V_new + (size_t)j * kv_stride, head_dim);
+        for (int j = 0; j <= i; j++) axpy(o, scratch[n_live + j], V_new + (size_t)j * v_stride, head_dim);
         if (colsum)
             for (int j = 0; j < n; j++) colsum[j] += scratch[j];
     }
