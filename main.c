@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define LLM_RUN_VERSION "0.1.0"
 
@@ -74,7 +75,15 @@ static void usage(FILE *f)
 "      --policy NAME        eviction policy (default full); see --list-policies\n"
 "      --budget X           0 < X <= 1: fraction of prompt + max new tokens; X > 1: tokens\n"
 "                           (default 1)\n"
+"      --budget-tokens N    capacity in tokens per (layer, KV head)\n"
 "      --budget-ref total|prompt  what a fractional budget is a fraction of (default total)\n"
+"      --policy-config FILE JSON preset {\"policy\": .., \"budget\": .., parameters} (configs/)\n"
+"      --rope absolute|shifted  keys at their positions (default), or rotated by their rank in\n"
+"                           the cache (StreamingLLM/BUZZ position rolling)\n"
+"      --prefill-chunk N    prefill N tokens at a time, evicting in between (with --rope shifted a\n"
+"                           budgeted run can take prompts longer than the model's context)\n"
+"      --PARAM VALUE        a parameter of the policy (--sink, --window, --stride, --threshold,\n"
+"                           --obs-window, --pool-kernel, --lsh-bits, or the policy's own flags)\n"
 "      --list-policies      print the policies and their parameters, then exit\n"
 "output:\n"
 "      --json               print one JSON object (text, tokens, timings, kv) instead of text\n"
@@ -463,19 +472,23 @@ int main(int argc, char **argv)
     tokens[0] = cfg->bos_token_id;
     memcpy(tokens + 1, ids, (size_t)n_ids * sizeof *ids);
     int ctx = cfg->max_position_embeddings;
-    if (n_prompt > ctx) {
-        fprintf(stderr, "llm-run: prompt is %d tokens, longer than the model's context of %d (%s/config.json max_position_embeddings)\n",
-                n_prompt, ctx, o.model_dir);
-        status = 2;
-        goto done;
-    }
-    /* positions forwarded: the prompt and every generated token but the last */
+    int chunk = o.prefill_chunk > 0 && o.prefill_chunk < n_prompt ? o.prefill_chunk : n_prompt;
     int max_new = o.max_new;
-    if (n_prompt + max_new - 1 > ctx) {
-        max_new = ctx - n_prompt + 1;
-        if (!o.json)
-            fprintf(stderr, "llm-run: note: generating at most %d tokens to stay within the context of %d\n",
-                    max_new, ctx);
+    if (!o.pp.rope_shifted) {
+        /* absolute positions: everything forwarded (the prompt and every generated token but
+         * the last) must stay within the trained context */
+        if (n_prompt > ctx) {
+            fprintf(stderr, "llm-run: prompt is %d tokens, longer than the model's context of %d (%s/config.json max_position_embeddings); a budgeted policy with --rope shifted --prefill-chunk N can take it\n",
+                    n_prompt, ctx, o.model_dir);
+            status = 2;
+            goto done;
+        }
+        if (n_prompt + max_new - 1 > ctx) {
+            max_new = ctx - n_prompt + 1;
+            if (!o.json)
+                fprintf(stderr, "llm-run: note: generating at most %d tokens to stay within the context of %d\n",
+                        max_new, ctx);
+        }
     }
 
     /* KV cache sized by the policy and budget, then the run state */
@@ -487,8 +500,19 @@ int main(int argc, char **argv)
         status = 2;
         goto done;
     }
+    int max_cap = 0;
+    for (int i = 0; i < kv.n_layers * kv.n_kv_heads; i++)
+        if (kv.cap[i] > max_cap) max_cap = kv.cap[i];
+    if (o.pp.rope_shifted && max_cap + (chunk < n_prompt ? chunk : 0) + 1 > ctx &&
+        n_prompt + max_new - 1 > ctx) {
+        /* shifted positions are ranks in the cache: capacity (+ chunk) must fit the context */
+        fprintf(stderr, "llm-run: --rope shifted: capacity %d%s exceeds the model's context of %d; lower --budget or --prefill-chunk\n",
+                max_cap, chunk < n_prompt ? " + prefill chunk" : "", ctx);
+        status = 2;
+        goto done;
+    }
     cpu_set_threads(o.threads);
-    if (engine_init(&eng, &mw, &kv, n_prompt, o.threads, err, sizeof err) != 0) {
+    if (engine_init(&eng, &mw, &kv, chunk, o.threads, err, sizeof err) != 0) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }
@@ -500,7 +524,7 @@ int main(int argc, char **argv)
             goto done;
         }
         ns.cols = cfg->vocab_size;
-        logits_all = malloc((size_t)n_prompt * cfg->vocab_size * sizeof(float));
+        logits_all = malloc((size_t)chunk * cfg->vocab_size * sizeof(float));
         if (!logits_all || npy_stream_header(&ns) != 0) goto oom;
     }
     gen = malloc(((size_t)max_new + 1) * sizeof *gen);
@@ -509,14 +533,20 @@ int main(int argc, char **argv)
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
 
-    /* prefill */
+    /* prefill, in chunks when asked (eviction between chunks keeps peak KV ≤ capacity + chunk) */
     double t0 = now_s();
-    if (engine_prefill(&eng, tokens, n_prompt, 0, logits_all, err, sizeof err) != 0) {
-        fprintf(stderr, "llm-run: %s\n", err);
-        goto done;
+    for (int off = 0; off < n_prompt && !g_interrupted; off += chunk) {
+        int m = n_prompt - off < chunk ? n_prompt - off : chunk;
+        if (engine_prefill(&eng, tokens + off, m, off, logits_all, err, sizeof err) != 0) {
+            fprintf(stderr, "llm-run: %s\n", err);
+            goto done;
+        }
+        if (o.logits_out && npy_stream_rows(&ns, logits_all, m) != 0) goto write_err;
+        if (chunk < n_prompt && !o.json && isatty(2))
+            fprintf(stderr, "\rprefill %d/%d tokens", off + m, n_prompt);
     }
+    if (chunk < n_prompt && !o.json && isatty(2)) fputc('\n', stderr);
     double t_prefill = now_s() - t0;
-    if (o.logits_out && npy_stream_rows(&ns, logits_all, n_prompt) != 0) goto write_err;
 
     /* decode loop */
     tok_decoder_reset(dec, tokens[n_prompt - 1]);
@@ -554,10 +584,13 @@ int main(int argc, char **argv)
     /* report */
     size_t per_tok = kv_bytes_per_token(&kv);
     int n_lh = kv.n_layers * kv.n_kv_heads;
-    double peak_bytes = kv.live_peak / n_lh * (double)per_tok;
-    double avg_bytes = kv.live_samples ? kv.live_sum / kv.live_samples * (double)per_tok : 0;
+    double peak_tokens = kv.live_peak / n_lh;       /* mean over (layer, head) at the peak */
+    double avg_tokens = kv.live_samples ? kv.live_sum / kv.live_samples : 0;
+    double peak_bytes = peak_tokens * (double)per_tok, avg_bytes = avg_tokens * (double)per_tok;
     int full_tokens = n_prompt + n_decode_steps;
     double full_bytes = (double)full_tokens * per_tok;
+    /* the full cache's time average over the same samples: prompt, then +1 per decode step */
+    double full_avg_tokens = n_prompt + n_decode_steps / 2.0;
     double prefill_tps = t_prefill > 0 ? n_prompt / t_prefill : 0;
     double decode_tps = t_decode > 0 && n_decode_steps > 0 ? n_decode_steps / t_decode : 0;
     if (o.json) {
@@ -580,6 +613,24 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(k, "avg_bytes", avg_bytes);
         cJSON_AddNumberToObject(k, "full_bytes", full_bytes);
         cJSON_AddNumberToObject(k, "allocated_bytes", (double)kv_bytes_allocated(&kv));
+        cJSON_AddNumberToObject(k, "live_peak_tokens", peak_tokens);
+        cJSON_AddNumberToObject(k, "live_avg_tokens", avg_tokens);
+        cJSON_AddNumberToObject(k, "full_avg_tokens", full_avg_tokens);
+        cJSON_AddNumberToObject(k, "evictions", (double)kv.evictions);
+        cJSON_AddStringToObject(k, "rope", o.pp.rope_shifted ? "shifted" : "absolute");
+        cJSON_AddNumberToObject(k, "prefill_chunk", chunk);
+        cJSON *lc = cJSON_AddArrayToObject(k, "layer_capacities");
+        cJSON *hc = cJSON_AddArrayToObject(k, "head_capacities");
+        for (int l = 0; l < kv.n_layers; l++) {
+            double sum = 0;
+            cJSON *row = cJSON_CreateArray();
+            for (int g = 0; g < kv.n_kv_heads; g++) {
+                sum += kv.cap[l * kv.n_kv_heads + g];
+                cJSON_AddItemToArray(row, cJSON_CreateNumber(kv.cap[l * kv.n_kv_heads + g]));
+            }
+            cJSON_AddItemToArray(lc, cJSON_CreateNumber(sum / kv.n_kv_heads));
+            cJSON_AddItemToArray(hc, row);
+        }
         char *s = cJSON_PrintUnformatted(j);
         if (s) printf("%s\n", s);
         free(s);
@@ -589,9 +640,11 @@ int main(int argc, char **argv)
         fflush(stdout);
         fprintf(stderr,
                 "prompt %d tokens | prefill %.1f ms (%.1f tok/s) | decode %d tokens %.1f ms (%.1f tok/s)\n"
-                "kv: policy %s, capacity %d tokens/head, peak %.1f KiB, avg %.1f KiB, full cache %.1f KiB\n",
+                "kv: policy %s, capacity %d tokens/head, %lld evictions | peak %.1f KiB (full %.1f KiB, %.2fx) | avg %.1f KiB (full %.1f KiB, %.2fx)\n",
                 n_prompt, t_prefill * 1e3, prefill_tps, n_gen, t_decode * 1e3, decode_tps, ops->name,
-                kv.cap[0], peak_bytes / 1024, avg_bytes / 1024, full_bytes / 1024);
+                kv.cap[0], (long long)kv.evictions, peak_bytes / 1024, full_bytes / 1024,
+                peak_bytes > 0 ? full_bytes / peak_bytes : 0, avg_bytes / 1024,
+                full_avg_tokens * per_tok / 1024, avg_bytes > 0 ? full_avg_tokens * per_tok / avg_bytes : 0);
     }
     status = g_interrupted ? 130 : 0;
     goto done;
