@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# Runs every unit test binary (build/tests/test_*) and every end-to-end script (tests/test_*.sh),
-# then prints one summary line "N passed, M failed".
+# Runs every unit test binary (build/tests/test_*, cmocka) and every end-to-end script
+# (tests/test_*.sh), then prints the totals over all of them as "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${BUILD:-build}"
 export LLM_SHARED="${LLM_SHARED:-../shared}"
 pass=0; fail=0; failed=()
+log=$(mktemp); trap 'rm -f "$log"' EXIT
 for t in "$BUILD"/tests/test_* tests/test_*.sh; do
-    [ -x "$t" ] || continue
+    [ -x "$t" ] && [ -f "$t" ] || continue
     [[ "$t" == *.d ]] && continue
     echo "=== $t"
-    if BUILD="$BUILD" "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
+    BUILD="$BUILD" "$t" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    # counts: cmocka's "[==========] N test(s) run." / "[  FAILED  ] N test(s)", or a script's
+    # closing "N passed, M failed"
+    p=0; f=0
+    if line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1) && [ -n "$line" ]; then
+        p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line"); f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
+    elif line=$(grep -E '^\[=+\] [0-9]+ test\(s\) run' "$log" | tail -1) && [ -n "$line" ]; then
+        n=$(sed -E 's/^\[=+\] ([0-9]+) test.*/\1/' <<<"$line")
+        f=$(grep -E '^\[  FAILED  \] [0-9]+ test' "$log" | tail -1 | sed -E 's/^\[  FAILED  \] ([0-9]+) test.*/\1/')
+        f=${f:-0}; p=$((n - f))
+    fi
+    if [ "$rc" -ne 0 ]; then failed+=("$t (exit $rc)"); [ "$f" -eq 0 ] && f=1; fi
+    pass=$((pass + p)); fail=$((fail + f))
 done
 echo
 for f in "${failed[@]+"${failed[@]}"}"; do echo "FAILED: $f"; done
 echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+[ "${#failed[@]}" -eq 0 ] && [ "$fail" -eq 0 ]
