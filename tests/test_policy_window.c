@@ -1,0 +1,681 @@
+/* Tests for the window-like policies: eviction/policy_local.c, policy_streaming.c and the
+ * layer-wise policy_tova.c (POLICIES.md §2.2, §2.3, §10.3). Property tests of §15.1 (capacity,
+ * protected sets, cadence, state follows its slot, identity) on small hand-built KV caches
+ * driven through kv_prefill / kv_decode_slot / kv_write / kv_post_attn / post_attn_layer with
+ * hand-made statistics, plus the pure selection functions. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eviction/eviction.h"
+
+extern const policy_ops policy_local, policy_streaming, policy_tova;
+
+/* The pure selection functions (documented in the policy files). */
+int local_prefill_select(int n, int cap, int *keep);
+int streaming_prefill_select(int n, int n_sinks, int cap, int *keep);
+int tova_prefill_select(const float *score, const int32_t *pos, int n, int cap, int *keep,
+                        int *heap, unsigned char *sel);
+int tova_select_victim(const float *score, const int32_t *pos, int n);
+
+#define D 4       /* head_dim of every test cache */
+#define MAXP 256  /* positions tracked by the tests */
+#define STRIDE 64 /* probs / colsum row stride (≥ cap + 1 and ≥ candidates) */
+
+/* ------------------------------------------------------------------------ helpers */
+
+/* The key / value a token at position p has in KV head g: small distinct numbers (the tova
+ * prefill computes a softmax over them). */
+static float key_of(int p, int g, int i)
+{
+    return (float)(((p * 7 + g * 13 + i * 5) % 17) - 8) * 0.125f + (float)p * 1e-3f;
+}
+static float val_of(int p, int g, int i) { return (float)(p * 100 + g * 10 + i); }
+
+/* kv_init with ops, budget and NAME=VALUE parameters (NULL-terminated pairs). */
+static void init_cache(kv_cache *kv, const policy_ops *ops, double budget, int n_layers,
+                       int n_kv_heads, int n_heads, int n_prompt, int max_new, const char *const *set)
+{
+    policy_params p;
+    memset(&p, 0, sizeof p);
+    p.budget = budget;
+    char err[256];
+    for (int i = 0; set && set[i]; i += 2)
+        assert_int_equal(policy_params_set(&p, ops, set[i], set[i + 1], err, sizeof err), 0);
+    int rc = kv_init(kv, ops, &p, n_layers, n_kv_heads, n_heads, D, n_prompt, max_new, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "kv_init: %s\n", err);
+    assert_int_equal(rc, 0);
+}
+
+/* Query of head h for the token at position p (tova's prefill reads the chunk's last row). */
+static float query_of(int p, int h, int i) { return (float)(((p * 3 + h * 11 + i * 7) % 13) - 6) * 0.5f; }
+
+/* Prefill of positions pos0..pos0+n-1 in every layer (keys/values/queries from the formulas,
+ * no column sums: none of these policies asks for them). */
+static void prefill(kv_cache *kv, int pos0, int n)
+{
+    int hkv = kv->n_kv_heads, H = kv->n_heads;
+    float *k = calloc((size_t)n * hkv * D, sizeof *k), *v = calloc((size_t)n * hkv * D, sizeof *v);
+    float *q = calloc((size_t)n * H * D, sizeof *q);
+    assert_non_null(k);
+    assert_non_null(v);
+    assert_non_null(q);
+    for (int r = 0; r < n; r++) {
+        for (int g = 0; g < hkv; g++)
+            for (int i = 0; i < D; i++) {
+                k[((size_t)r * hkv + g) * D + i] = key_of(pos0 + r, g, i);
+                v[((size_t)r * hkv + g) * D + i] = val_of(pos0 + r, g, i);
+            }
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < D; i++) q[((size_t)r * H + h) * D + i] = query_of(pos0 + r, h, i);
+    }
+    char err[256];
+    for (int l = 0; l < kv->n_layers; l++) {
+        kv_prefill_chunk c = {.layer = l, .n_new = n, .pos0 = pos0, .q_new = q, .k_new = k,
+                              .v_new = v, .colsum = NULL, .cand_stride = STRIDE};
+        assert_int_equal(kv_prefill(kv, &c, err, sizeof err), 0);
+    }
+    free(k);
+    free(v);
+    free(q);
+}
+
+/* Probability that query head h of `layer` puts on the token at position p at step t. */
+typedef float (*prob_fn)(int layer, int h, int p, int t, void *ctx);
+
+/* One decode step at position t in every layer, as the engine does it: slot from the policy,
+ * write, probabilities over the live slots (from f, in slot order), post_attn per KV head,
+ * then the layer hook (unless skip_layer_hook). */
+static void decode_step_ex(kv_cache *kv, int t, prob_fn f, void *ctx, int skip_layer_hook)
+{
+    int H = kv->n_heads, G = H / kv->n_kv_heads;
+    float probs[16 * STRIDE], q[16 * D], k[D], v[D];
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < D; i++) q[h * D + i] = query_of(t, h, i);
+    for (int l = 0; l < kv->n_layers; l++) {
+        for (int g = 0; g < kv->n_kv_heads; g++) {
+            for (int i = 0; i < D; i++) {
+                k[i] = key_of(t, g, i);
+                v[i] = val_of(t, g, i);
+            }
+            int slot = kv_decode_slot(kv, l, g, t, q + (size_t)g * G * D, k, v);
+            assert_true(slot >= 0 && slot <= kv->cap[kv_idx(kv, l, g)]);
+            kv_write(kv, l, g, slot, t, k, v);
+        }
+        for (int h = 0; h < H; h++) {
+            int g = h / G;
+            const int32_t *pos = kv_positions(kv, l, g);
+            for (int j = 0; j < kv_len(kv, l, g); j++)
+                probs[h * STRIDE + j] = f ? f(l, h, pos[j], t, ctx) : 0.0f;
+        }
+        for (int g = 0; g < kv->n_kv_heads; g++)
+            kv_post_attn(kv, l, g, t, probs + (size_t)g * G * STRIDE, STRIDE);
+        if (kv->ops->post_attn_layer && !skip_layer_hook)
+            kv->ops->post_attn_layer(kv, l, t, probs, STRIDE);
+    }
+}
+
+static void decode_step(kv_cache *kv, int t, prob_fn f, void *ctx) { decode_step_ex(kv, t, f, ctx, 0); }
+
+/* Sorted live positions of (layer, g) into out; returns the count. */
+static int live_positions(const kv_cache *kv, int layer, int g, int *out)
+{
+    int n = kv_len(kv, layer, g);
+    const int32_t *pos = kv_positions(kv, layer, g);
+    for (int j = 0; j < n; j++) out[j] = pos[j];
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && out[b - 1] > out[b]; b--) {
+            int tmp = out[b];
+            out[b] = out[b - 1];
+            out[b - 1] = tmp;
+        }
+    return n;
+}
+
+static void assert_live(const kv_cache *kv, int layer, int g, const int *want, int n)
+{
+    int got[MAXP];
+    int m = live_positions(kv, layer, g, got);
+    if (m != n) fprintf(stderr, "layer %d head %d: %d live, want %d\n", layer, g, m, n);
+    assert_int_equal(m, n);
+    for (int i = 0; i < n; i++) assert_int_equal(got[i], want[i]);
+}
+
+/* Live positions of every (layer, head) = {0..n_sink-1} ∪ {last-w+1..last}. */
+static void assert_sinks_and_window(const kv_cache *kv, int n_sink, int w, int last)
+{
+    int want[MAXP], n = 0;
+    for (int p = 0; p < n_sink && p <= last; p++) want[n++] = p;
+    for (int p = last - w + 1; p <= last; p++)
+        if (p >= n_sink) want[n++] = p;
+    for (int l = 0; l < kv->n_layers; l++)
+        for (int g = 0; g < kv->n_kv_heads; g++) assert_live(kv, l, g, want, n);
+}
+
+/* Every live slot still holds its own token's key and value (K/V moved with the position). */
+static void assert_kv_follow_positions(const kv_cache *kv)
+{
+    for (int l = 0; l < kv->n_layers; l++)
+        for (int g = 0; g < kv->n_kv_heads; g++) {
+            const float *K = kv_keys(kv, l, g), *V = kv_values(kv, l, g);
+            const int32_t *pos = kv_positions(kv, l, g);
+            for (int j = 0; j < kv_len(kv, l, g); j++)
+                for (int i = 0; i < D; i++) {
+                    assert_float_equal(K[j * D + i], key_of(pos[j], g, i), 0);
+                    assert_float_equal(V[j * D + i], val_of(pos[j], g, i), 0);
+                }
+        }
+}
+
+/* Slots of (layer, 0..n_kv_heads-1) hold the same positions in the same order (layer-wise). */
+static void assert_heads_share_slots(const kv_cache *kv)
+{
+    for (int l = 0; l < kv->n_layers; l++)
+        for (int g = 1; g < kv->n_kv_heads; g++) {
+            assert_int_equal(kv_len(kv, l, g), kv_len(kv, l, 0));
+            for (int j = 0; j < kv_len(kv, l, 0); j++)
+                assert_int_equal(kv_positions(kv, l, g)[j], kv_positions(kv, l, 0)[j]);
+        }
+}
+
+/* Deterministic pseudo-random value in [0, 1) for (a, b, c, d). */
+static float hash01(int a, int b, int c, int d)
+{
+    uint64_t x = ((uint64_t)(unsigned)a << 48) ^ ((uint64_t)(unsigned)b << 32) ^
+                 ((uint64_t)(unsigned)c << 16) ^ (uint64_t)(unsigned)d;
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return (float)(x >> 40) / (float)(1 << 24);
+}
+
+static float prob_random(int layer, int h, int p, int t, void *ctx)
+{
+    (void)ctx;
+    return hash01(layer, h, p, t);
+}
+
+/* Prefill + decode with the positions checked after every step: capacity, one eviction per
+ * (layer, head) per step once full, kept = sinks ∪ window, K/V follow. */
+static void run_window_trace(const policy_ops *ops, double budget, const char *const *set, int n_prompt,
+                             int n_new, int n_sink, int chunk)
+{
+    enum { L = 2, HKV = 2, H = 4 };
+    kv_cache kv;
+    init_cache(&kv, ops, budget, L, HKV, H, n_prompt, n_new, set);
+    int cap = kv.cap[0], w = cap - n_sink;
+    /* prefill, in chunks of `chunk` tokens */
+    for (int p0 = 0; p0 < n_prompt; p0 += chunk) prefill(&kv, p0, p0 + chunk < n_prompt ? chunk : n_prompt - p0);
+    assert_sinks_and_window(&kv, n_sink, w, n_prompt - 1);
+    assert_kv_follow_positions(&kv);
+    for (int t = n_prompt; t < n_prompt + n_new; t++) {
+        int64_t ev0 = kv.evictions;
+        decode_step(&kv, t, prob_random, NULL);
+        /* cadence: one eviction per (layer, head) once more than C tokens were seen */
+        assert_int_equal(kv.evictions - ev0, t + 1 > cap ? L * HKV : 0);
+        for (int l = 0; l < L; l++)
+            for (int g = 0; g < HKV; g++) assert_true(kv_len(&kv, l, g) <= cap);
+        assert_sinks_and_window(&kv, n_sink, w, t);
+        assert_kv_follow_positions(&kv);
+    }
+    kv_free(&kv);
+}
+
+/* Identity: C ≥ N + max_new → no eviction, slots in position order, K/V untouched. */
+static void run_identity(const policy_ops *ops)
+{
+    kv_cache kv;
+    init_cache(&kv, ops, 1.0, 2, 2, 4, 6, 5, NULL);
+    assert_int_equal(kv.cap[0], 11);
+    prefill(&kv, 0, 6);
+    for (int t = 6; t < 11; t++) decode_step(&kv, t, prob_random, NULL);
+    assert_int_equal(kv.evictions, 0);
+    for (int l = 0; l < 2; l++)
+        for (int g = 0; g < 2; g++) {
+            assert_int_equal(kv_len(&kv, l, g), 11);
+            for (int j = 0; j < 11; j++) assert_int_equal(kv_positions(&kv, l, g)[j], j);
+        }
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+/* ------------------------------------------------------------------------ local §2.2 */
+
+static void test_local_prefill_select_keeps_the_last_c(void **state)
+{
+    (void)state;
+    int keep[10];
+    assert_int_equal(local_prefill_select(9, 5, keep), 5);
+    for (int i = 0; i < 5; i++) assert_int_equal(keep[i], 4 + i);
+    assert_int_equal(local_prefill_select(3, 5, keep), 3);
+    for (int i = 0; i < 3; i++) assert_int_equal(keep[i], i);
+}
+
+static void test_local_prefill_keeps_positions_n_minus_c_to_n(void **state)
+{
+    (void)state;
+    kv_cache kv;
+    init_cache(&kv, &policy_local, 5, 1, 1, 1, 9, 3, NULL);
+    prefill(&kv, 0, 9);
+    const int want[5] = {4, 5, 6, 7, 8};
+    assert_live(&kv, 0, 0, want, 5);
+    for (int j = 0; j < 5; j++) assert_int_equal(kv_positions(&kv, 0, 0)[j], 4 + j);
+    assert_int_equal(kv.evictions, 4);
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+static void test_local_keeps_the_c_most_recent_one_eviction_per_step(void **state)
+{
+    (void)state;
+    run_window_trace(&policy_local, 5, NULL, 9, 20, 0, 9);
+}
+
+static void test_local_short_prompt_fills_then_slides(void **state)
+{
+    (void)state;
+    run_window_trace(&policy_local, 6, NULL, 2, 25, 0, 2);
+}
+
+static void test_local_chunked_prefill_keeps_the_last_c(void **state)
+{
+    (void)state;
+    run_window_trace(&policy_local, 5, NULL, 13, 12, 0, 4);
+}
+
+static void test_local_identity_when_budget_covers_everything(void **state)
+{
+    (void)state;
+    run_identity(&policy_local);
+}
+
+static void test_local_has_no_parameters_and_needs_no_statistics(void **state)
+{
+    (void)state;
+    policy_params p;
+    memset(&p, 0, sizeof p);
+    char err[256];
+    assert_int_equal(policy_params_set(&p, &policy_local, "sink", "4", err, sizeof err), -1);
+    assert_int_equal(policy_local.stats, 0);
+    assert_ptr_equal(policy_find("local"), &policy_local);
+}
+
+/* ------------------------------------------------------------------------ streaming §2.3 */
+
+static void test_streaming_prefill_select_keeps_sinks_and_recent(void **state)
+{
+    (void)state;
+    int keep[20];
+    assert_int_equal(streaming_prefill_select(20, 4, 10, keep), 10);
+    const int want[10] = {0, 1, 2, 3, 14, 15, 16, 17, 18, 19};
+    for (int i = 0; i < 10; i++) assert_int_equal(keep[i], want[i]);
+    assert_int_equal(streaming_prefill_select(7, 4, 10, keep), 7);
+    for (int i = 0; i < 7; i++) assert_int_equal(keep[i], i);
+}
+
+static void test_streaming_keeps_four_sinks_and_the_recent_window(void **state)
+{
+    (void)state;
+    run_window_trace(&policy_streaming, 10, NULL, 20, 20, 4, 20);
+}
+
+static void test_streaming_prompt_shorter_than_the_sinks(void **state)
+{
+    (void)state;
+    run_window_trace(&policy_streaming, 10, NULL, 2, 25, 4, 2);
+}
+
+static void test_streaming_chunked_prefill_keeps_sinks_and_window(void **state)
+{
+    (void)state;
+    /* C = 8 ≤ 8 → floor(8/2) = 4 sinks; chunks of 3 (the first chunk holds fewer than 4) */
+    run_window_trace(&policy_streaming, 8, NULL, 14, 10, 4, 3);
+}
+
+static void test_streaming_small_capacity_uses_half_as_sinks(void **state)
+{
+    (void)state;
+    /* C = 6 → 3 sinks + a window of 3 */
+    run_window_trace(&policy_streaming, 6, NULL, 10, 10, 3, 10);
+}
+
+static void test_streaming_sink_flag_and_generic_alias(void **state)
+{
+    (void)state;
+    const char *set[] = {"sink", "2", NULL};
+    run_window_trace(&policy_streaming, 10, set, 15, 10, 2, 15);
+    const char *none[] = {"sink", "0", NULL};
+    run_window_trace(&policy_streaming, 7, none, 15, 10, 0, 15);
+}
+
+static void test_streaming_sink_at_capacity_is_an_error_naming_the_flag(void **state)
+{
+    (void)state;
+    policy_params p;
+    memset(&p, 0, sizeof p);
+    p.budget = 6;
+    char err[256];
+    kv_cache kv;
+    assert_int_equal(policy_params_set(&p, &policy_streaming, "sink", "6", err, sizeof err), 0);
+    assert_int_equal(kv_init(&kv, &policy_streaming, &p, 1, 1, 1, D, 20, 5, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--sink"));
+    assert_null(strchr(err, '\n'));
+    memset(&p, 0, sizeof p);
+    p.budget = 6;
+    assert_int_equal(policy_params_set(&p, &policy_streaming, "sink", "x", err, sizeof err), 0);
+    assert_int_equal(kv_init(&kv, &policy_streaming, &p, 1, 1, 1, D, 20, 5, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--sink"));
+}
+
+static void test_streaming_identity_when_budget_covers_everything(void **state)
+{
+    (void)state;
+    run_identity(&policy_streaming);
+}
+
+/* ------------------------------------------------------------------------ tova §10.3 */
+
+static void test_tova_pure_selection_ties_favour_the_older_token(void **state)
+{
+    (void)state;
+    const float s[5] = {0.2f, 0.1f, 0.1f, 0.3f, 0.1f};
+    const int32_t p[5] = {4, 9, 2, 0, 7};
+    assert_int_equal(tova_select_victim(s, p, 5), 2);
+    /* top-3 of candidates by score: 3 (0.3), 0 (0.2), then the oldest of the 0.1 tie: slot 2 */
+    const float c[6] = {0.2f, 0.1f, 0.1f, 0.3f, 0.1f, 0.05f};
+    const int32_t cp[6] = {0, 1, 2, 3, 4, 5};
+    int keep[6], heap[6];
+    unsigned char sel[6];
+    assert_int_equal(tova_prefill_select(c, cp, 6, 3, keep, heap, sel), 3);
+    assert_int_equal(keep[0], 0);
+    assert_int_equal(keep[1], 1);
+    assert_int_equal(keep[2], 3);
+}
+
+/* Reference: the head-averaged attention of query row `qpos` over candidate keys (double). */
+static void reference_last_row(const kv_cache *kv, int n, const float *cand_k /* [n][hkv][D] */,
+                               int qpos, double *avg)
+{
+    int H = kv->n_heads, hkv = kv->n_kv_heads, G = H / hkv;
+    for (int j = 0; j < n; j++) avg[j] = 0;
+    for (int h = 0; h < H; h++) {
+        double lg[MAXP], mx = -1e300, sum = 0;
+        for (int j = 0; j < n; j++) {
+            double dot = 0;
+            for (int i = 0; i < D; i++) dot += (double)query_of(qpos, h, i) * cand_k[((size_t)j * hkv + h / G) * D + i];
+            lg[j] = dot / sqrt((double)D);
+            if (lg[j] > mx) mx = lg[j];
+        }
+        for (int j = 0; j < n; j++) sum += exp(lg[j] - mx);
+        for (int j = 0; j < n; j++) avg[j] += exp(lg[j] - mx) / sum / H;
+    }
+}
+
+/* Expected keep (positions, ascending) of the top-cap candidates by avg (ties: older). */
+static int reference_top(const double *avg, const int *pos, int n, int cap, int *want)
+{
+    int idx[MAXP], m = 0;
+    for (int j = 0; j < n; j++) idx[j] = j;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && (avg[idx[b]] > avg[idx[b - 1]] ||
+                                  (avg[idx[b]] == avg[idx[b - 1]] && pos[idx[b]] < pos[idx[b - 1]])); b--) {
+            int tmp = idx[b];
+            idx[b] = idx[b - 1];
+            idx[b - 1] = tmp;
+        }
+    for (int i = 0; i < cap && i < n; i++) want[m++] = pos[idx[i]];
+    for (int a = 1; a < m; a++)
+        for (int b = a; b > 0 && want[b - 1] > want[b]; b--) {
+            int tmp = want[b];
+            want[b] = want[b - 1];
+            want[b - 1] = tmp;
+        }
+    return m;
+}
+
+static void test_tova_prefill_keeps_top_c_by_head_averaged_last_row_attention(void **state)
+{
+    (void)state;
+    enum { N = 16, HKV = 2, H = 4 };
+    kv_cache kv;
+    init_cache(&kv, &policy_tova, 6, 1, HKV, H, N, 4, NULL);
+    /* the reference: candidates are the prompt's keys, the query is the last row's */
+    float cand_k[N * HKV * D];
+    int pos[N];
+    for (int j = 0; j < N; j++) {
+        pos[j] = j;
+        for (int g = 0; g < HKV; g++)
+            for (int i = 0; i < D; i++) cand_k[(j * HKV + g) * D + i] = key_of(j, g, i);
+    }
+    double avg[N];
+    reference_last_row(&kv, N, cand_k, N - 1, avg);
+    int want[N];
+    int m = reference_top(avg, pos, N, 6, want);
+    /* the choice is not simply the most recent tokens (else the test shows little) */
+    assert_true(want[0] < N - 6);
+    prefill(&kv, 0, N);
+    for (int g = 0; g < HKV; g++) assert_live(&kv, 0, g, want, m);
+    assert_heads_share_slots(&kv);
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+static void test_tova_chunked_prefill_scores_live_slots_with_their_cached_keys(void **state)
+{
+    (void)state;
+    enum { N1 = 9, N2 = 7, HKV = 2, H = 4, CAP = 5 };
+    kv_cache kv;
+    init_cache(&kv, &policy_tova, CAP, 1, HKV, H, N1 + N2, 4, NULL);
+    /* chunk 1 (positions 0..8) → the top 5 by its last row */
+    prefill(&kv, 0, N1);
+    int live[CAP];
+    assert_int_equal(live_positions(&kv, 0, 0, live), CAP);
+    /* chunk 2: candidates = the live slots (in slot order) + positions 9..15 */
+    float cand_k[(CAP + N2) * HKV * D];
+    int pos[CAP + N2];
+    for (int j = 0; j < CAP + N2; j++) {
+        pos[j] = j < CAP ? kv_positions(&kv, 0, 0)[j] : N1 + (j - CAP);
+        for (int g = 0; g < HKV; g++)
+            for (int i = 0; i < D; i++) cand_k[(j * HKV + g) * D + i] = key_of(pos[j], g, i);
+    }
+    double avg[CAP + N2];
+    reference_last_row(&kv, CAP + N2, cand_k, N1 + N2 - 1, avg);
+    int want[CAP + N2];
+    int m = reference_top(avg, pos, CAP + N2, CAP, want);
+    prefill(&kv, N1, N2);
+    for (int g = 0; g < HKV; g++) assert_live(&kv, 0, g, want, m);
+    assert_heads_share_slots(&kv);
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+/* Decode probabilities: per head the argmin differs, but the head average is lowest at
+ * position 1 (heads 0, 1 of KV head 0; heads 2, 3 of KV head 1). */
+static float prob_avg_min_at_1(int layer, int h, int p, int t, void *ctx)
+{
+    (void)layer;
+    (void)t;
+    (void)ctx;
+    static const float tab[4][5] = {
+        /* pos:   0     1     2     3     4 */
+        {0.30f, 0.05f, 0.30f, 0.01f, 0.34f},
+        {0.20f, 0.10f, 0.02f, 0.30f, 0.38f},
+        {0.01f, 0.10f, 0.30f, 0.30f, 0.29f},
+        {0.30f, 0.10f, 0.30f, 0.29f, 0.01f},
+    };
+    return tab[h][p];
+}
+
+static void test_tova_evicts_the_same_position_in_every_head(void **state)
+{
+    (void)state;
+    kv_cache kv;
+    init_cache(&kv, &policy_tova, 4, 1, 2, 4, 4, 3, NULL);
+    prefill(&kv, 0, 4);
+    decode_step(&kv, 4, prob_avg_min_at_1, NULL);
+    const int want[4] = {0, 2, 3, 4};
+    for (int g = 0; g < 2; g++) assert_live(&kv, 0, g, want, 4);
+    assert_int_equal(kv.evictions, 2);
+    assert_heads_share_slots(&kv);
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+/* The new token gets the least attention: it is the one evicted. */
+static float prob_new_token_least(int layer, int h, int p, int t, void *ctx)
+{
+    (void)layer;
+    (void)h;
+    (void)ctx;
+    return p == t ? 0.01f : 0.2f + 0.01f * (float)p;
+}
+
+static void test_tova_may_evict_the_new_token(void **state)
+{
+    (void)state;
+    kv_cache kv;
+    init_cache(&kv, &policy_tova, 4, 2, 2, 4, 4, 3, NULL);
+    prefill(&kv, 0, 4);
+    decode_step(&kv, 4, prob_new_token_least, NULL);
+    decode_step(&kv, 5, prob_new_token_least, NULL);
+    const int want[4] = {0, 1, 2, 3};
+    for (int l = 0; l < 2; l++)
+        for (int g = 0; g < 2; g++) assert_live(&kv, l, g, want, 4);
+    assert_int_equal(kv.evictions, 2 * 2 * 2);
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+/* Equal attention everywhere: the tie goes to the older token, so TOVA slides like local. */
+static float prob_uniform(int layer, int h, int p, int t, void *ctx)
+{
+    (void)layer;
+    (void)h;
+    (void)p;
+    (void)t;
+    (void)ctx;
+    return 0.25f;
+}
+
+static void test_tova_ties_evict_the_oldest_token(void **state)
+{
+    (void)state;
+    kv_cache kv;
+    init_cache(&kv, &policy_tova, 4, 1, 2, 4, 4, 8, NULL);
+    prefill(&kv, 0, 4);
+    for (int t = 4; t < 12; t++) {
+        decode_step(&kv, t, prob_uniform, NULL);
+        const int want[4] = {t - 3, t - 2, t - 1, t};
+        for (int g = 0; g < 2; g++) assert_live(&kv, 0, g, want, 4);
+    }
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+static void test_tova_one_eviction_per_step_once_full_and_capacity_holds(void **state)
+{
+    (void)state;
+    enum { L = 2, HKV = 2, H = 4, N = 3, NEW = 30 };
+    kv_cache kv;
+    init_cache(&kv, &policy_tova, 7, L, HKV, H, N, NEW, NULL);
+    prefill(&kv, 0, N);
+    for (int t = N; t < N + NEW; t++) {
+        int64_t ev0 = kv.evictions;
+        decode_step(&kv, t, prob_random, NULL);
+        assert_int_equal(kv.evictions - ev0, t + 1 > 7 ? L * HKV : 0);
+        for (int l = 0; l < L; l++)
+            for (int g = 0; g < HKV; g++) assert_true(kv_len(&kv, l, g) <= 7);
+        assert_heads_share_slots(&kv);
+        assert_kv_follow_positions(&kv);
+    }
+    kv_free(&kv);
+}
+
+static void test_tova_identity_when_budget_covers_everything(void **state)
+{
+    (void)state;
+    run_identity(&policy_tova);
+}
+
+static void test_tova_without_the_layer_hook_stays_inside_its_region(void **state)
+{
+    (void)state;
+    /* an engine that never calls post_attn_layer: the cache must not outgrow cap + 1 */
+    kv_cache kv;
+    init_cache(&kv, &policy_tova, 4, 1, 1, 1, 4, 6, NULL);
+    prefill(&kv, 0, 4);
+    for (int t = 4; t < 10; t++) {
+        decode_step_ex(&kv, t, prob_uniform, NULL, 1);
+        assert_true(kv_len(&kv, 0, 0) <= kv.cap[0] + 1);
+    }
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+static void test_tova_shifted_rope_prefill_keeps_the_most_recent(void **state)
+{
+    (void)state;
+    /* --rope shifted: keys are cached before RoPE, so the prefill falls back to the last C */
+    policy_params p;
+    memset(&p, 0, sizeof p);
+    p.budget = 5;
+    p.rope_shifted = 1;
+    char err[256];
+    kv_cache kv;
+    assert_int_equal(kv_init(&kv, &policy_tova, &p, 1, 2, 4, D, 12, 4, err, sizeof err), 0);
+    prefill(&kv, 0, 12);
+    const int want[5] = {7, 8, 9, 10, 11};
+    for (int g = 0; g < 2; g++) assert_live(&kv, 0, g, want, 5);
+    assert_kv_follow_positions(&kv);
+    kv_free(&kv);
+}
+
+static void test_tova_is_layer_wise_and_needs_decode_probabilities(void **state)
+{
+    (void)state;
+    assert_non_null(policy_tova.post_attn_layer);
+    assert_null(policy_tova.post_attn);
+    assert_true(policy_tova.stats & KV_STAT_DECODE_PROBS);
+    assert_ptr_equal(policy_find("tova"), &policy_tova);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_local_prefill_select_keeps_the_last_c),
+        cmocka_unit_test(test_local_prefill_keeps_positions_n_minus_c_to_n),
+        cmocka_unit_test(test_local_keeps_the_c_most_recent_one_eviction_per_step),
+        cmocka_unit_test(test_local_short_prompt_fills_then_slides),
+        cmocka_unit_test(test_local_chunked_prefill_keeps_the_last_c),
+        cmocka_unit_test(test_local_identity_when_budget_covers_everything),
+        cmocka_unit_test(test_local_has_no_parameters_and_needs_no_statistics),
+        cmocka_unit_test(test_streaming_prefill_select_keeps_sinks_and_recent),
+        cmocka_unit_test(test_streaming_keeps_four_sinks_and_the_recent_window),
+        cmocka_unit_test(test_streaming_prompt_shorter_than_the_sinks),
+        cmocka_unit_test(test_streaming_chunked_prefill_keeps_sinks_and_window),
+        cmocka_unit_test(test_streaming_small_capacity_uses_half_as_sinks),
+        cmocka_unit_test(test_streaming_sink_flag_and_generic_alias),
+        cmocka_unit_test(test_streaming_sink_at_capacity_is_an_error_naming_the_flag),
+        cmocka_unit_test(test_streaming_identity_when_budget_covers_everything),
+        cmocka_unit_test(test_tova_pure_selection_ties_favour_the_older_token),
+        cmocka_unit_test(test_tova_prefill_keeps_top_c_by_head_averaged_last_row_attention),
+        cmocka_unit_test(test_tova_chunked_prefill_scores_live_slots_with_their_cached_keys),
+        cmocka_unit_test(test_tova_evicts_the_same_position_in_every_head),
+        cmocka_unit_test(test_tova_may_evict_the_new_token),
+        cmocka_unit_test(test_tova_ties_evict_the_oldest_token),
+        cmocka_unit_test(test_tova_one_eviction_per_step_once_full_and_capacity_holds),
+        cmocka_unit_test(test_tova_identity_when_budget_covers_everything),
+        cmocka_unit_test(test_tova_without_the_layer_hook_stays_inside_its_region),
+        cmocka_unit_test(test_tova_shifted_rope_prefill_keeps_the_most_recent),
+        cmocka_unit_test(test_tova_is_layer_wise_and_needs_decode_probabilities),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
