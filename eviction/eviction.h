@@ -73,6 +73,11 @@ typedef struct {
                               probabilities, summed over the G query heads of KV head g,
                               indexed by candidate */
     int cand_stride;       /* row stride of colsum (≥ n_live + n_new for every head) */
+    /* --rope shifted only (else NULL): the keys as the attention sees them, rotated by rank —
+     * live slots [n_kv_heads][rot_live_stride][head_dim], chunk [n_kv_heads][rot_new_stride]
+     * [head_dim]. q_new is rotated the same way. Use kv_cand_key(). */
+    const float *k_live_rot, *k_new_rot;
+    int rot_live_stride, rot_new_stride;
 } kv_prefill_chunk;
 
 typedef struct policy_ops {
@@ -180,6 +185,19 @@ static inline float *kv_scores(const kv_cache *kv, int layer, int g)
 { return kv->score ? kv->score + kv->off[kv_idx(kv, layer, g)] : NULL; }
 static inline unsigned char *kv_slot_state(const kv_cache *kv, int layer, int g, int slot)
 { return kv->state + (kv->off[kv_idx(kv, layer, g)] + (size_t)slot) * kv->ops->slot_state_bytes; }
+
+/* The key of prefill candidate j of KV head g as the attention scored it against c->q_new
+ * (post-RoPE at its position; in --rope shifted mode rotated by its rank). [head_dim] f32. */
+static inline const float *kv_cand_key(const kv_cache *kv, const kv_prefill_chunk *c, int g,
+                                       int n_live, int j)
+{
+    size_t d = (size_t)kv->head_dim;
+    if (c->k_live_rot)
+        return j < n_live ? c->k_live_rot + ((size_t)g * c->rot_live_stride + j) * d
+                          : c->k_new_rot + ((size_t)g * c->rot_new_stride + (j - n_live)) * d;
+    return j < n_live ? kv_keys(kv, c->layer, g) + (size_t)j * d
+                      : c->k_new + ((size_t)(j - n_live) * kv->n_kv_heads + g) * d;
+}
 
 /* Prefill: keep what the policy chooses among live slots + the chunk (see kv_prefill_chunk). */
 int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen);

@@ -8,8 +8,8 @@
  * gives every head the same keep-list and each eviction is the same swap-with-last in every head.
  * Decode uses the post_attn_layer hook (probabilities of all heads). Prefill [PROPOSAL §10.3]:
  * keep the top-C by the head-averaged attention of the chunk's last query row, computed here
- * from q_new and the candidate keys (logit scale 1/sqrt(head_dim)); with --rope shifted the
- * most recent C (see tova_on_prefill). */
+ * from q_new and the candidate keys as the attention saw them (kv_cand_key; logit scale
+ * 1/sqrt(head_dim)). */
 #include "eviction/eviction.h"
 
 #include <math.h>
@@ -163,11 +163,10 @@ static void last_row_attention(kv_cache *kv, tova_state *s, const kv_prefill_chu
     for (int h = 0; h < H; h++) {
         int g = h / G;
         const float *q = c->q_new + ((size_t)(c->n_new - 1) * H + h) * d;
-        const float *K = kv_keys(kv, c->layer, g);
         /* logits of the last row over all candidates (causal: it sees every one) */
         float mx = -INFINITY;
         for (int j = 0; j < n; j++) {
-            const float *k = j < n_live ? K + (size_t)j * d : c->k_new + ((size_t)(j - n_live) * Hkv + g) * d;
+            const float *k = kv_cand_key(kv, c, g, n_live, j); /* rotated by rank when shifted */
             float dot = 0.0f;
             for (int i = 0; i < d; i++) dot += q[i] * k[i];
             s->logit[j] = dot * scale;
@@ -191,13 +190,6 @@ static int tova_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n
     if (n <= cap) {
         for (int j = 0; j < n; j++) keep[j] = j;
         return n;
-    }
-    /* [DECISION] --rope shifted: the cache holds keys before RoPE while q_new is rotated by rank,
-     * and the policy has no RoPE tables to put them in one frame, so the last-row attention
-     * cannot be computed here; keep the most recent C candidates instead (decode is exact) */
-    if (kv->params.rope_shifted) {
-        for (int j = n - cap; j < n; j++) keep[j - (n - cap)] = j;
-        return cap;
     }
     /* the first head of the layer chooses for all: head-averaged last-row attention, top-C */
     if (g == 0) {

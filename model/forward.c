@@ -231,6 +231,12 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         }
         kv_prefill_chunk chunk = {.layer = l, .n_new = n, .pos0 = pos0, .q_new = e->pq, .k_new = e->pk,
                                   .v_new = e->pv, .colsum = NULL, .cand_stride = e->cand_stride};
+        if (e->shifted) {
+            chunk.k_live_rot = e->kr_live;
+            chunk.rot_live_stride = e->probs_stride;
+            chunk.k_new_rot = e->kr_new;
+            chunk.rot_new_stride = e->max_chunk;
+        }
         if (want_colsum) {
             /* GQA: sum the statistics over the G query heads of each KV head (fixed order) */
             for (int g = 0; g < Hkv; g++) {

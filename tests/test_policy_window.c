@@ -620,10 +620,11 @@ static void test_tova_without_the_layer_hook_stays_inside_its_region(void **stat
     kv_free(&kv);
 }
 
-static void test_tova_shifted_rope_prefill_keeps_the_most_recent(void **state)
+static void test_cand_key_returns_the_rotated_keys_in_shifted_mode(void **state)
 {
     (void)state;
-    /* --rope shifted: keys are cached before RoPE, so the prefill falls back to the last C */
+    /* --rope shifted: policies that score candidates against q_new must see the keys the
+     * attention saw (rotated by rank), which the engine hands over in the chunk */
     policy_params p;
     memset(&p, 0, sizeof p);
     p.budget = 5;
@@ -631,10 +632,19 @@ static void test_tova_shifted_rope_prefill_keeps_the_most_recent(void **state)
     char err[256];
     kv_cache kv;
     assert_int_equal(kv_init(&kv, &policy_tova, &p, 1, 2, 4, D, 12, 4, err, sizeof err), 0);
-    prefill(&kv, 0, 12);
-    const int want[5] = {7, 8, 9, 10, 11};
-    for (int g = 0; g < 2; g++) assert_live(&kv, 0, g, want, 5);
-    assert_kv_follow_positions(&kv);
+    float raw[3 * 2 * D], live_rot[2 * 6 * D], new_rot[2 * 3 * D];
+    for (int i = 0; i < 3 * 2 * D; i++) raw[i] = (float)i;
+    for (int i = 0; i < 2 * 6 * D; i++) live_rot[i] = 1000.0f + i;
+    for (int i = 0; i < 2 * 3 * D; i++) new_rot[i] = 2000.0f + i;
+    kv_prefill_chunk c = {.layer = 0, .n_new = 3, .pos0 = 2, .k_new = raw, .k_live_rot = live_rot,
+                          .k_new_rot = new_rot, .rot_live_stride = 6, .rot_new_stride = 3};
+    /* head 1, n_live 2: candidate 1 is live slot 1, candidate 3 is chunk token 1 */
+    assert_ptr_equal(kv_cand_key(&kv, &c, 1, 2, 1), live_rot + (6 + 1) * D);
+    assert_ptr_equal(kv_cand_key(&kv, &c, 1, 2, 3), new_rot + (3 + 1) * D);
+    /* absolute mode: the cached keys and the chunk's keys as written */
+    c.k_live_rot = c.k_new_rot = NULL;
+    assert_ptr_equal(kv_cand_key(&kv, &c, 1, 2, 3), raw + (1 * 2 + 1) * D);
+    assert_ptr_equal(kv_cand_key(&kv, &c, 1, 2, 0), kv_keys(&kv, 0, 1));
     kv_free(&kv);
 }
 
@@ -674,7 +684,7 @@ int main(void)
         cmocka_unit_test(test_tova_one_eviction_per_step_once_full_and_capacity_holds),
         cmocka_unit_test(test_tova_identity_when_budget_covers_everything),
         cmocka_unit_test(test_tova_without_the_layer_hook_stays_inside_its_region),
-        cmocka_unit_test(test_tova_shifted_rope_prefill_keeps_the_most_recent),
+        cmocka_unit_test(test_cand_key_returns_the_rotated_keys_in_shifted_mode),
         cmocka_unit_test(test_tova_is_layer_wise_and_needs_decode_probabilities),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
