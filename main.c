@@ -239,7 +239,7 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--budget-tokens")) {
             NEED_VALUE();
             if (parse_int(a, argv[++i], 1, INT_MAX, &v)) return 2;
-            o->pp.budget = v > 1 ? v : 1.0;
+            o->pp.budget_tokens = v;
             o->budget_set = 1;
         } else if (!strcmp(a, "--rope")) {
             NEED_VALUE();
@@ -254,7 +254,7 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--budget")) {
             NEED_VALUE();
             if (parse_float(a, argv[++i], -INFINITY, INFINITY, &d)) return 2;
-            if (!(d > 0)) return die("--budget: must be > 0 (got '%s')%s", argv[i], "");
+            if (!(d > 0) || isinf(d)) return die("--budget: must be a finite number > 0 (got '%s')%s", argv[i], "");
             o->pp.budget = d;
             o->budget_set = 1;
         } else if (!strcmp(a, "--budget-ref")) {
@@ -293,7 +293,10 @@ static int parse_args(int argc, char **argv, options *o)
         const policy_ops *pops = ops;
         if (policy_preset_load(o->preset, &pops, &o->pp, err, sizeof err) != 0)
             return die("%s%s", err, "");
-        if (o->budget_set) o->pp.budget = cli.budget;
+        if (o->budget_set) {
+            o->pp.budget = cli.budget;
+            o->pp.budget_tokens = cli.budget_tokens;
+        }
         if (o->budget_ref_set) o->pp.budget_ref_prompt = cli.budget_ref_prompt;
         if (o->rope_set) o->pp.rope_shifted = cli.rope_shifted;
         if (!ops) ops = pops;

@@ -50,6 +50,7 @@ typedef struct {
 typedef struct {
     double budget;          /* 0 < β ≤ 1: fraction of L_ref; β > 1: absolute tokens */
     int budget_ref_prompt;  /* 1: L_ref = prompt tokens (H2O); 0: prompt + max_new (default) */
+    int budget_tokens;      /* > 0: absolute capacity in tokens (--budget-tokens), overrides budget */
     int rope_shifted;       /* --rope shifted (POLICIES.md §1.7) */
     uint64_t seed;
     int n_set;
@@ -169,8 +170,9 @@ int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
             int n_prompt, int max_new, char *err, size_t errlen);
 void kv_free(kv_cache *kv);
 
-/* Capacity from the budget (POLICIES.md §1.2): β ≤ 1 → ceil(β·L_ref), β > 1 → β tokens;
- * at least c_min. L_ref = n_prompt (budget_ref_prompt) or n_prompt + max_new. */
+/* Capacity from the budget (POLICIES.md §1.2): budget_tokens if set, else β ≤ 1 →
+ * ceil(β·L_ref), β > 1 → β tokens; at least c_min; never more than n_prompt + max_new (nothing
+ * beyond that can be used). L_ref = n_prompt (budget_ref_prompt) or n_prompt + max_new. */
 int kv_budget_capacity(const policy_params *p, int n_prompt, int max_new, int c_min);
 
 static inline int kv_idx(const kv_cache *kv, int layer, int g) { return layer * kv->n_kv_heads + g; }

@@ -10,11 +10,13 @@
 int kv_budget_capacity(const policy_params *p, int n_prompt, int max_new, int c_min)
 {
     int l_ref = p->budget_ref_prompt ? n_prompt : n_prompt + max_new;
-    double c = p->budget > 1.0 ? floor(p->budget) : ceil(p->budget * (double)l_ref - 1e-9);
-    int cap = c > 1e9 ? 1000000000 : (int)c;
-    if (cap < c_min) cap = c_min;
-    if (cap < 1) cap = 1;
-    return cap;
+    double c = p->budget_tokens > 0 ? p->budget_tokens
+             : p->budget > 1.0      ? floor(p->budget)
+                                    : ceil(p->budget * (double)l_ref - 1e-9);
+    int total = n_prompt + max_new > 1 ? n_prompt + max_new : 1;
+    if (c < c_min) c = c_min;
+    if (c > total) c = total;
+    return c < 1 ? 1 : (int)c;
 }
 
 int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,

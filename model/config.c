@@ -171,6 +171,12 @@ static int validate(model_config *c, int head_dim_given, const char *path, char 
         return fail(err, errlen, "%s: rms_norm_eps=%g must be positive", path, c->rms_norm_eps);
     if (!(c->rope_theta > 0))
         return fail(err, errlen, "%s: rope_theta=%g must be positive", path, c->rope_theta);
+    if (c->bos_token_id < 0 || c->bos_token_id >= c->vocab_size)
+        return fail(err, errlen, "%s: bos_token_id=%d is outside the vocabulary [0, %d)", path,
+                    c->bos_token_id, c->vocab_size);
+    if (c->eos_token_id < 0 || c->eos_token_id >= c->vocab_size)
+        return fail(err, errlen, "%s: eos_token_id=%d is outside the vocabulary [0, %d)", path,
+                    c->eos_token_id, c->vocab_size);
     return 0;
 }
 

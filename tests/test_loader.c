@@ -655,7 +655,7 @@ static void test_config_reads_fields_and_defaults(void **state) {
     assert_int_equal(c.eos_token_id, 2);
 
     write_text(path, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 5, "
-                     "\"num_attention_heads\": 8, \"vocab_size\": 512, \"max_position_embeddings\": 512, "
+                     "\"num_attention_heads\": 8, \"vocab_size\": 128256, \"max_position_embeddings\": 512, "
                      "\"rms_norm_eps\": 1e-05, \"rope_theta\": 500000.0, \"tie_word_embeddings\": true, "
                      "\"bos_token_id\": 128000, \"eos_token_id\": [128001, 128009], \"rope_scaling\": null}");
     assert_int_equal(config_load(path, &c, err, sizeof err), 0);

@@ -1,0 +1,235 @@
+/* `subgen`: SubGen's experimental system (Zandieh et al., §3.2; POLICIES.md §8.2): keep the r
+ * most recent tokens plus k representatives of the older keys chosen by greedy k-center
+ * (Gonzalez '85), applied once to the prompt.
+ *
+ * Distances are ℓ2 between keys as stored (post-RoPE), per KV head (query-independent, so GQA
+ * needs nothing, §12). The first center is the oldest candidate (position 0, also the attention
+ * sink). Decode follows §7.6:
+ *   reserve (default): compress the prompt to C' = C − max_new and append during decode, so the
+ *            peak is C. [DECISION] When C − max_new < 2 (no room for one center and one recent
+ *            token) fall back to the capped scheme with C' = max(1, ⌊C/2⌋): append until the
+ *            cache holds C + 1 tokens, then re-run the same selection back to C' (R = C − C').
+ *   capped:  compress the prompt to C' = C − R (--subgen-recompress R, 32) and re-run the
+ *            selection over the live slots back to C' whenever they exceed C (§7.6 capped; no query
+ *            ring is needed, k-center is query-independent).
+ *   grow:    compress the prompt to C and append without eviction (the paper's behaviour;
+ *            allocated and peak = C + max_new).
+ * r = ⌊C'/2⌋ (--subgen-recent, clamped to C' − 1), k = C' − r.
+ * No per-slot state, no attention statistics; slots stay in position order (stable compaction). */
+#include "eviction/eviction.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { DECODE_RESERVE, DECODE_CAPPED, DECODE_GROW };
+
+typedef struct {
+    int recent;     /* --subgen-recent, or -1: ⌊C'/2⌋ */
+    int target;     /* C': tokens kept by a compression */
+    int max_cand;
+    const float **rows; /* [max_cand] key of each candidate */
+    double *dist;       /* [max_cand] Gonzalez distances */
+    int *centers;       /* [max_cand] */
+    int *keep;          /* [max_cand] decode re-compression keep-list */
+} sg_state;
+
+/* ‖x − y‖₂² for x, y [d], summed in double, i in order. */
+static double dist2(const float *x, const float *y, int d)
+{
+    double s = 0.0;
+    for (int i = 0; i < d; i++) {
+        double e = (double)x[i] - y[i];
+        s += e * e;
+    }
+    return s;
+}
+
+/* Greedy k-center (Gonzalez '85, §8.2). X: n points X[i] [d] (fp32, read through pointers),
+ * k ≥ 1 centers, the first is X[first]; each next one is the point farthest (ℓ2) from the
+ * centers so far, ties → smaller index (= older token when X is in position order).
+ * centers: out, min(k, n) indices in selection order; radius: out (may be NULL), the covering
+ * radius max_i min_c ‖X[i] − X[c]‖₂ after the last center; dist: scratch [n].
+ * Returns the number of centers. Cost O(k·n·d). */
+int subgen_gonzalez(const float *const *X, int n, int d, int k, int first, int *centers,
+                    double *radius, double *dist)
+{
+    if (n <= 0 || k <= 0) {
+        if (radius) *radius = 0.0;
+        return 0;
+    }
+    if (k > n) k = n;
+    /* the first center and every point's (squared) distance to it; a center has dist −1 */
+    centers[0] = first;
+    for (int i = 0; i < n; i++) dist[i] = dist2(X[i], X[first], d);
+    dist[first] = -1.0;
+    for (int c = 1; c < k; c++) {
+        /* the farthest point from the current centers */
+        int j = -1;
+        for (int i = 0; i < n; i++)
+            if (dist[i] >= 0.0 && (j < 0 || dist[i] > dist[j])) j = i;
+        centers[c] = j;
+        dist[j] = -1.0;
+        /* update the distances to the nearest center */
+        for (int i = 0; i < n; i++)
+            if (dist[i] >= 0.0) {
+                double e = dist2(X[i], X[j], d);
+                if (e < dist[i]) dist[i] = e;
+            }
+    }
+    if (radius) {
+        double m = 0.0;
+        for (int i = 0; i < n; i++)
+            if (dist[i] > m) m = dist[i];
+        *radius = sqrt(m);
+    }
+    return k;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The §8.2 selection over n candidates in position order (keys X[i] [d]): all of them when
+ * n ≤ target; otherwise the `recent` last ones plus target − recent greedy k-center
+ * representatives of the others, the first center being candidate 0.
+ * recent: < target (clamped to target − 1). keep: out, ascending candidate indices;
+ * centers, dist: scratch [n]. Returns the count, min(n, target). */
+int subgen_select(const float *const *X, int n, int d, int target, int recent, int *keep,
+                  int *centers, double *dist)
+{
+    if (n <= target) {
+        for (int j = 0; j < n; j++) keep[j] = j;
+        return n;
+    }
+    if (recent > target - 1) recent = target - 1;
+    if (recent < 0) recent = 0;
+    /* k-center over the non-recent candidates, then the recent window */
+    int n_old = n - recent;
+    int k = subgen_gonzalez(X, n_old, d, target - recent, 0, centers, NULL, dist);
+    qsort(centers, (size_t)k, sizeof *centers, cmp_int);
+    for (int i = 0; i < k; i++) keep[i] = centers[i];
+    for (int j = n_old; j < n; j++) keep[k + j - n_old] = j;
+    return k + recent;
+}
+
+static const policy_param_def sg_params[] = {
+    {"subgen-recent", "window", PARAM_INT, "C'/2", NULL,
+     "recent tokens kept exactly (C' = tokens kept after compression); k = C' - r centers"},
+    {"prefill-only-decode", NULL, PARAM_ENUM, "reserve", "reserve|capped|grow",
+     "reserve: prompt -> C - max_new, peak <= C; capped: prompt -> C - R, re-compress when "
+     "full; grow: prompt -> C, append (peak C + new)"},
+    {"subgen-recompress", NULL, PARAM_INT, "32", NULL,
+     "capped: slots freed by each re-compression R (C' = C - R, at least 1 token kept)"},
+    {NULL, NULL, 0, NULL, NULL, NULL},
+};
+
+static void sg_free(kv_cache *kv)
+{
+    sg_state *s = kv->pstate;
+    if (!s) return;
+    free(s->rows);
+    free(s->dist);
+    free(s->centers);
+    free(s->keep);
+    free(s);
+    kv->pstate = NULL;
+}
+
+static int sg_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_new, char *err,
+                   size_t errlen)
+{
+    int recent, mode, R;
+    if (policy_param_int(p, "subgen-recent", -1, 0, 1 << 30, &recent, err, errlen) ||
+        policy_param_enum(p, "prefill-only-decode", "reserve|capped|grow", DECODE_RESERVE, &mode,
+                          err, errlen) ||
+        policy_param_int(p, "subgen-recompress", 32, 1, 1 << 30, &R, err, errlen))
+        return -1;
+    /* [DECISION] C_min = 2: one center and one recent token */
+    int C = kv_budget_capacity(p, n_prompt, max_new, 2);
+    if (recent >= C) {
+        snprintf(err, errlen, "--subgen-recent: %d must be below the capacity C = %d", recent, C);
+        return -1;
+    }
+    /* the compression target and the physical capacity (§7.6) */
+    int target, cap;
+    if (mode == DECODE_GROW) {
+        target = C;
+        cap = C + (max_new > 0 ? max_new : 0);
+    } else if (mode == DECODE_CAPPED) {
+        /* [DECISION] R ≥ C would leave nothing: keep at least one token */
+        target = C - R >= 1 ? C - R : 1;
+        cap = C;
+    } else {
+        target = C - (max_new > 0 ? max_new : 0);
+        if (target < 2) target = C / 2 > 1 ? C / 2 : 1; /* capped fallback (see the header) */
+        cap = C;
+    }
+    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) kv->cap[i] = cap;
+    sg_state *s = calloc(1, sizeof *s);
+    if (!s) goto oom;
+    kv->pstate = s;
+    s->recent = recent;
+    s->target = target;
+    s->max_cand = cap + 1 + (n_prompt > 0 ? n_prompt : 1);
+    s->rows = malloc((size_t)s->max_cand * sizeof *s->rows);
+    s->dist = malloc((size_t)s->max_cand * sizeof *s->dist);
+    s->centers = malloc((size_t)s->max_cand * sizeof *s->centers);
+    s->keep = malloc((size_t)s->max_cand * sizeof *s->keep);
+    if (!s->rows || !s->dist || !s->centers || !s->keep) goto oom;
+    return 0;
+oom:
+    snprintf(err, errlen, "subgen: out of memory for the k-center scratch");
+    sg_free(kv);
+    return -1;
+}
+
+/* r for a compression to `target` tokens: --subgen-recent or ⌊target/2⌋, below target. */
+static int recent_for(const sg_state *s, int target)
+{
+    int r = s->recent >= 0 ? s->recent : target / 2;
+    return r > target - 1 ? target - 1 : r;
+}
+
+/* Prefill: compress the live slots + the chunk (in position order) to the target. */
+static int sg_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_live, int *keep)
+{
+    sg_state *s = kv->pstate;
+    const int d = kv->head_dim, hkv = kv->n_kv_heads, n_cand = n_live + c->n_new;
+    /* candidate keys: live slots, then the chunk's tokens */
+    const float *K = kv_keys(kv, c->layer, g);
+    for (int j = 0; j < n_live; j++) s->rows[j] = K + (size_t)j * d;
+    for (int r = 0; r < c->n_new; r++) s->rows[n_live + r] = c->k_new + ((size_t)r * hkv + g) * d;
+    return subgen_select(s->rows, n_cand, d, s->target, recent_for(s, s->target), keep,
+                         s->centers, s->dist);
+}
+
+/* Decode, after attention: when the cache went past its capacity (the capped fallback, or a run
+ * longer than max_new), re-run the selection over the live slots back to the target. */
+static void sg_post_attn(kv_cache *kv, int layer, int g, int t, const float *probs, int stride)
+{
+    sg_state *s = kv->pstate;
+    int n = kv_len(kv, layer, g), d = kv->head_dim;
+    if (n <= kv->cap[kv_idx(kv, layer, g)]) return;
+    const float *K = kv_keys(kv, layer, g);
+    for (int j = 0; j < n; j++) s->rows[j] = K + (size_t)j * d;
+    int n_keep = subgen_select(s->rows, n, d, s->target, recent_for(s, s->target), s->keep,
+                               s->centers, s->dist);
+    kv_compact(kv, layer, g, s->keep, n_keep);
+}
+
+const policy_ops policy_subgen = {
+    .name = "subgen",
+    .paper = "SubGen (Zandieh et al.) §3.2 experiments: recent + greedy k-center, POLICIES.md §8.2",
+    .params = "--subgen-recent C'/2 (k = C' - r) --prefill-only-decode reserve|capped|grow "
+              "(reserve: C' = C - max_new so the peak is C; capped: C' = C - R, --subgen-recompress "
+              "32; grow: C' = C, peak C + max_new)",
+    .param_defs = sg_params,
+    .stats = 0,
+    .init = sg_init,
+    .on_prefill = sg_on_prefill,
+    .post_attn = sg_post_attn,
+    .free_state = sg_free,
+};
