@@ -54,7 +54,8 @@ typedef struct {
     int rope_shifted;       /* --rope shifted (POLICIES.md §1.7) */
     uint64_t seed;
     int n_set;
-    struct { char name[48]; char value[64]; } set[POLICY_MAX_SET];
+    struct { char name[48]; char value[64]; const char *origin; } set[POLICY_MAX_SET];
+                            /* origin: the preset file a value came from (NULL: command line) */
 } policy_params;
 
 typedef struct kv_cache kv_cache;

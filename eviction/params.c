@@ -8,11 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *lookup_origin;   /* set by lookup: where the value came from */
+
 static const char *lookup(const policy_params *p, const char *name)
 {
     for (int i = p->n_set - 1; i >= 0; i--)
-        if (strcmp(p->set[i].name, name) == 0) return p->set[i].value;
+        if (strcmp(p->set[i].name, name) == 0) {
+            lookup_origin = p->set[i].origin;
+            return p->set[i].value;
+        }
     return NULL;
+}
+
+/* Prefixes an error about a preset value with the preset's path. */
+static void name_origin(char *err, size_t errlen)
+{
+    if (!lookup_origin) return;
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", err);
+    snprintf(err, errlen, "%s: %s", lookup_origin, tmp);
 }
 
 int policy_param_int(const policy_params *p, const char *name, int def, int lo, int hi, int *out,
@@ -28,10 +42,12 @@ int policy_param_int(const policy_params *p, const char *name, int def, int lo, 
     long x = strtol(v, &end, 10);
     if (errno || end == v || *end) {
         snprintf(err, errlen, "--%s: not an integer: '%s'", name, v);
+        name_origin(err, errlen);
         return -1;
     }
     if (x < lo || x > hi) {
         snprintf(err, errlen, "--%s: %ld is out of range [%d, %d]", name, x, lo, hi);
+        name_origin(err, errlen);
         return -1;
     }
     *out = (int)x;
@@ -51,10 +67,12 @@ int policy_param_float(const policy_params *p, const char *name, double def, dou
     double x = strtod(v, &end);
     if (errno || end == v || *end || isnan(x)) {
         snprintf(err, errlen, "--%s: not a number: '%s'", name, v);
+        name_origin(err, errlen);
         return -1;
     }
     if (x < lo || x > hi) {
         snprintf(err, errlen, "--%s: %g is out of range [%g, %g]", name, x, lo, hi);
+        name_origin(err, errlen);
         return -1;
     }
     *out = x;
@@ -81,6 +99,7 @@ int policy_param_enum(const policy_params *p, const char *name, const char *choi
         c += len + (bar ? 1 : 0);
     }
     snprintf(err, errlen, "--%s: expected one of %s, got '%s'", name, choices, v);
+    name_origin(err, errlen);
     return -1;
 }
 
@@ -104,6 +123,7 @@ int policy_params_set(policy_params *p, const policy_ops *ops, const char *name,
     }
     snprintf(p->set[p->n_set].name, sizeof p->set[0].name, "%s", resolved);
     snprintf(p->set[p->n_set].value, sizeof p->set[0].value, "%s", value);
+    p->set[p->n_set].origin = NULL;
     p->n_set++;
     return 0;
 }
@@ -192,6 +212,7 @@ int policy_preset_load(const char *path, const policy_ops **ops, policy_params *
                 snprintf(err, errlen, "%s: %s", path, e2);
                 goto out;
             }
+            p->set[p->n_set - 1].origin = path;
         }
     }
     rc = 0;
