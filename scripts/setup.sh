@@ -5,7 +5,7 @@
 set -euo pipefail
 
 DEB_PKGS=(build-essential libsentencepiece-dev libcjson-dev libopenblas-dev libcmocka-dev
-          zlib1g-dev python3 python3-pip)
+          zlib1g-dev jq python3 python3-pip)
 # Python packages used by the tests' reference checks (the fixtures themselves are committed).
 PY_PKGS=(numpy)
 
