@@ -223,6 +223,12 @@ void kv_evict_swap_last(kv_cache *kv, int layer, int g, int victim);
 /* Keeps only the ascending slot indices keep[0..n-1] of (layer, g), in that order. */
 void kv_compact(kv_cache *kv, int layer, int g, const int *keep, int n);
 
+/* Gives every (layer, KV head) the same capacity (uniform policies' init). */
+static inline void kv_set_uniform_capacity(kv_cache *kv, int cap)
+{
+    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) kv->cap[i] = cap;
+}
+
 /* Bytes of K and V for one token in all layers and heads (f32 storage). */
 size_t kv_bytes_per_token(const kv_cache *kv);
 /* Allocated KV bytes (all regions). */

@@ -7,7 +7,7 @@ static int full_init(kv_cache *kv, const policy_params *p, int n_prompt, int max
 {
     int cap = n_prompt + max_new;
     if (cap < 1) cap = 1;
-    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) kv->cap[i] = cap;
+    kv_set_uniform_capacity(kv, cap);
     return 0;
 }
 

@@ -186,7 +186,7 @@ static int h2o_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_
     if (c_min < 1) c_min = 1;
     int cap = kv_budget_capacity(p, n_prompt, max_new, c_min);
     if (n_recent < 0) n_recent = cap - cap / 2;
-    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) kv->cap[i] = cap;
+    kv_set_uniform_capacity(kv, cap);
     /* private state and the prefill scratch (candidates: up to cap + the whole prompt) */
     h2o_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;

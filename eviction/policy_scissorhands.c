@@ -127,7 +127,7 @@ static int sh_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
     /* [DECISION] C_min = sink + recent + 1 (15 with the defaults, §1.2): the capacity is raised
      * to it, so one slot is always evictable and no flag combination is an error. */
     int cap = kv_budget_capacity(p, n_prompt, max_new, sink + recent + 1);
-    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) kv->cap[i] = cap;
+    kv_set_uniform_capacity(kv, cap);
     sh_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     kv->pstate = s;

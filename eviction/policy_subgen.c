@@ -167,7 +167,7 @@ static int sg_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
         if (target < 2) target = C / 2 > 1 ? C / 2 : 1; /* capped fallback (see the header) */
         cap = C;
     }
-    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) kv->cap[i] = cap;
+    kv_set_uniform_capacity(kv, cap);
     sg_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     kv->pstate = s;

@@ -135,7 +135,7 @@ static int tova_init(kv_cache *kv, const policy_params *p, int n_prompt, int max
 {
     /* one capacity C for every (layer, head): the sets are shared by the heads of a layer */
     int cap = kv_budget_capacity(p, n_prompt, max_new, 1);
-    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) kv->cap[i] = cap;
+    kv_set_uniform_capacity(kv, cap);
     /* scratch for prefill (up to cap + the whole prompt) and decode (cap + 1) */
     tova_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;
