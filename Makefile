@@ -8,7 +8,7 @@ CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -I. -MMD -MP
 CXXFLAGS ?= $(OPT) -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -I. -MMD -MP
-LDLIBS  += -lsentencepiece -lcjson -lopenblas -lm -lstdc++ -fopenmp -lpthread
+LDLIBS  += -lsentencepiece -lcjson -lz -lopenblas -lm -lstdc++ -fopenmp -lpthread
 LDFLAGS +=
 
 ifeq ($(SANITIZE),1)

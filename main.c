@@ -5,6 +5,7 @@
  * Flow: parse the command line → load model (config.json, safetensors) and tokenizer → encode
  * the prompt (BOS + text) → size the KV cache from the policy and budget → prefill → decode
  * loop (sample, stream text) → report (stderr summary, or one JSON object with --json). */
+#include "eval/eval.h"
 #include "eviction/eviction.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -412,6 +413,8 @@ static int append_text(char **text, size_t *len, size_t *cap, const char *piece,
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "eval")) return eval_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "eval-merge")) return eval_merge_main(argc - 1, argv + 1);
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
