@@ -161,9 +161,15 @@ static int parse_opts(int argc, char **argv, eval_opts *o)
             snprintf(pol_buf, sizeof pol_buf, "%s", v);
             if (split_list(pol_buf, o->policies, &o->n_policies) != 0 || o->n_policies == 0)
                 return bad("--policies: expected 1 to 64 comma-separated names, got '%s'", v);
-            for (int k = 0; k < o->n_policies; k++)
+            int kept = 0;
+            for (int k = 0; k < o->n_policies; k++) {
                 if (!policy_find(o->policies[k]))
                     return bad("--policies: unknown policy '%s' (see llm-run --list-policies)", o->policies[k]);
+                int dup = 0;
+                for (int j = 0; j < kept; j++) dup |= !strcmp(o->policies[j], o->policies[k]);
+                if (!dup) o->policies[kept++] = o->policies[k];
+            }
+            o->n_policies = kept;
         } else if (!strcmp(a, "--budgets")) {
             snprintf(bud_buf, sizeof bud_buf, "%s", v);
             const char *items[MAX_LIST];
@@ -176,6 +182,13 @@ static int parse_opts(int argc, char **argv, eval_opts *o)
                     return bad("--budgets: '%s' is not a number > 0", items[k]);
                 o->budgets[k] = b;
             }
+            int kept = 0;
+            for (int k = 0; k < o->n_budgets; k++) {
+                int dup = 0;
+                for (int j = 0; j < kept; j++) dup |= o->budgets[j] == o->budgets[k];
+                if (!dup) o->budgets[kept++] = o->budgets[k];
+            }
+            o->n_budgets = kept;
         } else if (!strcmp(a, "--limit")) {
             if (parse_int_arg(a, v, 1, INT_MAX, &o->limit)) return 2;
         } else if (!strcmp(a, "--max-new-tokens") || !strcmp(a, "-n")) {

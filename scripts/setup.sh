@@ -7,7 +7,7 @@ set -euo pipefail
 DEB_PKGS=(build-essential libsentencepiece-dev libcjson-dev libopenblas-dev libcmocka-dev
           zlib1g-dev jq python3 python3-pip)
 # Python packages used by the tests' reference checks (the fixtures themselves are committed).
-PY_PKGS=(numpy)
+PY_PKGS=(numpy matplotlib)
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do
