@@ -80,22 +80,22 @@ static char *helm_document(const char *req)
 }
 
 /* The record's id: "id" or "idx" (string or number) when present. */
-static void record_id(const cJSON *o, long line_no, char *id, size_t idlen)
+static void record_id(const cJSON *o, char *id, size_t idlen)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "id");
     if (!v) v = cJSON_GetObjectItemCaseSensitive(o, "idx");
     if (cJSON_IsString(v) && v->valuestring[0]) snprintf(id, idlen, "%s", v->valuestring);
     else if (cJSON_IsNumber(v)) snprintf(id, idlen, "%.0f", v->valuedouble);
-    else snprintf(id, idlen, "line%ld", line_no);
+    else id[0] = '\0';
 }
 
-int eval_parse_example(eval_task task, const char *line, size_t len, long line_no,
-                       eval_example *out, char *err, size_t errlen)
+int eval_parse_example(eval_task task, const char *line, size_t len, eval_example *out,
+                       char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->gold_index = -1;
     if (task < 0 || task >= EVAL_TASK_COUNT) {
-        seterr(err, errlen, "line %ld: unknown task %d", line_no, (int)task);
+        seterr(err, errlen, "unknown task %d", (int)task);
         return -1;
     }
     const char *tn = TASK_NAMES[task];
@@ -104,25 +104,24 @@ int eval_parse_example(eval_task task, const char *line, size_t len, long line_n
     while (k < len && (line[k] == ' ' || line[k] == '\t')) k++;
     if (eval_task_is_ppl(task) && (k == len || line[k] != '{')) {
         if (memchr(line, '\0', len)) {
-            seterr(err, errlen, "line %ld: %s: NUL byte in a text line", line_no, tn);
+            seterr(err, errlen, "%s: NUL byte in a text line", tn);
             return -1;
         }
         out->document = dupn(line, len);
         if (!out->document) goto oom;
-        snprintf(out->id, sizeof out->id, "line%ld", line_no);
         return 0;
     }
     cJSON *o = cJSON_ParseWithLength(line, len);
     if (!o) {
-        seterr(err, errlen, "line %ld: %s: not valid JSON", line_no, tn);
+        seterr(err, errlen, "%s: not valid JSON", tn);
         return -1;
     }
     if (!cJSON_IsObject(o)) {
-        seterr(err, errlen, "line %ld: %s: expected a JSON object", line_no, tn);
+        seterr(err, errlen, "%s: expected a JSON object", tn);
         cJSON_Delete(o);
         return -1;
     }
-    record_id(o, line_no, out->id, sizeof out->id);
+    record_id(o, out->id, sizeof out->id);
     const char *missing = NULL;
     switch (task) {
     case EVAL_TASK_XSUM:
@@ -154,7 +153,7 @@ int eval_parse_example(eval_task task, const char *line, size_t len, long line_n
         const cJSON *it;
         cJSON_ArrayForEach(it, ans) {
             if (!cJSON_IsString(it)) {
-                seterr(err, errlen, "line %ld: litm: \"answers\" is not a list of strings", line_no);
+                seterr(err, errlen, "litm: \"answers\" is not a list of strings");
                 goto fail_json;
             }
             if (!(out->answers[out->n_answers++] = strdup(it->valuestring))) goto oom_json;
@@ -162,8 +161,8 @@ int eval_parse_example(eval_task task, const char *line, size_t len, long line_n
         cJSON_ArrayForEach(it, ctxs) {
             const char *t = str_field(it, "title"), *x = str_field(it, "text");
             if (!cJSON_IsObject(it) || !t || !x) {
-                seterr(err, errlen, "line %ld: litm: ctxs[%d] needs string \"title\" and \"text\"",
-                       line_no, out->n_docs);
+                seterr(err, errlen, "litm: ctxs[%d] needs string \"title\" and \"text\"",
+                       out->n_docs);
                 goto fail_json;
             }
             eval_doc *d = &out->docs[out->n_docs++];
@@ -183,19 +182,19 @@ int eval_parse_example(eval_task task, const char *line, size_t len, long line_n
     }
     }
     if (missing) {
-        seterr(err, errlen, "line %ld: %s: missing %s", line_no, tn, missing);
+        seterr(err, errlen, "%s: missing %s", tn, missing);
         goto fail_json;
     }
     cJSON_Delete(o);
     return 0;
 oom_json:
-    seterr(err, errlen, "line %ld: out of memory", line_no);
+    seterr(err, errlen, "out of memory");
 fail_json:
     cJSON_Delete(o);
     eval_example_free(out);
     return -1;
 oom:
-    seterr(err, errlen, "line %ld: out of memory", line_no);
+    seterr(err, errlen, "out of memory");
     eval_example_free(out);
     return -1;
 }
@@ -257,10 +256,11 @@ int eval_load_examples(eval_task task, const char *path, eval_example **exs, int
             v = nv;
         }
         char lerr[400];
-        if (eval_parse_example(task, buf, len, line_no, &v[*n], lerr, sizeof lerr) != 0) {
-            seterr(err, errlen, "%s: %s", path, lerr);
+        if (eval_parse_example(task, buf, len, &v[*n], lerr, sizeof lerr) != 0) {
+            seterr(err, errlen, "%s: line %ld: %s", path, line_no, lerr);
             goto done;
         }
+        if (!v[*n].id[0]) snprintf(v[*n].id, sizeof v[*n].id, "line%ld", line_no);
         (*n)++;
         if (eof) break;
     }

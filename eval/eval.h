@@ -65,7 +65,8 @@ typedef struct { char *title, *text; } eval_doc;
 
 /* One record of a data file. Strings are malloc'd UTF-8 (NULL when the task has none). */
 typedef struct {
-    char id[64];        /* the record's own id when it has one ("idx"/"id"), else its line number */
+    char id[64];        /* the record's own "id"/"idx" when it has one, else "" (the loader
+                           then sets "lineN", N = line number in the file) */
     char *document;     /* xsum/cnndm: the article; wikitext/tinystories: the text row */
     char *reference;    /* xsum/cnndm: the reference summary */
     char *question;     /* litm */
@@ -81,11 +82,12 @@ typedef struct {
  * document is cut out of the request) or {"document", "summary"}; cnndm: {"article",
  * "highlights"} (or "summary_gt"); litm: {"question", "answers": [..], "ctxs": [{"title",
  * "text", "isgold"}..]}; wikitext/tinystories: {"text": ...} when the line starts with '{',
- * else the raw line. line_no names the line in errors and is the default id.
- * Returns 0, or -1 with err set ("line 12: litm: \"answers\" is not a list of strings");
- * *out is zeroed on error (nothing to free). Free with eval_example_free. */
-int eval_parse_example(eval_task task, const char *line, size_t len, long line_no,
-                       eval_example *out, char *err, size_t errlen);
+ * else the raw line. Any bytes are safe input (fuzzed).
+ * Returns 0, or -1 with err set ("litm: \"answers\" is not a list of strings"; the loader
+ * prefixes file and line); *out is zeroed on error (nothing to free). Free with
+ * eval_example_free. */
+int eval_parse_example(eval_task task, const char *line, size_t len, eval_example *out,
+                       char *err, size_t errlen);
 void eval_example_free(eval_example *ex);
 
 /* Reads a data file (plain or gzip-compressed, via zlib) for task: one example per non-empty

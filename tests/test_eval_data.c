@@ -16,7 +16,7 @@
 
 static int parse(eval_task t, const char *line, eval_example *ex, char *err)
 {
-    return eval_parse_example(t, line, strlen(line), 7, ex, err, 256);
+    return eval_parse_example(t, line, strlen(line), ex, err, 256);
 }
 
 static void test_xsum_helm_request_gives_the_document(void **state)
@@ -29,7 +29,7 @@ static void test_xsum_helm_request_gives_the_document(void **state)
     assert_int_equal(parse(EVAL_TASK_XSUM, line, &ex, err), 0);
     assert_string_equal(ex.document, "Prison Link Cymru had 1,099 referrals.");
     assert_string_equal(ex.reference, "There is a need.");
-    assert_string_equal(ex.id, "line7");
+    assert_string_equal(ex.id, "");
     eval_example_free(&ex);
 }
 
@@ -71,14 +71,14 @@ static void test_bad_records_name_the_line(void **state)
     eval_example ex;
     char err[256];
     const struct { eval_task t; const char *line, *msg; } cases[] = {
-        {EVAL_TASK_XSUM, "{\"article\": \"x\"", "line 7: xsum: not valid JSON"},
-        {EVAL_TASK_XSUM, "[1, 2]", "line 7: xsum: expected a JSON object"},
-        {EVAL_TASK_XSUM, "{\"summary\": \"s\"}", "line 7: xsum: missing \"document\" or \"article\""},
-        {EVAL_TASK_CNNDM, "{\"article\": \"a\"}", "line 7: cnndm: missing \"summary\", \"summary_gt\" or \"highlights\""},
-        {EVAL_TASK_LITM, "{\"question\": \"q\", \"answers\": [1], \"ctxs\": []}", "line 7: litm: \"answers\" is not a list of strings"},
-        {EVAL_TASK_LITM, "{\"question\": \"q\", \"answers\": [], \"ctxs\": []}", "line 7: litm: missing \"answers\" (a non-empty list)"},
-        {EVAL_TASK_LITM, "{\"question\": \"q\", \"answers\": [\"a\"], \"ctxs\": [{\"title\": \"t\"}]}", "line 7: litm: ctxs[0] needs string \"title\" and \"text\""},
-        {EVAL_TASK_WIKITEXT, "{\"text\": 5}", "line 7: wikitext: missing \"text\" (a string)"},
+        {EVAL_TASK_XSUM, "{\"article\": \"x\"", "xsum: not valid JSON"},
+        {EVAL_TASK_XSUM, "[1, 2]", "xsum: expected a JSON object"},
+        {EVAL_TASK_XSUM, "{\"summary\": \"s\"}", "xsum: missing \"document\" or \"article\""},
+        {EVAL_TASK_CNNDM, "{\"article\": \"a\"}", "cnndm: missing \"summary\", \"summary_gt\" or \"highlights\""},
+        {EVAL_TASK_LITM, "{\"question\": \"q\", \"answers\": [1], \"ctxs\": []}", "litm: \"answers\" is not a list of strings"},
+        {EVAL_TASK_LITM, "{\"question\": \"q\", \"answers\": [], \"ctxs\": []}", "litm: missing \"answers\" (a non-empty list)"},
+        {EVAL_TASK_LITM, "{\"question\": \"q\", \"answers\": [\"a\"], \"ctxs\": [{\"title\": \"t\"}]}", "litm: ctxs[0] needs string \"title\" and \"text\""},
+        {EVAL_TASK_WIKITEXT, "{\"text\": 5}", "wikitext: missing \"text\" (a string)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memset(&ex, 0x5a, sizeof ex);
@@ -89,7 +89,7 @@ static void test_bad_records_name_the_line(void **state)
     }
     /* a buffer that is not NUL-terminated: only len bytes are read */
     char buf[] = "{\"text\": \"ab\"}GARBAGE";
-    assert_int_equal(eval_parse_example(EVAL_TASK_WIKITEXT, buf, 14, 1, &ex, err, sizeof err), 0);
+    assert_int_equal(eval_parse_example(EVAL_TASK_WIKITEXT, buf, 14, &ex, err, sizeof err), 0);
     assert_string_equal(ex.document, "ab");
     eval_example_free(&ex);
 }
