@@ -31,7 +31,7 @@ typedef struct {
     int n_policies;
     double budgets[MAX_LIST];
     int n_budgets;
-    int limit, max_new, threads, prefill_chunk, window, fit_skip, no_plot;
+    int limit, max_new, threads, prefill_chunk, window, fit_skip, no_plot, rescore;
     int rope_shifted, budget_ref_prompt;
     int shard_i, shard_n;
     uint64_t seed;
@@ -73,6 +73,8 @@ static void eval_usage(FILE *f)
 "  --shard i/n          run examples i, i+n, ... into DIR/shard-i-of-n/ (default from\n"
 "                       SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT); merge: llm-run eval-merge DIR\n"
 "  --no-plot            do not draw summary.png\n"
+"  --rescore            recompute the metrics of DIR/results.jsonl from its outputs and --data\n"
+"                       (after a metric changed), then rewrite the summaries; generates nothing\n"
 "  -t, --threads N      CPU threads (default: all cores)\n"
 "  --seed N             seed for randomised policies (default 0)\n");
 }
@@ -145,6 +147,10 @@ static int parse_opts(int argc, char **argv, eval_opts *o)
         }
         if (!strcmp(a, "--no-plot")) {
             o->no_plot = 1;
+            continue;
+        }
+        if (!strcmp(a, "--rescore")) {
+            o->rescore = 1;
             continue;
         }
         if (a[0] != '-') return bad("unexpected argument '%s' (see llm-run eval --help)", a);
@@ -595,6 +601,83 @@ static int emit(eval_results *res, cJSON *j, const char *key)
     return rc;
 }
 
+/* --rescore: the metrics of every generation line of DIR/results.jsonl recomputed from its
+ * "output" and the example of the same id in --data; the file is replaced atomically. */
+static int rescore(const eval_opts *o, const char *dir, char *err, size_t errlen)
+{
+    eval_example *ex = NULL;
+    int n_ex = 0, rc = -1, n_lines = 0, n_done = 0;
+    char **lines = NULL;
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 48];
+    FILE *f = NULL;
+    if (eval_task_is_ppl(o->task)) {
+        snprintf(err, errlen, "--rescore: %s is a perplexity task (its metrics need the model; rerun it)", eval_task_name(o->task));
+        return -1;
+    }
+    if (eval_load_examples(o->task, o->data, &ex, &n_ex, err, errlen) != 0) return -1;
+    snprintf(path, sizeof path, "%s/results.jsonl", dir);
+    snprintf(tmp, sizeof tmp, "%s/.results.jsonl.rescore.tmp", dir);
+    if (eval_read_lines(path, &lines, &n_lines, err, errlen) != 0) goto done;
+    f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, errlen, "%.400s: cannot write: %s", tmp, strerror(errno));
+        goto done;
+    }
+    for (int i = 0; i < n_lines; i++) {
+        cJSON *j = cJSON_Parse(lines[i]);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+        const cJSON *out = cJSON_GetObjectItemCaseSensitive(j, "output");
+        const cJSON *task = cJSON_GetObjectItemCaseSensitive(j, "task");
+        if (cJSON_IsString(id) && cJSON_IsString(out) && cJSON_IsString(task) &&
+            !strcmp(task->valuestring, eval_task_name(o->task))) {
+            int k = 0;
+            while (k < n_ex && strcmp(ex[k].id, id->valuestring)) k++;
+            if (k == n_ex) {
+                snprintf(err, errlen, "%.200s: line %d: id '%.60s' is not in %.200s", path, i + 1, id->valuestring, o->data);
+                cJSON_Delete(j);
+                goto done;
+            }
+            cJSON *mt = cJSON_CreateObject();
+            if (gen_metrics(mt, o->task, &ex[k], out->valuestring, err, errlen) != 0) {
+                cJSON_Delete(mt);
+                cJSON_Delete(j);
+                goto done;
+            }
+            cJSON_ReplaceItemInObjectCaseSensitive(j, "metrics", mt);
+            n_done++;
+        }
+        char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+        cJSON_Delete(j);
+        int bad = !s || fprintf(f, "%s\n", s) < 0;
+        free(s);
+        if (bad) {
+            snprintf(err, errlen, "%.400s: write failed: %s", tmp, strerror(errno));
+            goto done;
+        }
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0) {
+        f = NULL;
+        snprintf(err, errlen, "%.400s: write failed: %s", tmp, strerror(errno));
+        goto done;
+    }
+    f = NULL;
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%.400s: cannot replace: %s", path, strerror(errno));
+        goto done;
+    }
+    fprintf(stderr, "llm-run eval: rescored %d of %d lines in %s\n", n_done, n_lines, path);
+    rc = 0;
+done:
+    if (f) {
+        fclose(f);
+        unlink(tmp);
+    }
+    for (int i = 0; i < n_lines; i++) free(lines[i]);
+    free(lines);
+    eval_examples_free(ex, n_ex);
+    return rc;
+}
+
 int eval_main(int argc, char **argv)
 {
     eval_opts o;
@@ -616,6 +699,12 @@ int eval_main(int argc, char **argv)
     if (o.shard_n > 1) snprintf(outdir, sizeof outdir, "%s/shard-%d-of-%d", o.out, o.shard_i, o.shard_n);
     else snprintf(outdir, sizeof outdir, "%s", o.out);
     int ppl = eval_task_is_ppl(o.task);
+    if (o.rescore) {
+        if (rescore(&o, outdir, err, sizeof err) != 0 || eval_write_summary(outdir, err, sizeof err) != 0) goto fail;
+        if (!o.no_plot) eval_plot_summary(outdir);
+        status = 0;
+        goto done;
+    }
 
     if (!ppl) {
         if (eval_prompt_load(o.prompt_style, &ps, err, sizeof err) != 0) goto fail;

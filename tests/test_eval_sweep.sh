@@ -53,6 +53,14 @@ if timeout 300 "$BIN" eval --task xsum --data "$XSUM" --model "$MODEL" --policie
         check "xsum: mean rouge1 $want equals llm-run score rouge --stem ($got)" \
             'awk -v a="$want" -v b="$got" "BEGIN { d = a - b; exit !(b != \"\" && d < 1e-9 && d > -1e-9) }"'
     fi
+    # --rescore recomputes the metrics from the outputs (and touches nothing else)
+    mkdir -p "$tmp/xr"; cp "$tmp/x/run.json" "$tmp/xr/"
+    jq -c '.metrics.rouge1 = 7 | del(.metrics.pltrdy_rouge2)' "$R" > "$tmp/xr/results.jsonl"
+    if timeout 60 "$BIN" eval --rescore --task xsum --data "$XSUM" --out "$tmp/xr" --no-plot 2> "$tmp/xr.err"; then
+        check "--rescore restores the metrics of every line" 'diff <(jq -c "del(.timings)" "$R") <(jq -c "del(.timings)" "$tmp/xr/results.jsonl") > /dev/null'
+    else
+        bad "--rescore failed: $(tail -1 "$tmp/xr.err")"
+    fi
 else
     bad "xsum slice failed: $(tail -1 "$tmp/x.err")"
 fi
