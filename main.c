@@ -5,6 +5,7 @@
  * Flow: parse the command line → load model (config.json, safetensors) and tokenizer → encode
  * the prompt (BOS + text) → size the KV cache from the policy and budget → prefill → decode
  * loop (sample, stream text) → report (stderr summary, or one JSON object with --json). */
+#include "eval/eval.h"
 #include "eviction/eviction.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -57,6 +58,7 @@ static void usage(FILE *f)
 "Runs a LLaMA-family Hugging Face model folder (config.json, *.safetensors, tokenizer.model)\n"
 "and generates text, sending every layer's KV-cache writes through an eviction policy.\n"
 "The prompt comes from -p TEXT, PROMPT_FILE, or standard input (-).\n"
+"Scoring: llm-run score rouge|em|self-bleu ... (see llm-run score --help).\n"
 "\n"
 "model and prompt:\n"
 "  -m, --model DIR          model folder (default: $LLM_MODEL, else ../shared/models/stories260K,\n"
@@ -412,6 +414,7 @@ static int append_text(char **text, size_t *len, size_t *cap, const char *piece,
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "score")) return score_main(argc - 1, argv + 1);
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
