@@ -58,6 +58,7 @@ static void usage(FILE *f)
 "Runs a LLaMA-family Hugging Face model folder (config.json, *.safetensors, tokenizer.model)\n"
 "and generates text, sending every layer's KV-cache writes through an eviction policy.\n"
 "The prompt comes from -p TEXT, PROMPT_FILE, or standard input (-).\n"
+"Scoring: llm-run score rouge|em|self-bleu ... (see llm-run score --help).\n"
 "\n"
 "model and prompt:\n"
 "  -m, --model DIR          model folder (default: $LLM_MODEL, else ../shared/models/stories260K,\n"
@@ -413,6 +414,7 @@ static int append_text(char **text, size_t *len, size_t *cap, const char *piece,
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "score")) return score_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "eval")) return eval_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "eval-merge")) return eval_merge_main(argc - 1, argv + 1);
     options o;

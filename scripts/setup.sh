@@ -7,6 +7,9 @@ set -euo pipefail
 DEB_PKGS=(build-essential libsentencepiece-dev libcjson-dev libopenblas-dev libcmocka-dev
           zlib1g-dev jq python3 python3-pip)
 # Python packages used by the tests' reference checks (the fixtures themselves are committed).
+# matplotlib draws the sweeps' summary.png (scripts/plot_sweep.py).
+# Not here: rouge-score, rouge==1.0.1, nltk — only scripts/make_rouge_fixtures.py needs them, to
+# regenerate tests/fixtures/eval (the metrics in eval/ are C: cJSON and libm only).
 PY_PKGS=(numpy matplotlib)
 
 missing=()
