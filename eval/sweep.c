@@ -274,13 +274,11 @@ static int check_run_config(const char *dir, const eval_opts *o, const char *sty
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/run.json", dir);
-    char data_rp[PATH_MAX], model_rp[PATH_MAX];
-    if (!realpath(o->data, data_rp)) snprintf(data_rp, sizeof data_rp, "%s", o->data);
-    if (!realpath(o->model, model_rp)) snprintf(model_rp, sizeof model_rp, "%s", o->model);
+    /* data and model as given (relative paths stay valid in another checkout) */
     cJSON *cfg = cJSON_CreateObject();
     cJSON_AddStringToObject(cfg, "task", eval_task_name(o->task));
-    cJSON_AddStringToObject(cfg, "data", data_rp);
-    cJSON_AddStringToObject(cfg, "model", model_rp);
+    cJSON_AddStringToObject(cfg, "data", o->data);
+    cJSON_AddStringToObject(cfg, "model", o->model);
     if (eval_task_is_ppl(o->task)) {
         cJSON_AddNumberToObject(cfg, "window", o->window);
     } else {

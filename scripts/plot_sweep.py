@@ -64,7 +64,7 @@ def main():
     for r in rows:
         if r["policy"] not in policies:
             policies.append(r["policy"])
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics) + 1.6, 3.8), squeeze=False)
     cmap = plt.get_cmap("tab20")
     for ax, (name, mean_col, lo_col, hi_col) in zip(axes[0], metrics):
         for k, p in enumerate(policies):
@@ -85,8 +85,10 @@ def main():
         ax.set_title(name)
         if name == "ppl":
             ax.set_yscale("log")
+        elif name == "kl":
+            ax.set_yscale("symlog", linthresh=1e-3)  # KL is 0 for full; small values stay visible
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="best", ncol=1 if len(policies) < 10 else 2)
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), ncol=1)
     fig.suptitle(f"{task}: metric vs KV budget per policy (95% CI bands)")
     fig.tight_layout()
     out = a.out or os.path.join(a.dir, "summary.png")
