@@ -94,6 +94,21 @@ else
     bad "cnndm helm failed: $(tail -1 "$tmp/c2.err")"
 fi
 
+# --- generation equals llm-run's own (same prompt, policy, budget): text, tokens, KV bytes
+printf '{"document": "Once upon a time, there was a little dog named Max.", "summary": "x"}\n' > "$tmp/g.jsonl"
+printf '{"name": "plain", "bos": true, "templates": {"xsum": "{document}"}}\n' > "$tmp/plain.json"
+if timeout 120 "$BIN" eval --task xsum --data "$tmp/g.jsonl" --prompt-style "$tmp/plain.json" --model "$MODEL" \
+        --policies full,h2o --budgets 0.5 --max-new-tokens 60 -t 1 --no-plot --out "$tmp/g" 2> "$tmp/g.err"; then
+    for p in full h2o; do
+        want=$("$BIN" -m "$MODEL" -p "Once upon a time, there was a little dog named Max." -n 60 -t 1 --json --policy $p --budget 0.5 |
+               jq -c '[.text, .n_generated_tokens, .kv.peak_bytes, .kv.avg_bytes]')
+        got=$(jq -c "select(.policy == \"$p\") | [.output, .n_generated_tokens, .kv.peak_bytes, .kv.avg_bytes]" "$tmp/g/results.jsonl")
+        check "test_generation_equals_llm_run ($p at 0.5: text, tokens, KV peak/avg bytes)" '[ -n "$want" ] && [ "$want" = "$got" ]'
+    done
+else
+    bad "plain-prompt run failed: $(tail -1 "$tmp/g.err")"
+fi
+
 # --- bad inputs: one line, non-zero exit
 printf '{"article": "x", "summary_gt": "y"}\n{"article": \n' > "$tmp/bad.jsonl"
 printf 'not gzip but named so' > "$tmp/empty.jsonl"; : > "$tmp/empty.jsonl"
