@@ -202,6 +202,23 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
         goto done;
     }
     fprintf(f, "# %s: policy x budget (%d result lines)\n\n", task[0] ? task : "sweep", n_lines);
+    {
+        /* the settings of the run (run.json), one line */
+        char rp[4200];
+        snprintf(rp, sizeof rp, "%s/run.json", dir);
+        FILE *rf = fopen(rp, "rb");
+        if (rf) {
+            char buf[8192];
+            size_t k = fread(buf, 1, sizeof buf - 1, rf);
+            fclose(rf);
+            buf[k] = '\0';
+            cJSON *rj = cJSON_Parse(buf);
+            char *line = rj ? cJSON_PrintUnformatted(rj) : NULL;
+            if (line) fprintf(f, "Settings (run.json): `%s`\n\n", line);
+            free(line);
+            cJSON_Delete(rj);
+        }
+    }
     fprintf(f, "Mean over examples ± half-width of the 95%% confidence interval (Student t). ");
     if (i_nll >= 0)
         fprintf(f, "ppl = exp(mean NLL), interval from the NLL's; kl = KL(full || policy) in nats per token; "
