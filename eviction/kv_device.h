@@ -1,0 +1,40 @@
+/* eviction/kv_device.h — the parts of the KV cache a device backend (kernels/cuda) needs on the
+ * host: sizing the cache BEFORE anything is allocated (--kv-mem-limit, with a budget that fits),
+ * and the prefill bookkeeping of kv_prefill (positions, scores, per-slot state, lengths) without
+ * touching K/V, whose rows live on the device and are gathered there from the keep-lists.
+ * Same contract as eviction.h; CPU-only builds use the sizing part too. */
+#ifndef LLM_KV_DEVICE_H
+#define LLM_KV_DEVICE_H
+
+#include "eviction/eviction.h"
+
+/* The bytes the KV cache would allocate for this policy and budget: Σ over (layer, KV head) of
+ * (cap + 1) slots × head_dim × 2 (K and V) × elem_bytes, where cap comes from ops->init run on a
+ * capacity-only cache (nothing K/V-sized is allocated). max_cap (may be NULL): the largest cap.
+ * Returns 0, or -1 with the policy's one-line error (bad parameters). */
+int kv_plan_bytes(const policy_ops *ops, const policy_params *p, int n_layers, int n_kv_heads,
+                  int n_heads, int head_dim, int n_prompt, int max_new, size_t elem_bytes,
+                  size_t *bytes, int *max_cap, char *err, size_t errlen);
+
+/* --kv-mem-limit: checks the planned KV bytes against limit_bytes (> 0). Returns 0 when they
+ * fit; 1 when they do not, with one line in err: the bytes needed, the limit (`what` names it,
+ * e.g. "--kv-mem-limit 2 GB"), and the largest budget in steps of 0.01 that fits (for `full`,
+ * which ignores the budget, the budget of a budgeted policy such as streaming), or the
+ * capacity in tokens when no fraction fits; -1 on a policy error. */
+int kv_check_limit(const policy_ops *ops, const policy_params *p, int n_layers, int n_kv_heads,
+                   int n_heads, int head_dim, int n_prompt, int max_new, size_t elem_bytes,
+                   double limit_bytes, const char *what, char *err, size_t errlen);
+
+/* kv_prefill without K/V: asks the policy for each KV head's keep-list exactly as kv_prefill
+ * does (ops->on_prefill, else the most recent cap candidates) and applies it to positions,
+ * scores (+ colsum), per-slot state, lengths and the eviction count. keep: [n_kv_heads]
+ * [keep_stride] ints (keep_stride ≥ the largest len + c->n_new) receives the ascending
+ * candidate indices, n_keep [n_kv_heads] their counts; the caller moves the K/V rows
+ * (candidate j < n_live: live slot j, else chunk token j − n_live). kv->k/kv->v are not read or
+ * written. Policies whose on_prefill reads keys or queries need c->q_new / c->k_new and, with
+ * live slots, the cached keys: a device backend must not use this for them (see
+ * model/device.c). Errors: a keep-list over capacity. */
+int kv_prefill_plan(kv_cache *kv, const kv_prefill_chunk *c, int *keep, int keep_stride,
+                    int *n_keep, char *err, size_t errlen);
+
+#endif
