@@ -7,6 +7,7 @@
  * loop (sample, stream text) → report (stderr summary, or one JSON object with --json). */
 #include "eviction/eviction.h"
 #include "eviction/kv_device.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -661,6 +662,8 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(k, "avg_bytes", avg_bytes);
         cJSON_AddNumberToObject(k, "full_bytes", full_bytes);
         cJSON_AddNumberToObject(k, "allocated_bytes", (double)kv_bytes_allocated(&kv));
+        if (eng.dev) /* GPU: everything the engine allocated (weights, cache, scratch) */
+            cJSON_AddNumberToObject(k, "device_bytes", (double)cuda_engine_device_bytes(eng.dev));
         cJSON_AddNumberToObject(k, "live_peak_tokens", peak_tokens);
         cJSON_AddNumberToObject(k, "live_avg_tokens", avg_tokens);
         cJSON_AddNumberToObject(k, "full_avg_tokens", full_avg_tokens);

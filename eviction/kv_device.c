@@ -159,3 +159,20 @@ int kv_prefill_plan(kv_cache *kv, const kv_prefill_chunk *c, int *keep, int keep
     }
     return 0;
 }
+
+int kv_moves_from_positions(const int32_t *before, int n0, const int32_t *after, int n1,
+                            int *slot_of, int n_pos, int *src)
+{
+    for (int j = 0; j < n0; j++) {
+        if (before[j] < 0 || before[j] >= n_pos) return -1;
+        slot_of[before[j]] = j;
+    }
+    for (int i = 0; i < n1; i++) {
+        int p = after[i];
+        int j = p >= 0 && p < n_pos ? slot_of[p] : -1;
+        /* slot_of may hold a stale entry from an earlier call: confirm it */
+        if (j < 0 || j >= n0 || before[j] != p) return -1;
+        src[i] = j;
+    }
+    return 0;
+}

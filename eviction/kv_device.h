@@ -37,4 +37,13 @@ int kv_check_limit(const policy_ops *ops, const policy_params *p, int n_layers, 
 int kv_prefill_plan(kv_cache *kv, const kv_prefill_chunk *c, int *keep, int keep_stride,
                     int *n_keep, char *err, size_t errlen);
 
+/* The slot moves a host-side hook made in one region, recovered from the positions before
+ * (before[0..n0)) and after (after[0..n1)) it: src[i] = the old slot that held after[i]
+ * (positions are unique within a region), so a device copy of the region is brought in line by
+ * gathering rows src[0..n1). slot_of: scratch [n_pos], positions must lie in [0, n_pos).
+ * Returns 0, or -1 when a position after the hook was not in the region before it (a hook that
+ * writes K/V of its own, which a device backend cannot replay). */
+int kv_moves_from_positions(const int32_t *before, int n0, const int32_t *after, int n1,
+                            int *slot_of, int n_pos, int *src);
+
 #endif

@@ -637,23 +637,12 @@ static int host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t err
         kv_post_attn(kv, l, g, pos, probs ? probs + (size_t)g * G * stride : NULL, stride);
         int n1 = kv_len(kv, l, g);
         if (n1 == n0 && !memcmp(ce->h_pos_before, P, (size_t)n0 * sizeof(int32_t))) continue;
-        for (int j = 0; j < n0; j++) {
-            int p = ce->h_pos_before[j];
-            if (p < 0 || p >= ce->n_rope) {
-                snprintf(err, errlen, "layer %d head %d: position %d outside the run", l, g, p);
-                return -1;
-            }
-            ce->slot_of[p] = j;
-        }
-        for (int i = 0; i < n1; i++) {
-            int p = P[i];
-            int j = p >= 0 && p < ce->n_rope ? ce->slot_of[p] : -1;
-            if (j < 0 || j >= n0 || ce->h_pos_before[j] != p) {
-                snprintf(err, errlen, "policy %s: slot %d holds position %d that was not cached "
-                                      "(layer %d head %d)", kv->ops->name, i, p, l, g);
-                return -1;
-            }
-            ce->h_src[i] = j;
+        if (kv_moves_from_positions(ce->h_pos_before, n0, P, n1, ce->slot_of, ce->n_rope,
+                                    ce->h_src) != 0) {
+            snprintf(err, errlen, "policy %s: a slot holds a position that was not cached before "
+                                  "its hook (layer %d head %d); not replayable on the device",
+                     kv->ops->name, l, g);
+            return -1;
         }
         if (gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
     }

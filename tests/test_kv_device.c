@@ -1,0 +1,336 @@
+/* Tests for the host side of the device KV cache (eviction/kv_device.c) and the assumptions
+ * the CUDA engine (kernels/cuda/engine.cu) builds on. None of this needs a GPU: the "device"
+ * K/V is simulated here by a plain array that is only changed the way the engine changes the
+ * real one (keep-list gathers through a scratch, writes at a slot, replayed moves), and must
+ * end up equal to the reference CPU cache (eviction/kv_cache.c) row for row.
+ *
+ *  - kv_plan_bytes equals kv_bytes_allocated of kv_init for every policy (f32 K/V);
+ *  - kv_check_limit: fits / does not fit, and the budget it suggests fits while 0.01 more
+ *    does not;
+ *  - kv_prefill_plan + a simulated device gather = kv_prefill (positions, scores, state,
+ *    lengths, evictions, K/V rows), chunked prefills included, for the policies the CUDA
+ *    backend runs (full, local, streaming, h2o, buzz);
+ *  - kv_moves_from_positions replays the slot moves of the CPU hooks (swap-last, compaction)
+ *    on the simulated device rows, over long decodes of those policies;
+ *  - the length mirror of device policies: after every decode step of full, local, streaming
+ *    and h2o, len = min(len + 1, cap) and evictions grow by one exactly when over capacity. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eviction/eviction.h"
+#include "eviction/kv_device.h"
+
+#define D 4
+#define L 2
+#define HKV 2
+#define H 4 /* G = 2 */
+
+static uint64_t rng = 12345;
+static float frand(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 40) & 0xffffff) / 16777216.0f;
+}
+
+static const char *device_policies[] = {"full", "local", "streaming", "h2o", "buzz", NULL};
+
+static int init_kv(kv_cache *kv, const char *name, double budget, int n_prompt, int max_new)
+{
+    policy_params p;
+    memset(&p, 0, sizeof p);
+    p.budget = budget;
+    char err[256];
+    int rc = kv_init(kv, policy_find(name), &p, L, HKV, H, D, n_prompt, max_new, err, sizeof err);
+    if (rc) fprintf(stderr, "kv_init %s: %s\n", name, err);
+    return rc;
+}
+
+static void test_plan_bytes(void **st)
+{
+    (void)st;
+    const policy_ops *const *all = policy_all();
+    double budgets[] = {0.1, 0.4, 1.0, 37};
+    int checked = 0;
+    for (int i = 0; all[i]; i++)
+        for (int b = 0; b < 4; b++) {
+            policy_params p;
+            memset(&p, 0, sizeof p);
+            p.budget = budgets[b];
+            char err[256];
+            kv_cache kv;
+            if (kv_init(&kv, all[i], &p, L, HKV, H, D, 120, 60, err, sizeof err) != 0) continue;
+            size_t bytes = 0;
+            int mc = 0;
+            assert_int_equal(kv_plan_bytes(all[i], &p, L, HKV, H, D, 120, 60, sizeof(float), &bytes,
+                                           &mc, err, sizeof err), 0);
+            if (bytes != kv_bytes_allocated(&kv))
+                fail_msg("%s budget %g: planned %zu bytes, kv_init allocated %zu", all[i]->name,
+                         budgets[b], bytes, kv_bytes_allocated(&kv));
+            int mc2 = 0;
+            for (int j = 0; j < L * HKV; j++)
+                if (kv.cap[j] > mc2) mc2 = kv.cap[j];
+            assert_int_equal(mc, mc2);
+            kv_free(&kv);
+            checked++;
+        }
+    assert_true(checked >= 20);
+}
+
+static void test_check_limit(void **st)
+{
+    (void)st;
+    char err[512];
+    policy_params p;
+    memset(&p, 0, sizeof p);
+    p.budget = 1.0;
+    const char *names[] = {"full", "h2o", "streaming", "pyramidkv", NULL};
+    for (int k = 0; names[k]; k++) {
+        const policy_ops *ops = policy_find(names[k]);
+        if (!ops) continue;
+        size_t need;
+        assert_int_equal(kv_plan_bytes(ops, &p, L, HKV, H, D, 300, 100, 2, &need, NULL, err, sizeof err), 0);
+        /* fits exactly */
+        assert_int_equal(kv_check_limit(ops, &p, L, HKV, H, D, 300, 100, 2, (double)need, "limit", err, sizeof err), 0);
+        /* a third of it does not; the suggestion fits and 0.01 more does not */
+        double lim = need / 3.0;
+        assert_int_equal(kv_check_limit(ops, &p, L, HKV, H, D, 300, 100, 2, lim, "--kv-mem-limit X", err, sizeof err), 1);
+        const char *t = strstr(err, "try --budget ");
+        if (!t) fail_msg("%s: no budget suggested: %s", names[k], err);
+        assert_non_null(strstr(err, "--kv-mem-limit X"));
+        double sb = atof(t + strlen("try --budget "));
+        assert_true(sb > 0 && sb < 1);
+        const policy_ops *plan = strcmp(names[k], "full") ? ops : policy_find("streaming");
+        if (!strcmp(names[k], "full")) assert_non_null(strstr(err, "--policy streaming"));
+        policy_params q = p;
+        q.budget = sb;
+        size_t b1, b2;
+        assert_int_equal(kv_plan_bytes(plan, &q, L, HKV, H, D, 300, 100, 2, &b1, NULL, err, sizeof err), 0);
+        q.budget = sb + 0.01;
+        assert_int_equal(kv_plan_bytes(plan, &q, L, HKV, H, D, 300, 100, 2, &b2, NULL, err, sizeof err), 0);
+        if (!((double)b1 <= lim && (double)b2 > lim))
+            fail_msg("%s: suggested %.2f -> %zu bytes, +0.01 -> %zu, limit %.0f", names[k], sb, b1, b2, lim);
+    }
+    /* nothing fits: not even one token per head */
+    const policy_ops *ops = policy_find("h2o");
+    assert_int_equal(kv_check_limit(ops, &p, L, HKV, H, D, 300, 100, 2, 10.0, "lim", err, sizeof err), 1);
+    assert_non_null(strstr(err, "raise the limit"));
+}
+
+/* The simulated device K/V of a cache: same regions as kv->k/kv->v. */
+typedef struct {
+    float *k, *v, *tk, *tv;
+} devsim;
+
+static void dev_alloc(devsim *d, const kv_cache *kv)
+{
+    d->k = calloc(kv->n_slots * D, sizeof(float));
+    d->v = calloc(kv->n_slots * D, sizeof(float));
+    d->tk = calloc(kv->n_slots * D, sizeof(float));
+    d->tv = calloc(kv->n_slots * D, sizeof(float));
+}
+
+static void dev_free(devsim *d)
+{
+    free(d->k);
+    free(d->v);
+    free(d->tk);
+    free(d->tv);
+}
+
+/* The engine's gather_region: rows src[0..n) (src < n_live: live slot, else chunk row) into the
+ * scratch, then copied back over the region's first n slots. */
+static void dev_gather(devsim *d, const kv_cache *kv, int l, int g, const int *src, int n,
+                       int n_live, const float *k_new, const float *v_new)
+{
+    size_t o = kv->off[kv_idx(kv, l, g)];
+    for (int i = 0; i < n; i++) {
+        int j = src[i];
+        const float *ks = j < n_live ? d->k + (o + j) * D : k_new + ((size_t)(j - n_live) * HKV + g) * D;
+        const float *vs = j < n_live ? d->v + (o + j) * D : v_new + ((size_t)(j - n_live) * HKV + g) * D;
+        memcpy(d->tk + (size_t)i * D, ks, D * sizeof(float));
+        memcpy(d->tv + (size_t)i * D, vs, D * sizeof(float));
+    }
+    memcpy(d->k + o * D, d->tk, (size_t)n * D * sizeof(float));
+    memcpy(d->v + o * D, d->tv, (size_t)n * D * sizeof(float));
+}
+
+/* Live rows of the simulated device equal the reference cache's. */
+static void expect_rows_equal(const devsim *d, const kv_cache *ref, const char *what, int step)
+{
+    for (int i = 0; i < L * HKV; i++) {
+        size_t o = ref->off[i];
+        for (int s = 0; s < ref->len[i]; s++)
+            for (int e = 0; e < D; e++)
+                if (d->k[(o + s) * D + e] != ref->k[(o + s) * D + e] ||
+                    d->v[(o + s) * D + e] != ref->v[(o + s) * D + e])
+                    fail_msg("%s step %d: region %d slot %d (pos %d) differs from the CPU cache",
+                             what, step, i, s, ref->pos[o + s]);
+    }
+}
+
+/* One prefill chunk of n tokens at pos0 through both paths. */
+static void prefill_both(kv_cache *ref, kv_cache *mir, devsim *d, int n, int pos0, const char *what)
+{
+    char err[256];
+    int cs = ref->cap[0] + n + 8;
+    for (int i = 0; i < L * HKV; i++)
+        if (ref->cap[i] + n + 8 > cs) cs = ref->cap[i] + n + 8;
+    float *k = malloc((size_t)n * HKV * D * sizeof(float)), *v = malloc((size_t)n * HKV * D * sizeof(float));
+    float *colsum = malloc((size_t)HKV * cs * sizeof(float));
+    int *keep = malloc((size_t)HKV * cs * sizeof(int)), nkeep[HKV], nlive[HKV];
+    for (int l = 0; l < L; l++) {
+        for (int i = 0; i < n * HKV * D; i++) {
+            k[i] = frand();
+            v[i] = frand();
+        }
+        for (int i = 0; i < HKV * cs; i++) colsum[i] = frand() * 4;
+        kv_prefill_chunk c = {.layer = l, .n_new = n, .pos0 = pos0, .k_new = k, .v_new = v,
+                              .colsum = (ref->ops->stats & KV_STAT_PREFILL_COLSUM) ? colsum : NULL,
+                              .cand_stride = cs};
+        for (int g = 0; g < HKV; g++) nlive[g] = kv_len(mir, l, g);
+        assert_int_equal(kv_prefill(ref, &c, err, sizeof err), 0);
+        kv_prefill_chunk cm = c;
+        cm.k_new = cm.v_new = NULL; /* the device path never hands K/V to the host */
+        assert_int_equal(kv_prefill_plan(mir, &cm, keep, cs, nkeep, err, sizeof err), 0);
+        for (int g = 0; g < HKV; g++)
+            dev_gather(d, mir, l, g, keep + (size_t)g * cs, nkeep[g], nlive[g], k, v);
+    }
+    for (int i = 0; i < L * HKV; i++) {
+        assert_int_equal(ref->len[i], mir->len[i]);
+        assert_memory_equal(ref->pos + ref->off[i], mir->pos + mir->off[i], ref->len[i] * sizeof(int32_t));
+        if (ref->score)
+            assert_memory_equal(ref->score + ref->off[i], mir->score + mir->off[i], ref->len[i] * sizeof(float));
+    }
+    assert_int_equal(ref->evictions, mir->evictions);
+    expect_rows_equal(d, ref, what, -1);
+    free(k);
+    free(v);
+    free(colsum);
+    free(keep);
+}
+
+/* Decode steps on both: the reference runs kv_decode_slot/kv_write/kv_post_attn; the mirror
+ * runs the same hooks (as the host-assisted engine) and the simulated device replays them. */
+static void decode_both(kv_cache *ref, kv_cache *mir, devsim *d, int pos0, int steps, const char *what,
+                        int check_len_mirror)
+{
+    int stride = 0;
+    for (int i = 0; i < L * HKV; i++)
+        if (ref->cap[i] + 1 > stride) stride = ref->cap[i] + 1;
+    float *probs = malloc((size_t)H * stride * sizeof(float));
+    int32_t *before = malloc((size_t)stride * sizeof(int32_t));
+    int *src = malloc((size_t)stride * sizeof(int)), n_pos = pos0 + steps + 1;
+    int *slot_of = malloc((size_t)n_pos * sizeof(int));
+    float q[H / HKV * D], k[D], v[D];
+    for (int s = 0; s < steps; s++) {
+        int t = pos0 + s;
+        for (int l = 0; l < L; l++)
+            for (int g = 0; g < HKV; g++) {
+                int idx = kv_idx(ref, l, g), len0 = ref->len[idx];
+                int64_t ev0 = ref->evictions;
+                for (int e = 0; e < D; e++) {
+                    k[e] = frand();
+                    v[e] = frand();
+                }
+                for (int e = 0; e < H / HKV * D; e++) q[e] = frand();
+                int sr = kv_decode_slot(ref, l, g, t, q, k, v);
+                kv_write(ref, l, g, sr, t, k, v);
+                int sm = kv_decode_slot(mir, l, g, t, q, k, v);
+                kv_write(mir, l, g, sm, t, k, v);
+                assert_int_equal(sr, sm);
+                size_t o = mir->off[idx];
+                memcpy(d->k + (o + sm) * D, k, sizeof k); /* the device write */
+                memcpy(d->v + (o + sm) * D, v, sizeof v);
+                int n = ref->len[idx];
+                /* probabilities with distinct values (separated scores) */
+                for (int h = 0; h < H / HKV; h++) {
+                    float sum = 0;
+                    for (int j = 0; j < n; j++) sum += probs[h * stride + j] = 0.05f + frand();
+                    for (int j = 0; j < n; j++) probs[h * stride + j] /= sum;
+                }
+                kv_post_attn(ref, l, g, t, probs, stride);
+                memcpy(before, mir->pos + o, (size_t)n * sizeof(int32_t));
+                kv_post_attn(mir, l, g, t, probs, stride);
+                int n1 = mir->len[idx];
+                assert_int_equal(kv_moves_from_positions(before, n, mir->pos + o, n1, slot_of, n_pos, src), 0);
+                dev_gather(d, mir, l, g, src, n1, n, NULL, NULL);
+                if (check_len_mirror) {
+                    int want = len0 + 1 > ref->cap[idx] ? ref->cap[idx] : len0 + 1;
+                    if (ref->len[idx] != want)
+                        fail_msg("%s step %d: len %d, the device mirror assumes %d", what, s, ref->len[idx], want);
+                    assert_int_equal(ref->evictions - ev0, len0 + 1 > ref->cap[idx] ? 1 : 0);
+                }
+            }
+        for (int i = 0; i < L * HKV; i++) {
+            assert_int_equal(ref->len[i], mir->len[i]);
+            assert_memory_equal(ref->pos + ref->off[i], mir->pos + mir->off[i], ref->len[i] * sizeof(int32_t));
+        }
+        expect_rows_equal(d, ref, what, s);
+    }
+    free(probs);
+    free(before);
+    free(src);
+    free(slot_of);
+}
+
+static void run_policy(const char *name, double budget, int n_prompt, int chunk, int max_new)
+{
+    kv_cache ref, mir;
+    assert_int_equal(init_kv(&ref, name, budget, n_prompt, max_new), 0);
+    assert_int_equal(init_kv(&mir, name, budget, n_prompt, max_new), 0);
+    devsim d;
+    dev_alloc(&d, &mir);
+    char what[96];
+    snprintf(what, sizeof what, "%s budget %g chunk %d", name, budget, chunk);
+    for (int off = 0; off < n_prompt; off += chunk)
+        prefill_both(&ref, &mir, &d, n_prompt - off < chunk ? n_prompt - off : chunk, off, what);
+    int mirror = strcmp(name, "buzz") != 0; /* the device policies */
+    decode_both(&ref, &mir, &d, n_prompt, max_new - 1, what, mirror);
+    dev_free(&d);
+    kv_free(&ref);
+    kv_free(&mir);
+}
+
+static void test_prefill_and_replay(void **st)
+{
+    (void)st;
+    for (int i = 0; device_policies[i]; i++) {
+        run_policy(device_policies[i], 1.0, 40, 40, 30);
+        run_policy(device_policies[i], 0.3, 60, 60, 90);
+        run_policy(device_policies[i], 0.5, 70, 16, 50);
+        run_policy(device_policies[i], 0.2, 100, 100, 200);
+    }
+}
+
+static void test_moves_reject(void **st)
+{
+    (void)st;
+    int32_t before[3] = {0, 5, 9}, after[2] = {9, 7};
+    int slot_of[16], src[3];
+    assert_int_equal(kv_moves_from_positions(before, 3, after, 2, slot_of, 16, src), -1);
+    int32_t after2[2] = {0, 9};
+    assert_int_equal(kv_moves_from_positions(before, 3, after2, 2, slot_of, 16, src), 0);
+    assert_int_equal(src[0], 0);
+    assert_int_equal(src[1], 2);
+    int32_t bad[1] = {20};
+    assert_int_equal(kv_moves_from_positions(bad, 1, bad, 1, slot_of, 16, src), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_bytes),
+        cmocka_unit_test(test_check_limit),
+        cmocka_unit_test(test_prefill_and_replay),
+        cmocka_unit_test(test_moves_reject),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
