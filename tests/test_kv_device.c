@@ -27,6 +27,7 @@
 
 #include "eviction/eviction.h"
 #include "eviction/kv_device.h"
+#include "kernels/cuda/cuda_backend.h"
 
 #define D 4
 #define L 2
@@ -324,6 +325,97 @@ static void test_moves_reject(void **st)
     assert_int_equal(kv_moves_from_positions(bad, 1, bad, 1, slot_of, 16, src), -1);
 }
 
+/* Which policy runs where on --device cuda (model/device.c): never a silent fallback. */
+static void test_device_policy_plan(void **st)
+{
+    (void)st;
+    char why[256];
+    device_policy dp;
+    policy_params p;
+    memset(&p, 0, sizeof p);
+    p.budget = 0.5;
+    const struct {
+        const char *name;
+        int mode, evict;
+    } want[] = {{"full", DEV_POLICY_DEVICE, EV_NONE},       {"local", DEV_POLICY_DEVICE, EV_LOCAL},
+                {"streaming", DEV_POLICY_DEVICE, EV_STREAMING}, {"h2o", DEV_POLICY_DEVICE, EV_H2O},
+                {"buzz", DEV_POLICY_HOST, EV_NONE}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        why[0] = 0;
+        assert_int_equal(device_policy_plan(policy_find(want[i].name), &p, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.mode, want[i].mode);
+        if (dp.mode == DEV_POLICY_DEVICE) assert_int_equal(dp.evict, want[i].evict);
+    }
+    /* every other policy is refused with a one-line reason naming it */
+    const policy_ops *const *all = policy_all();
+    for (int i = 0; all[i]; i++) {
+        int ported = 0;
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) ported |= !strcmp(all[i]->name, want[k].name);
+        if (ported) continue;
+        why[0] = 0;
+        assert_int_equal(device_policy_plan(all[i], &p, NULL, &dp, why, sizeof why), -1);
+        assert_int_equal(dp.mode, DEV_POLICY_REFUSED);
+        if (!strstr(why, all[i]->name) || strchr(why, '\n')) fail_msg("%s: reason '%s'", all[i]->name, why);
+    }
+    /* h2o variants and --rope shifted */
+    policy_params q = p;
+    char err[256];
+    assert_int_equal(policy_params_set(&q, policy_find("h2o"), "h2o-order", "evict-first", err, sizeof err), 0);
+    assert_int_equal(device_policy_plan(policy_find("h2o"), &q, NULL, &dp, why, sizeof why), -1);
+    assert_non_null(strstr(why, "evict-first"));
+    q = p;
+    q.rope_shifted = 1;
+    assert_int_equal(device_policy_plan(policy_find("full"), &q, NULL, &dp, why, sizeof why), -1);
+    assert_non_null(strstr(why, "shifted"));
+    /* capacity-dependent parameters agree with the CPU policies: h2o R = C - C/2, sink, mean;
+     * streaming sink 4, or C/2 when C <= 8 */
+    kv_cache kv;
+    assert_int_equal(init_kv(&kv, "h2o", 0.3, 50, 20), 0);
+    assert_int_equal(device_policy_plan(policy_find("h2o"), &p, &kv, &dp, why, sizeof why), 0);
+    assert_int_equal(dp.n_recent, kv.cap[0] - kv.cap[0] / 2);
+    assert_int_equal(dp.n_sink, 0);
+    assert_int_equal(dp.want_probs, 1);
+    assert_int_equal(dp.want_colsum, 1);
+    kv_free(&kv);
+    q = p;
+    assert_int_equal(policy_params_set(&q, policy_find("h2o"), "h2o-score", "mean", err, sizeof err), 0);
+    assert_int_equal(policy_params_set(&q, policy_find("h2o"), "h2o-sink", "2", err, sizeof err), 0);
+    assert_int_equal(device_policy_plan(policy_find("h2o"), &q, NULL, &dp, why, sizeof why), 0);
+    assert_int_equal(dp.mean, 1);
+    assert_int_equal(dp.n_sink, 2);
+    assert_int_equal(init_kv(&kv, "streaming", 6, 50, 20), 0); /* budget > 1: 6 tokens */
+    assert_int_equal(device_policy_plan(policy_find("streaming"), &p, &kv, &dp, why, sizeof why), 0);
+    assert_int_equal(dp.n_sink, 3);
+    kv_free(&kv);
+    assert_int_equal(init_kv(&kv, "streaming", 0.5, 50, 20), 0);
+    assert_int_equal(device_policy_plan(policy_find("streaming"), &p, &kv, &dp, why, sizeof why), 0);
+    assert_int_equal(dp.n_sink, 4);
+    kv_free(&kv);
+}
+
+/* --device resolution without a GPU (this build has none, or the machine has none). */
+static void test_device_resolve(void **st)
+{
+    (void)st;
+    char msg[256], why[256];
+    int use = -1;
+    policy_params p;
+    memset(&p, 0, sizeof p);
+    p.budget = 1;
+    assert_int_equal(device_resolve("cpu", policy_find("full"), &p, &use, msg, sizeof msg), 0);
+    assert_int_equal(use, 0);
+    if (cuda_device_count(why, sizeof why) > 0) {
+        skip(); /* a GPU answers: the no-GPU branch is tested by tests/test_cuda.sh elsewhere */
+        return;
+    }
+    assert_int_equal(device_resolve("auto", policy_find("full"), &p, &use, msg, sizeof msg), 0);
+    assert_int_equal(use, 0);
+    assert_int_equal(device_resolve("cuda", policy_find("full"), &p, &use, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "--device cuda: no usable CUDA device ("));
+    assert_non_null(strstr(msg, why));
+    assert_int_equal(device_resolve("gpu", policy_find("full"), &p, &use, msg, sizeof msg), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +423,8 @@ int main(void)
         cmocka_unit_test(test_check_limit),
         cmocka_unit_test(test_prefill_and_replay),
         cmocka_unit_test(test_moves_reject),
+        cmocka_unit_test(test_device_policy_plan),
+        cmocka_unit_test(test_device_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
