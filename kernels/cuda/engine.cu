@@ -183,13 +183,15 @@ static int upload_norm(cuda_engine *ce, float **d, const weight_t *w, char *err,
 }
 
 /* y[n][w.rows] = x[n][w.cols] · wᵀ (f32 out, fp32 compute); x is rounded to the weight's dtype
- * first when that is F16/BF16 (cublasGemmEx takes A and B of one type). */
-static int gemm(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, char *err,
-                size_t errlen)
+ * first when that is F16/BF16 (cublasGemmEx takes A and B of one type) into ce->cast, unless
+ * reuse_cast says the previous call already left this x in this dtype there (q/k/v and
+ * gate/up share their input). */
+static int gemm_ex(cuda_engine *ce, float *y, const float *x, const dweight *w, int n,
+                   int reuse_cast, char *err, size_t errlen)
 {
     const void *xin = x;
     if (w->dt != CU_F32) {
-        LAUNCH(launch_cast(x, ce->cast, w->dt, (size_t)n * w->cols, ce->st));
+        if (!reuse_cast) LAUNCH(launch_cast(x, ce->cast, w->dt, (size_t)n * w->cols, ce->st));
         xin = ce->cast;
     }
     const float alpha = 1.0f, beta = 0.0f;
@@ -199,6 +201,12 @@ static int gemm(cuda_engine *ce, float *y, const float *x, const dweight *w, int
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (ce->sync_each) CUDA_TRY(cudaStreamSynchronize(ce->st));
     return 0;
+}
+
+static int gemm(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, char *err,
+                size_t errlen)
+{
+    return gemm_ex(ce, y, x, w, n, 0, err, errlen);
 }
 
 extern "C" int cuda_device_count(char *why, size_t whylen)
@@ -433,7 +441,7 @@ static int mlp_block(cuda_engine *ce, const dlayer *dl, int n, char *err, size_t
     const int dim = c->hidden_size, ffn = c->intermediate_size;
     LAUNCH(launch_rmsnorm(ce->x, dl->ffn_norm, ce->xb, n, dim, c->rms_norm_eps, ce->st));
     if (gemm(ce, ce->hb, ce->xb, &dl->gate, n, err, errlen) ||
-        gemm(ce, ce->hb2, ce->xb, &dl->up, n, err, errlen))
+        gemm_ex(ce, ce->hb2, ce->xb, &dl->up, n, dl->up.dt == dl->gate.dt, err, errlen))
         return -1;
     LAUNCH(launch_swiglu(ce->hb, ce->hb2, (size_t)n * ffn, ce->st));
     if (gemm(ce, ce->xb, ce->hb, &dl->down, n, err, errlen)) return -1;
@@ -447,8 +455,9 @@ static int qkv_rope(cuda_engine *ce, const dlayer *dl, int n, int pos0, char *er
     const model_config *c = &ce->w->cfg;
     LAUNCH(launch_rmsnorm(ce->x, dl->attn_norm, ce->xb, n, c->hidden_size, c->rms_norm_eps, ce->st));
     if (gemm(ce, ce->q, ce->xb, &dl->wq, n, err, errlen) ||
-        gemm(ce, ce->k, ce->xb, &dl->wk, n, err, errlen) ||
-        gemm(ce, ce->v, ce->xb, &dl->wv, n, err, errlen))
+        gemm_ex(ce, ce->k, ce->xb, &dl->wk, n, dl->wk.dt == dl->wq.dt, err, errlen) ||
+        gemm_ex(ce, ce->v, ce->xb, &dl->wv, n, dl->wv.dt == dl->wk.dt && dl->wk.dt == dl->wq.dt,
+                err, errlen))
         return -1;
     if (pos0 < 0 || pos0 + n > ce->n_rope) {
         snprintf(err, errlen, "positions %d..%d beyond the run's %d (prompt + max new tokens)", pos0,
