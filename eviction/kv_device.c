@@ -176,3 +176,28 @@ int kv_moves_from_positions(const int32_t *before, int n0, const int32_t *after,
     }
     return 0;
 }
+
+int kv_decode_replay(const int32_t *before, int n0, int t, const int32_t *after, int n1,
+                     int *slot_of, int n_pos, int32_t *cand, int *src, int *slot)
+{
+    /* the usual cases: an append at n0, or one slot overwritten, all others in place */
+    int diff = -1, n_diff = 0;
+    int m = n0 < n1 ? n0 : n1;
+    for (int j = 0; j < m && n_diff < 2; j++)
+        if (before[j] != after[j]) {
+            diff = j;
+            n_diff++;
+        }
+    if (n1 == n0 + 1 && n_diff == 0 && after[n0] == t) {
+        *slot = n0;
+        return 0;
+    }
+    if (n1 == n0 && n_diff == 1 && after[diff] == t) {
+        *slot = diff;
+        return 0;
+    }
+    /* anything else: a gather over the old slots and the new token (candidate n0) */
+    memcpy(cand, before, (size_t)n0 * sizeof *cand);
+    cand[n0] = t;
+    return kv_moves_from_positions(cand, n0 + 1, after, n1, slot_of, n_pos, src) == 0 ? 1 : -1;
+}

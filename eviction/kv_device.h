@@ -46,4 +46,14 @@ int kv_prefill_plan(kv_cache *kv, const kv_prefill_chunk *c, int *keep, int keep
 int kv_moves_from_positions(const int32_t *before, int n0, const int32_t *after, int n1,
                             int *slot_of, int n_pos, int *src);
 
+/* Decode, host-assisted policies: what the device must do after the host ran kv_decode_slot +
+ * kv_write for the token at position t in one region. before[0..n0): positions before the
+ * hook; after[0..n1): after it (the new token included). Returns 0 with *slot = the slot to
+ * write the new token's K/V to when nothing else moved (an append, or an overwrite of one
+ * victim); 1 when other slots moved: src[0..n1) then names, for each slot, candidate j < n0 (old
+ * slot j) or j = n0 (the new token) to gather; -1 when a position cannot be explained.
+ * slot_of: scratch [n_pos]; positions in [0, n_pos). cand: scratch [n0 + 1]. */
+int kv_decode_replay(const int32_t *before, int n0, int t, const int32_t *after, int n1,
+                     int *slot_of, int n_pos, int32_t *cand, int *src, int *slot);
+
 #endif

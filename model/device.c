@@ -11,12 +11,15 @@
  *   streaming       device (sink + ring victim, swap-last)      host keep-list, device gather
  *   h2o             device (score += probs, argmin with ties    host keep-list from device
  *   (attend-first)  to the older token, swap-last)              column sums, device gather
- *   buzz            host-assisted: probabilities copied back    host keep-list from device
- *                   every step, the host policy code runs,      column sums, device gather
- *                   the device replays its slot moves
- *   h2o --h2o-order evict-first, buzz_logn, snapkv, pyramidkv, ada_snapkv, ada_pyramidkv,
- *   subgen, subgen_stream, hashevict, scissorhands, l2norm, tova, random, and --rope shifted
- *                   REFUSED on --device cuda (one line; --device auto runs them on the CPU)
+ *   buzz, scissorhands, l2norm, hashevict, random, tova,        host-assisted: the CPU policy
+ *   snapkv, pyramidkv, subgen, h2o --h2o-order evict-first      code on the host mirror (real
+ *                   host-assisted: q/k/v and the step's         K/V rows, chunk q/k/v copied
+ *                   probabilities copied back every layer of    back), device gather from the
+ *                   every step, the CPU hooks run, the device   recovered keep-lists
+ *                   replays their slot moves
+ *   ada_snapkv, ada_pyramidkv (re-layout of the regions), buzz_logn (logit scale), subgen_stream
+ *   (own attention), and --rope shifted: REFUSED on --device cuda (one line; --device auto runs
+ *   them on the CPU)
  */
 #include "kernels/cuda/cuda_backend.h"
 #include "eviction/eviction.h"
@@ -38,7 +41,7 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         snprintf(why, whylen, "--rope shifted is not ported to the CUDA backend yet");
         return -1;
     }
-    if (ops->attend || ops->logit_scale || ops->post_attn_layer) {
+    if (ops->attend || ops->logit_scale) {
         snprintf(why, whylen, "policy %s changes the attention itself and is not ported to the CUDA backend yet",
                  ops->name);
         return -1;
@@ -71,9 +74,9 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
             snprintf(why, whylen, "%s", e);
             return -1;
         }
-        if (order != 0) {
-            snprintf(why, whylen, "policy h2o --h2o-order evict-first is not ported to the CUDA backend yet");
-            return -1;
+        if (order != 0) { /* evict-first: the CPU hooks, host-assisted */
+            dp->mode = DEV_POLICY_HOST;
+            return 0;
         }
         if (n_recent < 0) n_recent = cap - cap / 2;
         dp->mode = DEV_POLICY_DEVICE;
@@ -81,11 +84,16 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->n_sink = n_sink;
         dp->n_recent = n_recent;
         dp->mean = mean == 1;
-    } else if (!strcmp(ops->name, "buzz")) {
+    } else if (!strcmp(ops->name, "buzz") || !strcmp(ops->name, "scissorhands") ||
+               !strcmp(ops->name, "l2norm") || !strcmp(ops->name, "hashevict") ||
+               !strcmp(ops->name, "random") || !strcmp(ops->name, "tova") ||
+               !strcmp(ops->name, "snapkv") || !strcmp(ops->name, "pyramidkv") ||
+               !strcmp(ops->name, "subgen")) {
+        /* hooks that only move slots within their regions: replayable on the device */
         dp->mode = DEV_POLICY_HOST;
     } else {
-        snprintf(why, whylen, "policy %s is not ported to the CUDA backend yet (on the GPU: full, "
-                              "local, streaming, h2o, buzz)", ops->name);
+        snprintf(why, whylen, "policy %s is not ported to the CUDA backend yet%s", ops->name,
+                 !strncmp(ops->name, "ada_", 4) ? " (it re-lays out the cache regions per head)" : "");
         return -1;
     }
     if (kv && dp->evict == EV_STREAMING && dp->n_sink >= cap) {

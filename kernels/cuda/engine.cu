@@ -73,9 +73,12 @@ struct cuda_engine {
     void *tmpk, *tmpv; /* [max(cap+1, chunk)][head_dim] gather scratch, kv_dt */
     /* host (pinned) */
     int *h_tok, *h_next, *h_slots, *h_keep, *h_nkeep, *h_nlive, *h_src;
+    int32_t *h_cand; /* [max_cap + 2] candidate positions of a decode replay */
     float *h_colsum, *h_probs, *h_qkv;
-    int32_t *h_pos_before; /* [max_cap + 2] */
-    int *slot_of;          /* [n_rope] position → slot map (host-assisted decode) */
+    /* host-assisted policies: the chunk's q/k/v for the CPU hooks, positions before a hook */
+    float *h_pq, *h_pk, *h_pv;  /* [max_chunk][qdim], [max_chunk][kvdim] x2 */
+    int32_t *h_pos_before;      /* [n_kv_heads][cand_stride] */
+    int *slot_of;               /* [n_rope] position → slot map */
 };
 
 #define LAUNCH(expr)                                                                           \
@@ -358,11 +361,15 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
     HALLOC(ce->h_nkeep, (size_t)Hkv * sizeof(int));
     HALLOC(ce->h_nlive, (size_t)Hkv * sizeof(int));
     HALLOC(ce->h_src, (size_t)(ce->max_cap + 2) * sizeof(int));
+    HALLOC(ce->h_cand, (size_t)(ce->max_cap + 2) * sizeof(int32_t));
     if (ce->dp.mode == DEV_POLICY_HOST) {
         HALLOC(ce->h_qkv, (size_t)(qdim + 2 * kvdim) * sizeof(float));
         if (ce->dp.want_probs) HALLOC(ce->h_probs, (size_t)H * ce->slog_stride * sizeof(float));
-        HALLOC(ce->h_pos_before, (size_t)(ce->max_cap + 2) * sizeof(int32_t));
+        HALLOC(ce->h_pos_before, (size_t)Hkv * ce->cand_stride * sizeof(int32_t));
         HALLOC(ce->slot_of, (size_t)ce->n_rope * sizeof(int));
+        HALLOC(ce->h_pq, (size_t)M * qdim * sizeof(float));
+        HALLOC(ce->h_pk, (size_t)M * kvdim * sizeof(float));
+        HALLOC(ce->h_pv, (size_t)M * kvdim * sizeof(float));
     }
 
     /* the KV cache: check that it fits BEFORE allocating it (leave 256 MiB for cuBLAS
@@ -508,6 +515,43 @@ static int upload_layer_meta(cuda_engine *ce, int l, char *err, size_t errlen)
     return 0;
 }
 
+/* Host-assisted prefill: the CPU's kv_prefill on the host mirror with the chunk's q/k/v copied
+ * back (the host mirror keeps real K/V rows, so hooks that read keys work as on the CPU); the
+ * keep-lists are recovered from the positions (candidates: the live slots, then the chunk). */
+static int host_prefill(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errlen)
+{
+    const model_config *cf = &ce->w->cfg;
+    kv_cache *kv = ce->kv;
+    const int n = c->n_new, Hkv = cf->n_kv_heads, qdim = cf->n_heads * cf->head_dim;
+    const int kvdim = Hkv * cf->head_dim, l = c->layer, cs = ce->cand_stride;
+    CUDA_TRY(cudaMemcpyAsync(ce->h_pq, ce->q, (size_t)n * qdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->h_pk, ce->k, (size_t)n * kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->h_pv, ce->v, (size_t)n * kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    for (int g = 0; g < Hkv; g++) {
+        int32_t *cand = ce->h_pos_before + (size_t)g * cs;
+        int n_live = kv_len(kv, l, g);
+        memcpy(cand, kv_positions(kv, l, g), (size_t)n_live * sizeof(int32_t));
+        for (int i = 0; i < n; i++) cand[n_live + i] = c->pos0 + i;
+    }
+    c->q_new = ce->h_pq;
+    c->k_new = ce->h_pk;
+    c->v_new = ce->h_pv;
+    if (kv_prefill(kv, c, err, errlen) != 0) return -1;
+    for (int g = 0; g < Hkv; g++) {
+        int n_keep = kv_len(kv, l, g);
+        if (kv_moves_from_positions(ce->h_pos_before + (size_t)g * cs, ce->h_nlive[g] + n,
+                                    kv_positions(kv, l, g), n_keep, ce->slot_of, ce->n_rope,
+                                    ce->h_keep + (size_t)g * cs) != 0) {
+            snprintf(err, errlen, "policy %s: prefill kept a position that was not a candidate "
+                                  "(layer %d head %d)", kv->ops->name, l, g);
+            return -1;
+        }
+        ce->h_nkeep[g] = n_keep;
+    }
+    return 0;
+}
+
 extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, int pos0,
                                    float *logits_all, float *logits_last, char *err, size_t errlen)
 {
@@ -554,8 +598,13 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
         chunk.pos0 = pos0;
         chunk.colsum = ce->dp.want_colsum ? ce->h_colsum : NULL;
         chunk.cand_stride = ce->cand_stride;
-        if (kv_prefill_plan(kv, &chunk, ce->h_keep, ce->cand_stride, ce->h_nkeep, err, errlen) != 0)
+        if (ce->dp.mode == DEV_POLICY_DEVICE) {
+            /* the keep-lists from positions and scores only */
+            if (kv_prefill_plan(kv, &chunk, ce->h_keep, ce->cand_stride, ce->h_nkeep, err, errlen) != 0)
+                return -1;
+        } else if (host_prefill(ce, &chunk, err, errlen)) {
             return -1;
+        }
         for (int g = 0; g < Hkv; g++)
             if (gather_region(ce, l, g, ce->h_keep + (size_t)g * ce->cand_stride, ce->h_nkeep[g],
                               ce->h_nlive[g], err, errlen))
@@ -584,20 +633,24 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
     return 0;
 }
 
-/* Host-assisted decode, KV write: the policy's pre_attn on the host mirror chooses each head's
- * slot (q/k/v copied back), the device writes there. */
-static int host_write(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
+/* Host-assisted decode, KV write: the policy's pre_attn and kv_write run on the host mirror
+ * (q/k/v copied back); the device writes the token at the chosen slot, or, when the hook moved
+ * other slots too, gathers the region from its old slots and the new token. */
+static int host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
 {
     const model_config *c = &ce->w->cfg;
     kv_cache *kv = ce->kv;
     const int hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv;
-    const int qdim = H * hd, kvdim = Hkv * hd;
+    const int qdim = H * hd, kvdim = Hkv * hd, cs = ce->cand_stride;
     float *hq = ce->h_qkv, *hk = hq + qdim, *hv = hk + kvdim;
     CUDA_TRY(cudaMemcpyAsync(hq, ce->q, (size_t)qdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaMemcpyAsync(hk, ce->k, (size_t)kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaMemcpyAsync(hv, ce->v, (size_t)kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaStreamSynchronize(ce->st));
     for (int g = 0; g < Hkv; g++) {
+        int n0 = kv_len(kv, l, g);
+        int32_t *before = ce->h_pos_before + (size_t)g * cs;
+        memcpy(before, kv_positions(kv, l, g), (size_t)n0 * sizeof(int32_t));
         int slot = kv_decode_slot(kv, l, g, pos, hq + (size_t)g * G * hd, hk + (size_t)g * hd,
                                   hv + (size_t)g * hd);
         if (slot < 0 || slot > kv->cap[kv_idx(kv, l, g)]) {
@@ -606,7 +659,20 @@ static int host_write(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
             return -1;
         }
         kv_write(kv, l, g, slot, pos, hk + (size_t)g * hd, hv + (size_t)g * hd);
-        ce->h_slots[g] = slot;
+        int n1 = kv_len(kv, l, g), ws;
+        int r = kv_decode_replay(before, n0, pos, kv_positions(kv, l, g), n1, ce->slot_of,
+                                 ce->n_rope, ce->h_cand, ce->h_src, &ws);
+        if (r < 0) {
+            snprintf(err, errlen, "policy %s: pre-attention moves not replayable (layer %d head %d)",
+                     kv->ops->name, l, g);
+            return -1;
+        }
+        if (r == 1) {
+            /* other slots moved: gather old slots + the new token (chunk row 0 = ce->k/ce->v) */
+            if (gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
+            ws = -1;
+        }
+        ce->h_slots[g] = ws;
     }
     int i0 = kv_idx(kv, l, 0);
     CUDA_TRY(cudaMemcpyAsync(ce->slot_d, ce->h_slots, (size_t)Hkv * sizeof(int), cudaMemcpyHostToDevice, ce->st));
@@ -614,19 +680,21 @@ static int host_write(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
                              cudaMemcpyHostToDevice, ce->st));
     LAUNCH(launch_kv_write(ce->kc, ce->vc, ce->kv_dt, ce->pos, NULL, ce->off + i0, ce->len + i0,
                            ce->slot_d, ce->k, ce->v, Hkv, hd, pos, ce->st));
+    /* h_slots is reused by the next layer: wait for its upload */
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
     return 0;
 }
 
 /* Host-assisted decode, after attention: the step's probabilities come back, the policy's
- * post_attn runs on the host mirror, and the slot moves it made (kv_evict_swap_last,
- * kv_compact) are replayed on the device: new slot i takes the old slot that held the same
- * position (positions are unique within a region). */
+ * post_attn (every head) and post_attn_layer run on the host mirror, and the slot moves they
+ * made (kv_evict_swap_last, kv_compact) are replayed on the device: new slot i takes the old
+ * slot that held the same position (positions are unique within a region). */
 static int host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
 {
     const model_config *c = &ce->w->cfg;
     kv_cache *kv = ce->kv;
     const int H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv, i0 = kv_idx(kv, l, 0);
-    const int stride = ce->slog_stride;
+    const int stride = ce->slog_stride, cs = ce->cand_stride;
     const float *probs = NULL;
     if (ce->dp.want_probs) {
         int max_len = 0;
@@ -640,14 +708,18 @@ static int host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t err
         probs = ce->h_probs;
     }
     for (int g = 0; g < Hkv; g++) {
-        int n0 = kv_len(kv, l, g);
-        int32_t *P = kv_positions(kv, l, g);
-        memcpy(ce->h_pos_before, P, (size_t)n0 * sizeof(int32_t));
+        ce->h_nlive[g] = kv_len(kv, l, g);
+        memcpy(ce->h_pos_before + (size_t)g * cs, kv_positions(kv, l, g),
+               (size_t)ce->h_nlive[g] * sizeof(int32_t));
+    }
+    for (int g = 0; g < Hkv; g++)
         kv_post_attn(kv, l, g, pos, probs ? probs + (size_t)g * G * stride : NULL, stride);
-        int n1 = kv_len(kv, l, g);
-        if (n1 == n0 && !memcmp(ce->h_pos_before, P, (size_t)n0 * sizeof(int32_t))) continue;
-        if (kv_moves_from_positions(ce->h_pos_before, n0, P, n1, ce->slot_of, ce->n_rope,
-                                    ce->h_src) != 0) {
+    if (kv->ops->post_attn_layer) kv->ops->post_attn_layer(kv, l, pos, probs, stride);
+    for (int g = 0; g < Hkv; g++) {
+        int n0 = ce->h_nlive[g], n1 = kv_len(kv, l, g);
+        const int32_t *before = ce->h_pos_before + (size_t)g * cs, *P = kv_positions(kv, l, g);
+        if (n1 == n0 && !memcmp(before, P, (size_t)n0 * sizeof(int32_t))) continue;
+        if (kv_moves_from_positions(before, n0, P, n1, ce->slot_of, ce->n_rope, ce->h_src) != 0) {
             snprintf(err, errlen, "policy %s: a slot holds a position that was not cached before "
                                   "its hook (layer %d head %d); not replayable on the device",
                      kv->ops->name, l, g);
@@ -689,7 +761,7 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
         if (device_policy)
             LAUNCH(launch_kv_write(ce->kc, ce->vc, ce->kv_dt, ce->pos, ce->score, ce->off + i0,
                                    ce->len + i0, NULL, ce->k, ce->v, Hkv, hd, pos, ce->st));
-        else if (host_write(ce, l, pos, err, errlen))
+        else if (host_pre_attn(ce, l, pos, err, errlen))
             return -1;
         LAUNCH(launch_attn_decode(ce->q, ce->kc, ce->vc, ce->kv_dt, ce->off + i0, ce->len + i0, H, G,
                                   hd, scale, ce->split_len, ce->n_split, ce->part_acc, ce->part_ml,

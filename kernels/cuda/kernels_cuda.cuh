@@ -82,7 +82,8 @@ cudaError_t launch_score_accum(const float *slog, int slog_stride, const float *
 /* ---- select.cu ---- */
 /* Writes the new token's k, v ([n_kv_heads][head_dim] f32, converted to kv_dt) at position t
  * into slot slot[g] of each KV head, or, when slot is NULL, appends it (slot len[g], then
- * len[g] += 1). pos[off[g] + slot] = t; score (if not NULL) = 0. */
+ * len[g] += 1); a head with slot[g] < 0 is skipped. pos[off[g] + slot] = t; score (if not
+ * NULL) = 0. */
 cudaError_t launch_kv_write(void *kc, void *vc, int kv_dt, int32_t *pos, float *score,
                             const size_t *off, int *len, const int *slot, const float *k,
                             const float *v, int n_kv_heads, int head_dim, int t, cudaStream_t s);

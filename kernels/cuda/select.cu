@@ -12,6 +12,7 @@ __global__ void kv_write_kernel(T *kc, T *vc, int32_t *pos, float *score, const 
 {
     const int g = blockIdx.x;
     const int sl = slot ? slot[g] : len[g];
+    if (sl < 0) return; /* uniform over the block: this head was gathered instead */
     __syncthreads(); /* every thread has read len[g] before thread 0 updates it */
     const size_t base = (off[g] + (size_t)sl) * head_dim;
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
