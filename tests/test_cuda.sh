@@ -136,12 +136,12 @@ fi
 ok "--device cuda runs"
 
 # ---------------------------------------------------------------- GPU: refusal
-"$GPU_BIN" -m "$MODEL" -p "$PROMPT" -n 4 --device cuda --policy snapkv >"$TMP/o" 2>"$TMP/e"
+"$GPU_BIN" -m "$MODEL" -p "$PROMPT" -n 4 --device cuda --policy ada_snapkv >"$TMP/o" 2>"$TMP/e"
 rc=$?
 if [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q "not ported" "$TMP/e"; then
-    ok "--device cuda --policy snapkv refused: $(cat "$TMP/e")"
+    ok "--device cuda --policy ada_snapkv refused: $(cat "$TMP/e")"
 else
-    bad "--device cuda --policy snapkv: rc $rc: $(head -3 "$TMP/e")"
+    bad "--device cuda --policy ada_snapkv: rc $rc: $(head -3 "$TMP/e")"
 fi
 
 # ---------------------------------------------------------------- GPU: HF fixtures
@@ -193,7 +193,7 @@ f=sorted(glob.glob(os.path.join(sys.argv[1],"*.safetensors")))[0]
 h=open(f,"rb"); n=struct.unpack("<Q",h.read(8))[0]; hd=json.loads(h.read(n))
 print(sorted({v["dtype"] for k,v in hd.items() if k!="__metadata__"})[0])' "$m")
     tol=1e-4; [ "$dt" = F32 ] || tol=1e-2
-    for pol in full local streaming h2o buzz; do
+    for pol in full local streaming h2o buzz scissorhands l2norm hashevict random tova snapkv pyramidkv subgen; do
         for cfg in "1.0" "0.5" "0.5 --prefill-chunk 7"; do
             set -- $cfg
             b=$1; shift
