@@ -84,8 +84,10 @@ $(BUILD)/tests/%: tests/%.c $(LIB_OBJ)
 test: setup
 	@$(MAKE) --no-print-directory check
 
+# The suite tests the CPU backend (LLM_DEVICE=cpu) unless told otherwise: on a GPU machine
+# `--device auto` would move some runs to the GPU; tests/test_cuda.sh tests the GPU explicitly.
 check: llm-run $(TEST_BIN)
-	@BUILD=$(BUILD) tests/run_all.sh
+	@BUILD=$(BUILD) LLM_DEVICE=$${LLM_DEVICE:-cpu} tests/run_all.sh
 
 # The main job on the default model (../shared/models/stories260K, or a downloaded copy).
 demo: setup

@@ -75,8 +75,8 @@ static void usage(FILE *f)
 "      --top-k N            keep the N most likely tokens (default 0 = off)\n"
 "      --seed N             sampling seed (default 0)\n"
 "  -t, --threads N          CPU threads (default: all cores)\n"
-"      --device auto|cpu|cuda  backend (default auto: the GPU when there is one and it runs\n"
-"                           the policy, else the CPU); cuda without a GPU is an error\n"
+"      --device auto|cpu|cuda  backend (default $LLM_DEVICE, else auto: the GPU when there is\n"
+"                           one and it runs the policy, else the CPU); cuda without a GPU is an error\n"
 "KV cache:\n"
 "      --policy NAME        eviction policy (default full); see --list-policies\n"
 "      --budget X           0 < X <= 1: fraction of prompt + max new tokens; X > 1: tokens\n"
@@ -187,7 +187,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->top_p = 0.9f;
     o->threads = cpu_num_cores();
     o->pp.budget = 1.0;
-    o->device = "auto";
+    o->device = getenv("LLM_DEVICE") && *getenv("LLM_DEVICE") ? getenv("LLM_DEVICE") : "auto";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define NEED_VALUE()                                                                           \

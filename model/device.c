@@ -127,7 +127,7 @@ int device_resolve(const char *want, const policy_ops *ops, const void *params, 
         return 0;
     }
     if (strcmp(want, "auto") != 0) {
-        snprintf(msg, msglen, "--device: expected auto, cpu or cuda, got '%s'", want);
+        snprintf(msg, msglen, "--device (or $LLM_DEVICE): expected auto, cpu or cuda, got '%s'", want);
         return -1;
     }
     if (n < 1) return 0; /* auto without a GPU: the CPU, silently */
