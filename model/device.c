@@ -11,7 +11,11 @@
  *   streaming       device (sink + ring victim, swap-last)      host keep-list, device gather
  *   h2o             device (score += probs, argmin with ties    host keep-list from device
  *   (attend-first)  to the older token, swap-last)              column sums, device gather
- *   buzz, scissorhands, l2norm, hashevict, random, tova,        host-assisted: the CPU policy
+ *   buzz            device: append, score += probs; host: the   host keep-list from device
+ *                   CPU post_attn only on round steps (a region column sums, device gather
+ *                   over capacity), scores copied back, moves
+ *                   replayed (--buzz-score current: as below)
+ *   scissorhands, l2norm, hashevict, random, tova,              host-assisted: the CPU policy
  *   snapkv, pyramidkv, subgen, h2o --h2o-order evict-first      code on the host mirror (real
  *                   host-assisted: q/k/v and the step's         K/V rows, chunk q/k/v copied
  *                   probabilities copied back every layer of    back), device gather from the
@@ -84,7 +88,19 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->n_sink = n_sink;
         dp->n_recent = n_recent;
         dp->mean = mean == 1;
-    } else if (!strcmp(ops->name, "buzz") || !strcmp(ops->name, "scissorhands") ||
+    } else if (!strcmp(ops->name, "buzz")) {
+        /* A round (or the degenerate streaming compaction) fires exactly when a region holds
+         * more than its capacity (cap = min(k + w + T, run), eviction/policy_buzz.c), and
+         * between rounds post_attn only adds the step's probabilities to the scores: the device
+         * does that, the host acts on round steps. --buzz-score current replaces the scores
+         * every step: the per-step host path. */
+        int score_mode;
+        if (policy_param_enum(p, "buzz-score", "accum|current", 0, &score_mode, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        dp->mode = score_mode == 0 ? DEV_POLICY_ROUNDS : DEV_POLICY_HOST;
+    } else if (!strcmp(ops->name, "scissorhands") ||
                !strcmp(ops->name, "l2norm") || !strcmp(ops->name, "hashevict") ||
                !strcmp(ops->name, "random") || !strcmp(ops->name, "tova") ||
                !strcmp(ops->name, "snapkv") || !strcmp(ops->name, "pyramidkv") ||

@@ -46,6 +46,8 @@ static const char *device_policies[] = {"full", "local", "streaming", "h2o", "bu
                                         "scissorhands", "l2norm", "hashevict", "random", "tova",
                                         "snapkv", "pyramidkv", "subgen", NULL};
 static int host_assisted; /* the mode of the policy under test (DEV_POLICY_HOST) */
+static int rounds_mode;   /* DEV_POLICY_ROUNDS (buzz): device scores, host rounds */
+static long n_rounds;     /* round steps simulated */
 static const char *extra_name, *extra_value; /* one extra policy parameter, or NULL */
 static long n_append, n_overwrite, n_gather_pre, n_moved_post; /* replay paths exercised */
 
@@ -366,6 +368,104 @@ static void decode_both(kv_cache *ref, kv_cache *mir, devsim *d, int pos0, int s
     free(slot_of);
 }
 
+/* DEV_POLICY_ROUNDS as engine.cu runs it (rounds_post_attn): the mirror only appends; the
+ * simulated device keeps the scores (score += Σ_h p); on a step where a region is over capacity
+ * the layer's device scores go to the mirror, post_attn runs without probabilities, the device
+ * replays the moves and takes the mirror's positions and scores back. Must equal the CPU run
+ * (which calls post_attn with the probabilities every step) in positions, K/V rows and scores. */
+static void decode_rounds(kv_cache *ref, kv_cache *mir, devsim *d, int pos0, int steps, const char *what)
+{
+    int stride = 0;
+    for (int i = 0; i < L * HKV; i++)
+        if (ref->cap[i] + 1 > stride) stride = ref->cap[i] + 1;
+    const int G = H / HKV;
+    float *probs = malloc((size_t)H * stride * sizeof(float));
+    float *dscore = malloc(mir->n_slots * sizeof(float));
+    memcpy(dscore, mir->score, mir->n_slots * sizeof(float)); /* the prefill's upload */
+    int32_t *before = malloc((size_t)HKV * stride * sizeof(int32_t));
+    int *src = malloc((size_t)stride * sizeof(int)), n_pos = pos0 + steps + 1, nb[HKV];
+    int *slot_of = malloc((size_t)n_pos * sizeof(int));
+    float q[G * D], k[D], v[D];
+    for (int s = 0; s < steps; s++) {
+        int t = pos0 + s;
+        for (int l = 0; l < L; l++) {
+            int over = 0;
+            for (int g = 0; g < HKV; g++) {
+                int idx = kv_idx(ref, l, g);
+                for (int e = 0; e < D; e++) {
+                    k[e] = frand() - 0.5f;
+                    v[e] = frand();
+                }
+                for (int e = 0; e < G * D; e++) q[e] = frand() - 0.5f;
+                int sr = kv_decode_slot(ref, l, g, t, q, k, v);
+                kv_write(ref, l, g, sr, t, k, v);
+                /* device append (kv_write kernel) + mirror append */
+                size_t o = mir->off[idx];
+                int slot = mir->len[idx];
+                assert_int_equal(sr, slot);
+                memcpy(d->k + (o + slot) * D, k, sizeof k);
+                memcpy(d->v + (o + slot) * D, v, sizeof v);
+                dscore[o + slot] = 0.0f;
+                mir->pos[o + slot] = t;
+                mir->score[o + slot] = 0.0f;
+                mir->len[idx] = slot + 1;
+                over |= mir->len[idx] > mir->cap[idx];
+            }
+            for (int h = 0; h < H; h++) {
+                int n = ref->len[kv_idx(ref, l, h / G)];
+                float sum = 0;
+                for (int j = 0; j < n; j++) sum += probs[h * stride + j] = 0.05f + frand();
+                for (int j = 0; j < n; j++) probs[h * stride + j] /= sum;
+            }
+            for (int g = 0; g < HKV; g++) {
+                int idx = kv_idx(mir, l, g);
+                size_t o = mir->off[idx];
+                /* score_accum kernel: a = Σ_h p_h(j), score += a */
+                for (int j = 0; j < mir->len[idx]; j++) {
+                    float a = 0.0f;
+                    for (int h = 0; h < G; h++) a += probs[(size_t)(g * G + h) * stride + j];
+                    dscore[o + j] += a;
+                }
+                kv_post_attn(ref, l, g, t, probs + (size_t)g * G * stride, stride);
+            }
+            if (!over) continue;
+            n_rounds++;
+            for (int g = 0; g < HKV; g++) {
+                int idx = kv_idx(mir, l, g);
+                size_t o = mir->off[idx];
+                memcpy(mir->score + o, dscore + o, (size_t)(mir->cap[idx] + 1) * sizeof(float));
+                nb[g] = mir->len[idx];
+                memcpy(before + (size_t)g * stride, mir->pos + o, (size_t)nb[g] * sizeof(int32_t));
+            }
+            for (int g = 0; g < HKV; g++) kv_post_attn(mir, l, g, t, NULL, stride);
+            for (int g = 0; g < HKV; g++) {
+                int idx = kv_idx(mir, l, g), n1 = mir->len[idx];
+                size_t o = mir->off[idx];
+                assert_true(n1 <= mir->cap[idx]);
+                assert_int_equal(kv_moves_from_positions(before + (size_t)g * stride, nb[g], mir->pos + o,
+                                                         n1, slot_of, n_pos, src), 0);
+                dev_gather(d, mir, l, g, src, n1, nb[g], NULL, NULL);
+                memcpy(dscore + o, mir->score + o, (size_t)(mir->cap[idx] + 1) * sizeof(float));
+            }
+        }
+        for (int i = 0; i < L * HKV; i++) {
+            assert_int_equal(ref->len[i], mir->len[i]);
+            assert_memory_equal(ref->pos + ref->off[i], mir->pos + mir->off[i], ref->len[i] * sizeof(int32_t));
+            for (int j = 0; j < ref->len[i]; j++)
+                if (dscore[ref->off[i] + j] != ref->score[ref->off[i] + j])
+                    fail_msg("%s step %d: region %d slot %d score %g, CPU %g", what, s, i, j,
+                             dscore[ref->off[i] + j], ref->score[ref->off[i] + j]);
+        }
+        assert_int_equal(ref->evictions, mir->evictions);
+        expect_rows_equal(d, ref, what, s);
+    }
+    free(probs);
+    free(dscore);
+    free(before);
+    free(src);
+    free(slot_of);
+}
+
 static void run_policy(const char *name, double budget, int n_prompt, int chunk, int max_new)
 {
     kv_cache ref, mir;
@@ -377,6 +477,7 @@ static void run_policy(const char *name, double budget, int n_prompt, int chunk,
     if (extra_name) assert_int_equal(policy_params_set(&pp, policy_find(name), extra_name, extra_value, why, sizeof why), 0);
     assert_int_equal(device_policy_plan(policy_find(name), &pp, NULL, &dp, why, sizeof why), 0);
     host_assisted = dp.mode == DEV_POLICY_HOST;
+    rounds_mode = dp.mode == DEV_POLICY_ROUNDS;
     assert_int_equal(init_kv(&ref, name, budget, n_prompt, max_new), 0);
     assert_int_equal(init_kv(&mir, name, budget, n_prompt, max_new), 0);
     devsim d;
@@ -385,7 +486,8 @@ static void run_policy(const char *name, double budget, int n_prompt, int chunk,
     snprintf(what, sizeof what, "%s budget %g chunk %d", name, budget, chunk);
     for (int off = 0; off < n_prompt; off += chunk)
         prefill_both(&ref, &mir, &d, n_prompt - off < chunk ? n_prompt - off : chunk, off, what);
-    decode_both(&ref, &mir, &d, n_prompt, max_new - 1, what, !host_assisted);
+    if (rounds_mode) decode_rounds(&ref, &mir, &d, n_prompt, max_new - 1, what);
+    else decode_both(&ref, &mir, &d, n_prompt, max_new - 1, what, !host_assisted);
     dev_free(&d);
     kv_free(&ref);
     kv_free(&mir);
@@ -400,6 +502,18 @@ static void test_prefill_and_replay(void **st)
         run_policy(device_policies[i], 0.5, 70, 16, 50);
         run_policy(device_policies[i], 0.2, 100, 100, 200);
     }
+    /* buzz variants: the degenerate (streaming) capacity, avg budget mode, explicit w/T, and
+     * --buzz-score current (host path) */
+    run_policy("buzz", 10, 60, 60, 60); /* 10 tokens: below k + s + 2 = 11 */
+    extra_name = "budget-mode";
+    extra_value = "avg";
+    run_policy("buzz", 0.3, 80, 80, 150);
+    extra_name = "buzz-w";
+    extra_value = "8";
+    run_policy("buzz", 0.4, 80, 20, 150);
+    extra_name = "buzz-score";
+    extra_value = "current";
+    run_policy("buzz", 0.3, 80, 80, 150);
     extra_name = "h2o-order";
     extra_value = "evict-first";
     run_policy("h2o", 0.3, 60, 60, 90);
@@ -407,7 +521,8 @@ static void test_prefill_and_replay(void **st)
     extra_name = NULL;
     printf("replay paths: %ld appends, %ld overwrites, %ld pre-attention gathers, %ld moved rows "
            "after attention\n", n_append, n_overwrite, n_gather_pre, n_moved_post);
-    assert_true(n_append > 0 && n_overwrite > 0 && n_moved_post > 0);
+    printf("buzz round steps simulated: %ld\n", n_rounds);
+    assert_true(n_append > 0 && n_overwrite > 0 && n_moved_post > 0 && n_rounds > 20);
 }
 
 static void test_moves_reject(void **st)
@@ -450,7 +565,7 @@ static void test_device_policy_plan(void **st)
         int mode, evict;
     } want[] = {{"full", DEV_POLICY_DEVICE, EV_NONE},       {"local", DEV_POLICY_DEVICE, EV_LOCAL},
                 {"streaming", DEV_POLICY_DEVICE, EV_STREAMING}, {"h2o", DEV_POLICY_DEVICE, EV_H2O},
-                {"buzz", DEV_POLICY_HOST, EV_NONE},         {"scissorhands", DEV_POLICY_HOST, EV_NONE},
+                {"buzz", DEV_POLICY_ROUNDS, EV_NONE},       {"scissorhands", DEV_POLICY_HOST, EV_NONE},
                 {"l2norm", DEV_POLICY_HOST, EV_NONE},       {"hashevict", DEV_POLICY_HOST, EV_NONE},
                 {"random", DEV_POLICY_HOST, EV_NONE},       {"tova", DEV_POLICY_HOST, EV_NONE},
                 {"snapkv", DEV_POLICY_HOST, EV_NONE},       {"pyramidkv", DEV_POLICY_HOST, EV_NONE},

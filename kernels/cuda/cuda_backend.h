@@ -23,12 +23,16 @@ extern "C" {
 enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3 };
 
 /* Where a policy runs on --device cuda (model/device.c device_policy_plan). */
-enum { DEV_POLICY_REFUSED = -1, DEV_POLICY_DEVICE = 0, DEV_POLICY_HOST = 1 };
+enum { DEV_POLICY_REFUSED = -1, DEV_POLICY_DEVICE = 0, DEV_POLICY_HOST = 1, DEV_POLICY_ROUNDS = 2 };
 
 typedef struct {
     int mode;          /* DEV_POLICY_DEVICE: the decode step never waits on the host;
                           DEV_POLICY_HOST: decode hooks run on the host (probabilities copied
-                          back every step), K/V moves are replayed on the device */
+                          back every step), K/V moves are replayed on the device;
+                          DEV_POLICY_ROUNDS: the device appends and accumulates the scores
+                          every step, the host runs the policy's post_attn only on the steps
+                          where a region is over capacity (a BUZZ round), with the scores
+                          copied back, and the device replays the moves */
     int evict;         /* EV_* (DEV_POLICY_DEVICE) */
     int n_sink;        /* streaming / h2o: protected positions < n_sink */
     int n_recent;      /* h2o: R most recent protected (new token included) */

@@ -11,6 +11,9 @@
  * compaction). Decode with a device policy (DEV_POLICY_DEVICE): append, attention, score
  * accumulation and eviction all run on the stream; the host only updates its length mirror
  * (len = min(len + 1, cap) for these policies) and waits once per step for the next token.
+ * Decode with BUZZ (DEV_POLICY_ROUNDS): as a device policy (append, score accumulation), and on
+ * the steps where a region is over capacity the host copies that layer's scores back, runs the
+ * policy's post_attn (the round) on the mirror and the device replays the moves.
  * Decode with a host-assisted policy (DEV_POLICY_HOST): per layer the token's q/k/v and the
  * step's probabilities are copied back, the policy's own hooks run on the host mirror, and the
  * slot moves they made (recovered from the positions before and after) are replayed on the
@@ -362,6 +365,10 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
     HALLOC(ce->h_nlive, (size_t)Hkv * sizeof(int));
     HALLOC(ce->h_src, (size_t)(ce->max_cap + 2) * sizeof(int));
     HALLOC(ce->h_cand, (size_t)(ce->max_cap + 2) * sizeof(int32_t));
+    if (ce->dp.mode == DEV_POLICY_ROUNDS) {
+        HALLOC(ce->h_pos_before, (size_t)Hkv * ce->cand_stride * sizeof(int32_t));
+        HALLOC(ce->slot_of, (size_t)ce->n_rope * sizeof(int));
+    }
     if (ce->dp.mode == DEV_POLICY_HOST) {
         HALLOC(ce->h_qkv, (size_t)(qdim + 2 * kvdim) * sizeof(float));
         if (ce->dp.want_probs) HALLOC(ce->h_probs, (size_t)H * ce->slog_stride * sizeof(float));
@@ -397,7 +404,7 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
     DALLOC(ce->kc, n_slots * hd * ce->kv_es);
     DALLOC(ce->vc, n_slots * hd * ce->kv_es);
     DALLOC(ce->pos, n_slots * sizeof(int32_t));
-    if (ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O)
+    if ((ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O) || ce->dp.mode == DEV_POLICY_ROUNDS)
         DALLOC(ce->score, n_slots * sizeof(float));
     DALLOC(ce->off, (size_t)n_lh * sizeof(size_t));
     DALLOC(ce->len, (size_t)n_lh * sizeof(int));
@@ -598,7 +605,7 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
         chunk.pos0 = pos0;
         chunk.colsum = ce->dp.want_colsum ? ce->h_colsum : NULL;
         chunk.cand_stride = ce->cand_stride;
-        if (ce->dp.mode == DEV_POLICY_DEVICE) {
+        if (ce->dp.mode != DEV_POLICY_HOST) {
             /* the keep-lists from positions and scores only */
             if (kv_prefill_plan(kv, &chunk, ce->h_keep, ce->cand_stride, ce->h_nkeep, err, errlen) != 0)
                 return -1;
@@ -732,6 +739,54 @@ static int host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t err
     return 0;
 }
 
+/* BUZZ on the device (DEV_POLICY_ROUNDS), after the device appended the token and added the
+ * step's probabilities to the scores: the host mirror appends too; on a round step (a region
+ * over capacity) the layer's scores come back, the policy's post_attn runs on the mirror
+ * without probabilities (they are in the scores already), the device replays the moves and gets
+ * the mirror's positions, scores and lengths back. Between rounds nothing waits on the host. */
+static int rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
+{
+    kv_cache *kv = ce->kv;
+    const int Hkv = kv->n_kv_heads, cs = ce->cand_stride;
+    int over = 0;
+    for (int g = 0; g < Hkv; g++) {
+        int idx = kv_idx(kv, l, g), slot = kv->len[idx];
+        kv->pos[kv->off[idx] + slot] = pos;
+        if (kv->score) kv->score[kv->off[idx] + slot] = 0.0f;
+        kv->len[idx] = slot + 1;
+        over |= kv->len[idx] > kv->cap[idx];
+    }
+    if (!over) return 0;
+    int i0 = kv_idx(kv, l, 0), i1 = kv_idx(kv, l, Hkv - 1);
+    size_t s0 = kv->off[i0], s1 = kv->off[i1] + (size_t)kv->cap[i1] + 1;
+    CUDA_TRY(cudaMemcpyAsync(kv->score + s0, ce->score + s0, (s1 - s0) * sizeof(float),
+                             cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    for (int g = 0; g < Hkv; g++) {
+        ce->h_nlive[g] = kv_len(kv, l, g);
+        memcpy(ce->h_pos_before + (size_t)g * cs, kv_positions(kv, l, g),
+               (size_t)ce->h_nlive[g] * sizeof(int32_t));
+    }
+    for (int g = 0; g < Hkv; g++) kv_post_attn(kv, l, g, pos, NULL, ce->slog_stride);
+    for (int g = 0; g < Hkv; g++) {
+        int n0 = ce->h_nlive[g], n1 = kv_len(kv, l, g);
+        const int32_t *before = ce->h_pos_before + (size_t)g * cs, *P = kv_positions(kv, l, g);
+        if (n1 > kv->cap[kv_idx(kv, l, g)]) {
+            snprintf(err, errlen, "policy %s: %d slots over the capacity %d after its round "
+                                  "(layer %d head %d)", kv->ops->name, n1, kv->cap[kv_idx(kv, l, g)], l, g);
+            return -1;
+        }
+        if (n1 == n0 && !memcmp(before, P, (size_t)n0 * sizeof(int32_t))) continue;
+        if (kv_moves_from_positions(before, n0, P, n1, ce->slot_of, ce->n_rope, ce->h_src) != 0) {
+            snprintf(err, errlen, "policy %s: a slot holds a position that was not cached before "
+                                  "its round (layer %d head %d)", kv->ops->name, l, g);
+            return -1;
+        }
+        if (gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
+    }
+    return upload_layer_meta(ce, l, err, errlen);
+}
+
 extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *logits, int *next,
                                   char *err, size_t errlen)
 {
@@ -740,7 +795,8 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads;
     const int G = H / Hkv, V = c->vocab_size;
     const float scale = 1.0f / sqrtf((float)hd);
-    const int device_policy = ce->dp.mode == DEV_POLICY_DEVICE;
+    /* the device writes and scores the token (DEVICE and ROUNDS), or the host hooks do (HOST) */
+    const int device_policy = ce->dp.mode != DEV_POLICY_HOST;
     /* the device policies grow every head by one and evict back to capacity: the host mirror
      * of the lengths follows without reading the device */
     int max_len = 0;
@@ -768,9 +824,11 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
                                   ce->dp.want_probs ? ce->slog : NULL, ce->slog_stride, ce->att,
                                   ce->lse, ce->st));
         if (device_policy) {
-            if (ce->dp.evict == EV_H2O)
+            if (ce->score && ce->dp.want_probs)
                 LAUNCH(launch_score_accum(ce->slog, ce->slog_stride, ce->lse, ce->off + i0,
                                           ce->len + i0, Hkv, G, max_len, ce->score, ce->st));
+            if (ce->dp.mode == DEV_POLICY_ROUNDS && rounds_post_attn(ce, l, pos, err, errlen))
+                return -1;
             LAUNCH(launch_evict(ce->dp.evict, ce->kc, ce->vc, ce->kv_dt, ce->pos, ce->score,
                                 ce->off + i0, ce->len + i0, ce->cap + i0, ce->ring + i0, Hkv, hd,
                                 ce->dp.n_sink, pos - ce->dp.n_recent + 1, ce->dp.mean, pos, ce->st));
@@ -789,7 +847,7 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
         CUDA_TRY(cudaMemcpyAsync(logits, ce->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaStreamSynchronize(ce->st));
     *next = ce->h_next[0];
-    if (device_policy)
+    if (ce->dp.mode == DEV_POLICY_DEVICE)
         for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) {
             kv->len[i]++;
             if (kv->len[i] > kv->cap[i] && ce->dp.evict != EV_NONE) {
