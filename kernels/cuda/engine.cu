@@ -18,77 +18,7 @@
  * step's probabilities are copied back, the policy's own hooks run on the host mirror, and the
  * slot moves they made (recovered from the positions before and after) are replayed on the
  * device. See model/device.c for which policy runs where. */
-#include "kernels/cuda/kernels_cuda.cuh"
-
-extern "C" {
-#include "eviction/kv_device.h"
-#include "kernels/kernels.h"
-}
-
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-struct dweight {
-    void *data; /* device, [rows][cols] in dt */
-    int dt, rows, cols;
-};
-
-struct dlayer {
-    float *attn_norm, *ffn_norm; /* f32 [dim] */
-    dweight wq, wk, wv, wo, gate, up, down;
-};
-
-struct cuda_engine {
-    const model_weights *w;
-    kv_cache *kv;
-    device_policy dp;
-    int max_chunk, sync_each;
-    cudaStream_t st;
-    cublasHandle_t blas;
-    int blas_ok, stream_ok;
-    size_t dev_bytes;
-    void **dev_allocs, **host_allocs;
-    int n_dev, n_host, cap_dev, cap_host;
-    /* weights */
-    dlayer *layers;
-    dweight embed, lm_head;
-    float *final_norm;
-    /* KV cache (device), kc/vc in kv_dt */
-    int kv_dt;
-    size_t kv_es;
-    void *kc, *vc;
-    int32_t *pos;
-    float *score; /* device policies that score (h2o) */
-    size_t *off;
-    int *len, *cap, *ring;
-    int max_cap;
-    /* RoPE tables [n_rope][head_dim/2] */
-    float *rope_cos, *rope_sin;
-    int n_rope;
-    /* activations and scratch (device) */
-    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *lse, *logits;
-    void *cast;
-    int logit_rows;
-    float *slog, *part_acc, *part_ml, *colsum;
-    int slog_stride, split_len, n_split, cand_stride;
-    int *tok_d, *src_d, *slot_d, *next_d;
-    void *tmpk, *tmpv; /* [max(cap+1, chunk)][head_dim] gather scratch, kv_dt */
-    /* host (pinned) */
-    int *h_tok, *h_next, *h_slots, *h_keep, *h_nkeep, *h_nlive, *h_src;
-    int32_t *h_cand; /* [max_cap + 2] candidate positions of a decode replay */
-    float *h_colsum, *h_probs, *h_qkv;
-    /* host-assisted policies: the chunk's q/k/v for the CPU hooks, positions before a hook */
-    float *h_pq, *h_pk, *h_pv;  /* [max_chunk][qdim], [max_chunk][kvdim] x2 */
-    int32_t *h_pos_before;      /* [n_kv_heads][cand_stride] */
-    int *slot_of;               /* [n_rope] position → slot map */
-};
-
-#define LAUNCH(expr)                                                                           \
-    do {                                                                                       \
-        CUDA_TRY(expr);                                                                        \
-        if (ce->sync_each) CUDA_TRY(cudaStreamSynchronize(ce->st));                            \
-    } while (0)
+#include "kernels/cuda/engine.cuh"
 
 static int dalloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen)
 {
@@ -192,7 +122,7 @@ static int upload_norm(cuda_engine *ce, float **d, const weight_t *w, char *err,
  * first when that is F16/BF16 (cublasGemmEx takes A and B of one type) into ce->cast, unless
  * reuse_cast says the previous call already left this x in this dtype there (q/k/v and
  * gate/up share their input). */
-static int gemm_ex(cuda_engine *ce, float *y, const float *x, const dweight *w, int n,
+int ce_gemm_ex(cuda_engine *ce, float *y, const float *x, const dweight *w, int n,
                    int reuse_cast, char *err, size_t errlen)
 {
     const void *xin = x;
@@ -209,10 +139,10 @@ static int gemm_ex(cuda_engine *ce, float *y, const float *x, const dweight *w, 
     return 0;
 }
 
-static int gemm(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, char *err,
+int ce_gemm(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, char *err,
                 size_t errlen)
 {
-    return gemm_ex(ce, y, x, w, n, 0, err, errlen);
+    return ce_gemm_ex(ce, y, x, w, n, 0, err, errlen);
 }
 
 extern "C" int cuda_device_count(char *why, size_t whylen)
@@ -454,11 +384,11 @@ static int mlp_block(cuda_engine *ce, const dlayer *dl, int n, char *err, size_t
     const model_config *c = &ce->w->cfg;
     const int dim = c->hidden_size, ffn = c->intermediate_size;
     LAUNCH(launch_rmsnorm(ce->x, dl->ffn_norm, ce->xb, n, dim, c->rms_norm_eps, ce->st));
-    if (gemm(ce, ce->hb, ce->xb, &dl->gate, n, err, errlen) ||
-        gemm_ex(ce, ce->hb2, ce->xb, &dl->up, n, dl->up.dt == dl->gate.dt, err, errlen))
+    if (ce_gemm(ce, ce->hb, ce->xb, &dl->gate, n, err, errlen) ||
+        ce_gemm_ex(ce, ce->hb2, ce->xb, &dl->up, n, dl->up.dt == dl->gate.dt, err, errlen))
         return -1;
     LAUNCH(launch_swiglu(ce->hb, ce->hb2, (size_t)n * ffn, ce->st));
-    if (gemm(ce, ce->xb, ce->hb, &dl->down, n, err, errlen)) return -1;
+    if (ce_gemm(ce, ce->xb, ce->hb, &dl->down, n, err, errlen)) return -1;
     LAUNCH(launch_add(ce->x, ce->xb, (size_t)n * dim, ce->st));
     return 0;
 }
@@ -468,9 +398,9 @@ static int qkv_rope(cuda_engine *ce, const dlayer *dl, int n, int pos0, char *er
 {
     const model_config *c = &ce->w->cfg;
     LAUNCH(launch_rmsnorm(ce->x, dl->attn_norm, ce->xb, n, c->hidden_size, c->rms_norm_eps, ce->st));
-    if (gemm(ce, ce->q, ce->xb, &dl->wq, n, err, errlen) ||
-        gemm_ex(ce, ce->k, ce->xb, &dl->wk, n, dl->wk.dt == dl->wq.dt, err, errlen) ||
-        gemm_ex(ce, ce->v, ce->xb, &dl->wv, n, dl->wv.dt == dl->wk.dt && dl->wk.dt == dl->wq.dt,
+    if (ce_gemm(ce, ce->q, ce->xb, &dl->wq, n, err, errlen) ||
+        ce_gemm_ex(ce, ce->k, ce->xb, &dl->wk, n, dl->wk.dt == dl->wq.dt, err, errlen) ||
+        ce_gemm_ex(ce, ce->v, ce->xb, &dl->wv, n, dl->wv.dt == dl->wk.dt && dl->wk.dt == dl->wq.dt,
                 err, errlen))
         return -1;
     if (pos0 < 0 || pos0 + n > ce->n_rope) {
@@ -480,82 +410,6 @@ static int qkv_rope(cuda_engine *ce, const dlayer *dl, int n, int pos0, char *er
     }
     LAUNCH(launch_rope(ce->q, n, c->n_heads, c->head_dim, ce->rope_cos, ce->rope_sin, pos0, ce->st));
     LAUNCH(launch_rope(ce->k, n, c->n_kv_heads, c->head_dim, ce->rope_cos, ce->rope_sin, pos0, ce->st));
-    return 0;
-}
-
-/* Gathers rows src[0..n) of KV head g of layer l (src < n_live: live slot, else chunk row
- * src − n_live of ce->k/ce->v) into the region's first n slots, through the scratch (a parallel
- * in-place compaction would race, POLICIES.md §1.3). src: host pinned. */
-static int gather_region(cuda_engine *ce, int l, int g, const int *src, int n, int n_live,
-                         char *err, size_t errlen)
-{
-    if (n < 1) return 0;
-    const model_config *c = &ce->w->cfg;
-    const int hd = c->head_dim, kvdim = c->n_kv_heads * hd;
-    size_t region = ce->kv->off[kv_idx(ce->kv, l, g)];
-    CUDA_TRY(cudaMemcpyAsync(ce->src_d, src, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, ce->st));
-    LAUNCH(launch_kv_gather(ce->tmpk, ce->tmpv, ce->kc, ce->vc, ce->kv_dt, region, ce->src_d, n,
-                            n_live, ce->k, ce->v, kvdim, g * hd, hd, ce->st));
-    size_t bytes = (size_t)n * hd * ce->kv_es, at = region * hd * ce->kv_es;
-    CUDA_TRY(cudaMemcpyAsync((char *)ce->kc + at, ce->tmpk, bytes, cudaMemcpyDeviceToDevice, ce->st));
-    CUDA_TRY(cudaMemcpyAsync((char *)ce->vc + at, ce->tmpv, bytes, cudaMemcpyDeviceToDevice, ce->st));
-    /* src is reused by the next call: wait for this upload */
-    CUDA_TRY(cudaStreamSynchronize(ce->st));
-    return 0;
-}
-
-/* Uploads the host mirror's positions, scores (device-scored policies) and lengths of layer l. */
-static int upload_layer_meta(cuda_engine *ce, int l, char *err, size_t errlen)
-{
-    kv_cache *kv = ce->kv;
-    int i0 = kv_idx(kv, l, 0), i1 = kv_idx(kv, l, kv->n_kv_heads - 1);
-    size_t s0 = kv->off[i0], s1 = kv->off[i1] + (size_t)kv->cap[i1] + 1;
-    /* on the stream (the engine's stream does not synchronise with the legacy default stream);
-     * pageable sources are staged before cudaMemcpyAsync returns */
-    CUDA_TRY(cudaMemcpyAsync(ce->pos + s0, kv->pos + s0, (s1 - s0) * sizeof(int32_t),
-                             cudaMemcpyHostToDevice, ce->st));
-    if (ce->score && kv->score)
-        CUDA_TRY(cudaMemcpyAsync(ce->score + s0, kv->score + s0, (s1 - s0) * sizeof(float),
-                                 cudaMemcpyHostToDevice, ce->st));
-    CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)kv->n_kv_heads * sizeof(int),
-                             cudaMemcpyHostToDevice, ce->st));
-    return 0;
-}
-
-/* Host-assisted prefill: the CPU's kv_prefill on the host mirror with the chunk's q/k/v copied
- * back (the host mirror keeps real K/V rows, so hooks that read keys work as on the CPU); the
- * keep-lists are recovered from the positions (candidates: the live slots, then the chunk). */
-static int host_prefill(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errlen)
-{
-    const model_config *cf = &ce->w->cfg;
-    kv_cache *kv = ce->kv;
-    const int n = c->n_new, Hkv = cf->n_kv_heads, qdim = cf->n_heads * cf->head_dim;
-    const int kvdim = Hkv * cf->head_dim, l = c->layer, cs = ce->cand_stride;
-    CUDA_TRY(cudaMemcpyAsync(ce->h_pq, ce->q, (size_t)n * qdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaMemcpyAsync(ce->h_pk, ce->k, (size_t)n * kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaMemcpyAsync(ce->h_pv, ce->v, (size_t)n * kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaStreamSynchronize(ce->st));
-    for (int g = 0; g < Hkv; g++) {
-        int32_t *cand = ce->h_pos_before + (size_t)g * cs;
-        int n_live = kv_len(kv, l, g);
-        memcpy(cand, kv_positions(kv, l, g), (size_t)n_live * sizeof(int32_t));
-        for (int i = 0; i < n; i++) cand[n_live + i] = c->pos0 + i;
-    }
-    c->q_new = ce->h_pq;
-    c->k_new = ce->h_pk;
-    c->v_new = ce->h_pv;
-    if (kv_prefill(kv, c, err, errlen) != 0) return -1;
-    for (int g = 0; g < Hkv; g++) {
-        int n_keep = kv_len(kv, l, g);
-        if (kv_moves_from_positions(ce->h_pos_before + (size_t)g * cs, ce->h_nlive[g] + n,
-                                    kv_positions(kv, l, g), n_keep, ce->slot_of, ce->n_rope,
-                                    ce->h_keep + (size_t)g * cs) != 0) {
-            snprintf(err, errlen, "policy %s: prefill kept a position that was not a candidate "
-                                  "(layer %d head %d)", kv->ops->name, l, g);
-            return -1;
-        }
-        ce->h_nkeep[g] = n_keep;
-    }
     return 0;
 }
 
@@ -609,18 +463,18 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
             /* the keep-lists from positions and scores only */
             if (kv_prefill_plan(kv, &chunk, ce->h_keep, ce->cand_stride, ce->h_nkeep, err, errlen) != 0)
                 return -1;
-        } else if (host_prefill(ce, &chunk, err, errlen)) {
+        } else if (ce_host_prefill(ce, &chunk, err, errlen)) {
             return -1;
         }
         for (int g = 0; g < Hkv; g++)
-            if (gather_region(ce, l, g, ce->h_keep + (size_t)g * ce->cand_stride, ce->h_nkeep[g],
+            if (ce_gather_region(ce, l, g, ce->h_keep + (size_t)g * ce->cand_stride, ce->h_nkeep[g],
                               ce->h_nlive[g], err, errlen))
                 return -1;
-        if (upload_layer_meta(ce, l, err, errlen)) return -1;
+        if (ce_upload_layer_meta(ce, l, err, errlen)) return -1;
         /* after a prefill the slots are in position order: the rings restart at slot 0 */
         CUDA_TRY(cudaMemsetAsync(ce->ring + kv_idx(kv, l, 0), 0, (size_t)Hkv * sizeof(int), ce->st));
         /* output projection and residual, then the MLP */
-        if (gemm(ce, ce->xb, ce->att, &dl->wo, n, err, errlen)) return -1;
+        if (ce_gemm(ce, ce->xb, ce->att, &dl->wo, n, err, errlen)) return -1;
         LAUNCH(launch_add(ce->x, ce->xb, (size_t)n * dim, ce->st));
         if (mlp_block(ce, dl, n, err, errlen)) return -1;
     }
@@ -631,160 +485,13 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
     int r0 = logits_all ? 0 : n - 1;
     for (; r0 < n; r0 += ce->logit_rows) {
         int m = n - r0 < ce->logit_rows ? n - r0 : ce->logit_rows;
-        if (gemm(ce, ce->logits, ce->xb + (size_t)r0 * dim, &ce->lm_head, m, err, errlen)) return -1;
+        if (ce_gemm(ce, ce->logits, ce->xb + (size_t)r0 * dim, &ce->lm_head, m, err, errlen)) return -1;
         float *dst = logits_all ? logits_all + (size_t)r0 * V : logits_last;
         CUDA_TRY(cudaMemcpyAsync(dst, ce->logits, (size_t)m * V * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
         CUDA_TRY(cudaStreamSynchronize(ce->st));
     }
     if (logits_all) memcpy(logits_last, logits_all + (size_t)(n - 1) * V, (size_t)V * sizeof(float));
     return 0;
-}
-
-/* Host-assisted decode, KV write: the policy's pre_attn and kv_write run on the host mirror
- * (q/k/v copied back); the device writes the token at the chosen slot, or, when the hook moved
- * other slots too, gathers the region from its old slots and the new token. */
-static int host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
-{
-    const model_config *c = &ce->w->cfg;
-    kv_cache *kv = ce->kv;
-    const int hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv;
-    const int qdim = H * hd, kvdim = Hkv * hd, cs = ce->cand_stride;
-    float *hq = ce->h_qkv, *hk = hq + qdim, *hv = hk + kvdim;
-    CUDA_TRY(cudaMemcpyAsync(hq, ce->q, (size_t)qdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaMemcpyAsync(hk, ce->k, (size_t)kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaMemcpyAsync(hv, ce->v, (size_t)kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaStreamSynchronize(ce->st));
-    for (int g = 0; g < Hkv; g++) {
-        int n0 = kv_len(kv, l, g);
-        int32_t *before = ce->h_pos_before + (size_t)g * cs;
-        memcpy(before, kv_positions(kv, l, g), (size_t)n0 * sizeof(int32_t));
-        int slot = kv_decode_slot(kv, l, g, pos, hq + (size_t)g * G * hd, hk + (size_t)g * hd,
-                                  hv + (size_t)g * hd);
-        if (slot < 0 || slot > kv->cap[kv_idx(kv, l, g)]) {
-            snprintf(err, errlen, "policy %s: slot %d outside the region (layer %d head %d)",
-                     kv->ops->name, slot, l, g);
-            return -1;
-        }
-        kv_write(kv, l, g, slot, pos, hk + (size_t)g * hd, hv + (size_t)g * hd);
-        int n1 = kv_len(kv, l, g), ws;
-        int r = kv_decode_replay(before, n0, pos, kv_positions(kv, l, g), n1, ce->slot_of,
-                                 ce->n_rope, ce->h_cand, ce->h_src, &ws);
-        if (r < 0) {
-            snprintf(err, errlen, "policy %s: pre-attention moves not replayable (layer %d head %d)",
-                     kv->ops->name, l, g);
-            return -1;
-        }
-        if (r == 1) {
-            /* other slots moved: gather old slots + the new token (chunk row 0 = ce->k/ce->v) */
-            if (gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
-            ws = -1;
-        }
-        ce->h_slots[g] = ws;
-    }
-    int i0 = kv_idx(kv, l, 0);
-    CUDA_TRY(cudaMemcpyAsync(ce->slot_d, ce->h_slots, (size_t)Hkv * sizeof(int), cudaMemcpyHostToDevice, ce->st));
-    CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
-                             cudaMemcpyHostToDevice, ce->st));
-    LAUNCH(launch_kv_write(ce->kc, ce->vc, ce->kv_dt, ce->pos, NULL, ce->off + i0, ce->len + i0,
-                           ce->slot_d, ce->k, ce->v, Hkv, hd, pos, ce->st));
-    /* h_slots is reused by the next layer: wait for its upload */
-    CUDA_TRY(cudaStreamSynchronize(ce->st));
-    return 0;
-}
-
-/* Host-assisted decode, after attention: the step's probabilities come back, the policy's
- * post_attn (every head) and post_attn_layer run on the host mirror, and the slot moves they
- * made (kv_evict_swap_last, kv_compact) are replayed on the device: new slot i takes the old
- * slot that held the same position (positions are unique within a region). */
-static int host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
-{
-    const model_config *c = &ce->w->cfg;
-    kv_cache *kv = ce->kv;
-    const int H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv, i0 = kv_idx(kv, l, 0);
-    const int stride = ce->slog_stride, cs = ce->cand_stride;
-    const float *probs = NULL;
-    if (ce->dp.want_probs) {
-        int max_len = 0;
-        for (int g = 0; g < Hkv; g++)
-            if (kv_len(kv, l, g) > max_len) max_len = kv_len(kv, l, g);
-        LAUNCH(launch_decode_probs(ce->slog, stride, ce->lse, ce->len + i0, H, G, max_len, ce->st));
-        CUDA_TRY(cudaMemcpy2DAsync(ce->h_probs, (size_t)stride * sizeof(float), ce->slog,
-                                   (size_t)stride * sizeof(float), (size_t)max_len * sizeof(float),
-                                   H, cudaMemcpyDeviceToHost, ce->st));
-        CUDA_TRY(cudaStreamSynchronize(ce->st));
-        probs = ce->h_probs;
-    }
-    for (int g = 0; g < Hkv; g++) {
-        ce->h_nlive[g] = kv_len(kv, l, g);
-        memcpy(ce->h_pos_before + (size_t)g * cs, kv_positions(kv, l, g),
-               (size_t)ce->h_nlive[g] * sizeof(int32_t));
-    }
-    for (int g = 0; g < Hkv; g++)
-        kv_post_attn(kv, l, g, pos, probs ? probs + (size_t)g * G * stride : NULL, stride);
-    if (kv->ops->post_attn_layer) kv->ops->post_attn_layer(kv, l, pos, probs, stride);
-    for (int g = 0; g < Hkv; g++) {
-        int n0 = ce->h_nlive[g], n1 = kv_len(kv, l, g);
-        const int32_t *before = ce->h_pos_before + (size_t)g * cs, *P = kv_positions(kv, l, g);
-        if (n1 == n0 && !memcmp(before, P, (size_t)n0 * sizeof(int32_t))) continue;
-        if (kv_moves_from_positions(before, n0, P, n1, ce->slot_of, ce->n_rope, ce->h_src) != 0) {
-            snprintf(err, errlen, "policy %s: a slot holds a position that was not cached before "
-                                  "its hook (layer %d head %d); not replayable on the device",
-                     kv->ops->name, l, g);
-            return -1;
-        }
-        if (gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
-    }
-    CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
-                             cudaMemcpyHostToDevice, ce->st));
-    return 0;
-}
-
-/* BUZZ on the device (DEV_POLICY_ROUNDS), after the device appended the token and added the
- * step's probabilities to the scores: the host mirror appends too; on a round step (a region
- * over capacity) the layer's scores come back, the policy's post_attn runs on the mirror
- * without probabilities (they are in the scores already), the device replays the moves and gets
- * the mirror's positions, scores and lengths back. Between rounds nothing waits on the host. */
-static int rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
-{
-    kv_cache *kv = ce->kv;
-    const int Hkv = kv->n_kv_heads, cs = ce->cand_stride;
-    int over = 0;
-    for (int g = 0; g < Hkv; g++) {
-        int idx = kv_idx(kv, l, g), slot = kv->len[idx];
-        kv->pos[kv->off[idx] + slot] = pos;
-        if (kv->score) kv->score[kv->off[idx] + slot] = 0.0f;
-        kv->len[idx] = slot + 1;
-        over |= kv->len[idx] > kv->cap[idx];
-    }
-    if (!over) return 0;
-    int i0 = kv_idx(kv, l, 0), i1 = kv_idx(kv, l, Hkv - 1);
-    size_t s0 = kv->off[i0], s1 = kv->off[i1] + (size_t)kv->cap[i1] + 1;
-    CUDA_TRY(cudaMemcpyAsync(kv->score + s0, ce->score + s0, (s1 - s0) * sizeof(float),
-                             cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaStreamSynchronize(ce->st));
-    for (int g = 0; g < Hkv; g++) {
-        ce->h_nlive[g] = kv_len(kv, l, g);
-        memcpy(ce->h_pos_before + (size_t)g * cs, kv_positions(kv, l, g),
-               (size_t)ce->h_nlive[g] * sizeof(int32_t));
-    }
-    for (int g = 0; g < Hkv; g++) kv_post_attn(kv, l, g, pos, NULL, ce->slog_stride);
-    for (int g = 0; g < Hkv; g++) {
-        int n0 = ce->h_nlive[g], n1 = kv_len(kv, l, g);
-        const int32_t *before = ce->h_pos_before + (size_t)g * cs, *P = kv_positions(kv, l, g);
-        if (n1 > kv->cap[kv_idx(kv, l, g)]) {
-            snprintf(err, errlen, "policy %s: %d slots over the capacity %d after its round "
-                                  "(layer %d head %d)", kv->ops->name, n1, kv->cap[kv_idx(kv, l, g)], l, g);
-            return -1;
-        }
-        if (n1 == n0 && !memcmp(before, P, (size_t)n0 * sizeof(int32_t))) continue;
-        if (kv_moves_from_positions(before, n0, P, n1, ce->slot_of, ce->n_rope, ce->h_src) != 0) {
-            snprintf(err, errlen, "policy %s: a slot holds a position that was not cached before "
-                                  "its round (layer %d head %d)", kv->ops->name, l, g);
-            return -1;
-        }
-        if (gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
-    }
-    return upload_layer_meta(ce, l, err, errlen);
 }
 
 extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *logits, int *next,
@@ -817,7 +524,7 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
         if (device_policy)
             LAUNCH(launch_kv_write(ce->kc, ce->vc, ce->kv_dt, ce->pos, ce->score, ce->off + i0,
                                    ce->len + i0, NULL, ce->k, ce->v, Hkv, hd, pos, ce->st));
-        else if (host_pre_attn(ce, l, pos, err, errlen))
+        else if (ce_host_pre_attn(ce, l, pos, err, errlen))
             return -1;
         LAUNCH(launch_attn_decode(ce->q, ce->kc, ce->vc, ce->kv_dt, ce->off + i0, ce->len + i0, H, G,
                                   hd, scale, ce->split_len, ce->n_split, ce->part_acc, ce->part_ml,
@@ -827,20 +534,20 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
             if (ce->score && ce->dp.want_probs)
                 LAUNCH(launch_score_accum(ce->slog, ce->slog_stride, ce->lse, ce->off + i0,
                                           ce->len + i0, Hkv, G, max_len, ce->score, ce->st));
-            if (ce->dp.mode == DEV_POLICY_ROUNDS && rounds_post_attn(ce, l, pos, err, errlen))
+            if (ce->dp.mode == DEV_POLICY_ROUNDS && ce_rounds_post_attn(ce, l, pos, err, errlen))
                 return -1;
             LAUNCH(launch_evict(ce->dp.evict, ce->kc, ce->vc, ce->kv_dt, ce->pos, ce->score,
                                 ce->off + i0, ce->len + i0, ce->cap + i0, ce->ring + i0, Hkv, hd,
                                 ce->dp.n_sink, pos - ce->dp.n_recent + 1, ce->dp.mean, pos, ce->st));
-        } else if (host_post_attn(ce, l, pos, err, errlen)) {
+        } else if (ce_host_post_attn(ce, l, pos, err, errlen)) {
             return -1;
         }
-        if (gemm(ce, ce->xb, ce->att, &dl->wo, 1, err, errlen)) return -1;
+        if (ce_gemm(ce, ce->xb, ce->att, &dl->wo, 1, err, errlen)) return -1;
         LAUNCH(launch_add(ce->x, ce->xb, (size_t)dim, ce->st));
         if (mlp_block(ce, dl, 1, err, errlen)) return -1;
     }
     LAUNCH(launch_rmsnorm(ce->x, ce->final_norm, ce->xb, 1, dim, c->rms_norm_eps, ce->st));
-    if (gemm(ce, ce->logits, ce->xb, &ce->lm_head, 1, err, errlen)) return -1;
+    if (ce_gemm(ce, ce->logits, ce->xb, &ce->lm_head, 1, err, errlen)) return -1;
     LAUNCH(launch_argmax(ce->logits, V, ce->next_d, ce->st));
     CUDA_TRY(cudaMemcpyAsync(ce->h_next, ce->next_d, sizeof(int), cudaMemcpyDeviceToHost, ce->st));
     if (logits)
