@@ -1,9 +1,10 @@
 /* tests/cuda_emu/emu.h — runs the CUDA kernels of kernels/cuda on the CPU, for the review tests
  * of a machine without a GPU (tests/test_cuda_emu.sh). Not a CUDA implementation: just enough
- * for our kernels, with every CUDA thread of a block an OS thread, so __syncthreads and the warp
- * shuffles really synchronise (a missing barrier shows up as a wrong or racy result, a barrier
- * that not all threads reach as a hang). Blocks run one after the other; static __shared__
- * arrays are plain statics (one block at a time), the dynamic one is a per-launch buffer.
+ * for our kernels, with every CUDA thread of a block a fiber that runs until its next barrier, so
+ * __syncthreads and the warp shuffles really synchronise (threads run in order 0..n-1 between
+ * barriers; a barrier that not all threads reach aborts with "deadlock"). Blocks run one after
+ * the other; static __shared__ arrays are plain statics (one block at a time), the dynamic one is
+ * a per-launch buffer filled with NaN before each block.
  * The kernel sources are included after scripts in tests/test_cuda_emu.sh rewrote
  * `k<<<cfg>>>(args);` into `emu_launch(cfg, [&] { k(args); });` and the extern __shared__
  * declarations into pointers to the dynamic buffer. */
@@ -16,12 +17,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <thread>
+#include <cstdio>
+#include <ucontext.h>
 #include <vector>
 
 #undef __global__
@@ -40,9 +41,6 @@ using std::min;
 
 struct emu_ctx {
     dim3 tid, bid, bdim, gdim;
-    std::barrier<> *block_bar;
-    std::barrier<> *warp_bar; /* this thread's warp */
-    float *warp_buf;          /* [32] exchange slots of this thread's warp */
 };
 inline thread_local emu_ctx emu_t;
 inline float *emu_dyn_smem;
@@ -52,16 +50,52 @@ inline float *emu_dyn_smem;
 #define blockDim (emu_t.bdim)
 #define gridDim (emu_t.gdim)
 
-inline void __syncthreads() { emu_t.block_bar->arrive_and_wait(); }
+/* The CUDA threads of a block are fibers (ucontext) on the calling thread: each runs until it
+ * waits at a barrier or returns; a block barrier opens when every live thread of the block waits
+ * at it, a warp barrier when every live lane of the warp waits at it; anything else (some threads
+ * at __syncthreads, others at a shuffle or gone) is reported as a deadlock. */
+/* the scheduler's locals live across swapcontext, which saves and restores the callee-saved
+ * registers (glibc), so they are not clobbered */
+#pragma GCC diagnostic ignored "-Wclobbered"
+enum { EMU_RUN, EMU_BLOCK_WAIT, EMU_WARP_WAIT, EMU_DONE };
+struct emu_fiber {
+    ucontext_t ctx;
+    int state;
+};
+struct emu_sched {
+    ucontext_t main;
+    std::vector<emu_fiber> f;
+    std::vector<char *> stacks;
+    std::vector<float> warp_buf;
+    const std::function<void()> *body;
+    unsigned cur;
+};
+inline emu_sched emu_s;
+constexpr size_t EMU_STACK = 128 * 1024;
+
+inline void emu_wait(int kind)
+{
+    emu_fiber &f = emu_s.f[emu_s.cur];
+    f.state = kind;
+    swapcontext(&f.ctx, &emu_s.main);
+}
+inline void __syncthreads() { emu_wait(EMU_BLOCK_WAIT); }
 
 /* every lane of the warp must call it (as the kernels require: full-mask shuffles) */
 inline float __shfl_xor_sync(unsigned, float v, int o)
 {
-    unsigned lane = emu_t.tid.x & 31;
-    emu_t.warp_bar->arrive_and_wait(); /* previous reads done */
-    emu_t.warp_buf[lane] = v;
-    emu_t.warp_bar->arrive_and_wait();
-    return emu_t.warp_buf[lane ^ (unsigned)o];
+    unsigned t = emu_t.tid.x, lane = t & 31, base = t - lane;
+    emu_wait(EMU_WARP_WAIT); /* previous reads done */
+    emu_s.warp_buf[base + lane] = v;
+    emu_wait(EMU_WARP_WAIT);
+    return emu_s.warp_buf[base + (lane ^ (unsigned)o)];
+}
+
+inline void emu_fiber_main()
+{
+    (*emu_s.body)();
+    emu_s.f[emu_s.cur].state = EMU_DONE;
+    swapcontext(&emu_s.f[emu_s.cur].ctx, &emu_s.main);
 }
 
 inline cudaError_t emu_last_error = cudaSuccess;
@@ -79,38 +113,73 @@ template <typename G, typename B>
 inline void emu_launch(G grid_, B block_, size_t smem, cudaStream_t, std::function<void()> body)
 {
     dim3 grid = emu_dim(grid_), block = emu_dim(block_);
-    if (block.x < 1 || block.x > 1024 || block.y != 1 || block.z != 1 || grid.y > 65535 ||
-        grid.z > 65535 || block.x % 32 != 0) {
+    if (block.x < 1 || block.x > 1024 || block.y != 1 || block.z != 1 || grid.x < 1 || grid.y < 1 ||
+        grid.z < 1 || grid.y > 65535 || grid.z > 65535 || block.x % 32 != 0 || smem > 227 * 1024) {
         emu_last_error = cudaErrorInvalidConfiguration;
         return;
     }
-    std::vector<float> dyn(smem / sizeof(float) + 1, NAN); /* uninitialised shared memory */
+    std::vector<float> dyn(smem / sizeof(float) + 1);
     emu_dyn_smem = dyn.data();
-    unsigned nw = (block.x + 31) / 32;
+    const unsigned T = block.x;
+    emu_s.f.resize(T);
+    emu_s.warp_buf.assign(T, 0.0f);
+    while (emu_s.stacks.size() < T) emu_s.stacks.push_back((char *)malloc(EMU_STACK));
+    emu_s.body = &body;
     for (unsigned bz = 0; bz < grid.z; bz++)
         for (unsigned by = 0; by < grid.y; by++)
             for (unsigned bx = 0; bx < grid.x; bx++) {
-                std::fill(dyn.begin(), dyn.end(), NAN);
-                std::barrier<> bar((std::ptrdiff_t)block.x);
-                std::vector<std::unique_ptr<std::barrier<>>> wb;
-                for (unsigned w = 0; w < nw; w++) wb.emplace_back(new std::barrier<>(32));
-                std::vector<float> wbuf(32 * nw);
-                std::vector<std::thread> th;
-                for (unsigned t = 0; t < block.x; t++)
-                    th.emplace_back([&, t] {
-                        emu_t.tid = dim3(t);
-                        emu_t.bid = dim3(bx, by, bz);
-                        emu_t.bdim = block;
-                        emu_t.gdim = grid;
-                        emu_t.block_bar = &bar;
-                        emu_t.warp_bar = wb[t / 32].get();
-                        emu_t.warp_buf = &wbuf[32 * (t / 32)];
-                        body();
-                        /* a thread that returns early drops out of later barriers */
-                        bar.arrive_and_drop();
-                        emu_t.warp_bar->arrive_and_drop();
-                    });
-                for (auto &x : th) x.join();
+                std::fill(dyn.begin(), dyn.end(), NAN); /* uninitialised shared memory */
+                for (unsigned t = 0; t < T; t++) {
+                    emu_fiber &f = emu_s.f[t];
+                    getcontext(&f.ctx);
+                    f.ctx.uc_stack.ss_sp = emu_s.stacks[t];
+                    f.ctx.uc_stack.ss_size = EMU_STACK;
+                    f.ctx.uc_link = NULL;
+                    makecontext(&f.ctx, emu_fiber_main, 0);
+                    f.state = EMU_RUN;
+                }
+                for (;;) {
+                    for (unsigned t = 0; t < T; t++)
+                        if (emu_s.f[t].state == EMU_RUN) {
+                            emu_s.cur = t;
+                            emu_t.tid = dim3(t);
+                            emu_t.bid = dim3(bx, by, bz);
+                            emu_t.bdim = block;
+                            emu_t.gdim = grid;
+                            swapcontext(&emu_s.main, &emu_s.f[t].ctx);
+                        }
+                    /* everyone waits or is done: open the barriers that can open */
+                    bool opened = false, all_done = true, all_block = true;
+                    for (unsigned w = 0; w < T; w += 32) {
+                        bool warp_ready = true, any = false;
+                        for (unsigned t = w; t < w + 32 && t < T; t++) {
+                            int st = emu_s.f[t].state;
+                            if (st == EMU_DONE) continue;
+                            any = true;
+                            warp_ready &= st == EMU_WARP_WAIT;
+                        }
+                        if (any && warp_ready) {
+                            for (unsigned t = w; t < w + 32 && t < T; t++)
+                                if (emu_s.f[t].state == EMU_WARP_WAIT) emu_s.f[t].state = EMU_RUN;
+                            opened = true;
+                        }
+                    }
+                    if (opened) continue;
+                    for (unsigned t = 0; t < T; t++) {
+                        int st = emu_s.f[t].state;
+                        all_done &= st == EMU_DONE;
+                        all_block &= st == EMU_DONE || st == EMU_BLOCK_WAIT;
+                    }
+                    if (all_done) break;
+                    if (!all_block) {
+                        fprintf(stderr, "emu: deadlock in block (%u,%u,%u): threads wait at different barriers\n",
+                                bx, by, bz);
+                        abort();
+                    }
+                    /* threads that returned count as arrived (as on sm_70+) */
+                    for (unsigned t = 0; t < T; t++)
+                        if (emu_s.f[t].state == EMU_BLOCK_WAIT) emu_s.f[t].state = EMU_RUN;
+                }
             }
 }
 
