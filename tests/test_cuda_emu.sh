@@ -58,13 +58,14 @@ if [ ! -f "$MODEL/config.json" ]; then
     echo "skipped: emulated engine: no model at $MODEL"; finish
 fi
 CB=build-cuda
+# the C objects of the CUDA=1 build, up to date (incremental) where nvcc exists
+if command -v nvcc >/dev/null || [ -x "$CUDA_HOME/bin/nvcc" ]; then
+    PATH=$PATH:$CUDA_HOME/bin timeout 1800 make -j2 CUDA=1 BUILD=$CB "$CB/llm-run" >"$OUTD/make.log" 2>&1 ||
+        { bad "make CUDA=1 failed (see $OUTD/make.log)"; finish; }
+fi
 objs=$(ls $CB/main.o $CB/model/*.o $CB/tokenizer/*.o $CB/kernels/cpu/*.o $CB/eviction/*.o $CB/eval/*.o 2>/dev/null)
 if [ -z "$objs" ] || [ ! -f $CB/model/device.o ]; then
-    if ! command -v nvcc >/dev/null && [ ! -x "$CUDA_HOME/bin/nvcc" ]; then
-        echo "skipped: emulated engine: no $CB objects and no nvcc to build them (make CUDA=1)"; finish
-    fi
-    timeout 1800 make -j2 CUDA=1 >"$OUTD/make.log" 2>&1 || { bad "make CUDA=1 failed (see $OUTD/make.log)"; finish; }
-    objs=$(ls $CB/main.o $CB/model/*.o $CB/tokenizer/*.o $CB/kernels/cpu/*.o $CB/eviction/*.o $CB/eval/*.o)
+    echo "skipped: emulated engine: no $CB objects and no nvcc to build them (make CUDA=1)"; finish
 fi
 EMU=$OUTD/llm-run-emu
 if timeout 900 g++ -std=c++20 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I"$OUTD" \
