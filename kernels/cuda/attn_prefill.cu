@@ -23,8 +23,10 @@ __device__ __forceinline__ float cand_elem(const T *live, const float *chunk, in
 }
 
 /* grid (n_heads, ceil(n / PF_BQ)), PF_THREADS threads; dynamic shared memory
- * (PF_BQ + 2·PF_BK)·head_dim + PF_BQ·PF_BK floats. Thread t owns query row t / PF_TPR and the
- * dimensions d ≡ t mod PF_TPR of its accumulator. */
+ * PF_BK·(head_dim + 1) + (PF_BQ + PF_BK)·head_dim + PF_BQ·PF_BK floats (prefill_go). Thread t
+ * owns query row t / PF_TPR and the dimensions d ≡ t mod PF_TPR of its accumulator. Ks rows are
+ * padded to head_dim + 1 floats: the score loop reads 16 key rows at one d per warp, which with a
+ * stride of head_dim (a multiple of 32) would all hit one shared-memory bank. */
 template <typename T>
 __global__ void __launch_bounds__(PF_THREADS)
 attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, const size_t *off,
@@ -33,9 +35,10 @@ attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, cons
                     int lse_stride)
 {
     extern __shared__ float sm[];
+    const int ld = head_dim + 1;             /* padded row stride of Ks */
     float *Qs = sm;                          /* [PF_BQ][head_dim], pre-scaled */
-    float *Ks = Qs + PF_BQ * head_dim;       /* [PF_BK][head_dim] */
-    float *Vs = Ks + PF_BK * head_dim;       /* [PF_BK][head_dim] */
+    float *Ks = Qs + PF_BQ * head_dim;       /* [PF_BK][ld] */
+    float *Vs = Ks + PF_BK * ld;             /* [PF_BK][head_dim] */
     float *Ss = Vs + PF_BK * head_dim;       /* [PF_BQ][PF_BK] scores of the tile */
     const int h = blockIdx.x, g = h / G, i0 = blockIdx.y * PF_BQ, tid = threadIdx.x;
     const int n_live = len[g], col = g * head_dim;
@@ -61,7 +64,7 @@ attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, cons
                 kk = cand_elem(Kl, k_new, kv_stride, col, n_live, j, d, head_dim);
                 vv = cand_elem(Vl, v_new, kv_stride, col, n_live, j, d, head_dim);
             }
-            Ks[e] = kk;
+            Ks[c * ld + d] = kk;
             Vs[e] = vv;
         }
         __syncthreads();
@@ -69,7 +72,7 @@ attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, cons
             int rr = e / PF_BK, c = e - rr * PF_BK, ii = i0 + rr, j = j0 + c;
             float sc = -INFINITY;
             if (ii < n && j < n_keys && (j < n_live || j - n_live <= ii)) {
-                const float *qr = Qs + rr * head_dim, *kr = Ks + c * head_dim;
+                const float *qr = Qs + rr * head_dim, *kr = Ks + c * ld;
                 float dot = 0.0f;
                 for (int d = 0; d < head_dim; d++) dot += qr[d] * kr[d];
                 sc = dot;
@@ -118,7 +121,8 @@ static cudaError_t prefill_go(const float *q, int q_stride, const void *kc, cons
                               int head_dim, float scale, float *out, int out_stride, float *lse,
                               int lse_stride, cudaStream_t s)
 {
-    size_t smem = ((size_t)(PF_BQ + 2 * PF_BK) * head_dim + PF_BQ * PF_BK) * sizeof(float);
+    size_t smem = ((size_t)PF_BK * (head_dim + 1) + (size_t)(PF_BQ + PF_BK) * head_dim + PF_BQ * PF_BK) *
+                  sizeof(float);
     cudaError_t e = cudaFuncSetAttribute(attn_prefill_kernel<T>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;

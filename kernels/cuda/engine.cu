@@ -425,6 +425,16 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
         snprintf(err, errlen, "prefill: %d tokens, the run state holds 1..%d", n, ce->max_chunk);
         return -1;
     }
+    if (ce->mirror_stale) {
+        /* a prefill after decode steps (a later chunk, a follow-up turn): the device policies kept
+         * positions and scores on the device only, and the policies' on_prefill read them on the
+         * host mirror (live slots as candidates) */
+        CUDA_TRY(cudaMemcpyAsync(kv->pos, ce->pos, kv->n_slots * sizeof(int32_t), cudaMemcpyDeviceToHost, ce->st));
+        if (ce->score && kv->score)
+            CUDA_TRY(cudaMemcpyAsync(kv->score, ce->score, kv->n_slots * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+        CUDA_TRY(cudaStreamSynchronize(ce->st));
+        ce->mirror_stale = 0;
+    }
     memcpy(ce->h_tok, tokens, (size_t)n * sizeof(int));
     CUDA_TRY(cudaMemcpyAsync(ce->tok_d, ce->h_tok, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, ce->st));
     LAUNCH(launch_embed(ce->embed.data, ce->embed.dt, ce->tok_d, n, dim, ce->x, ce->st));
@@ -554,6 +564,7 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
         CUDA_TRY(cudaMemcpyAsync(logits, ce->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaStreamSynchronize(ce->st));
     *next = ce->h_next[0];
+    if (device_policy) ce->mirror_stale = 1;
     if (ce->dp.mode == DEV_POLICY_DEVICE)
         for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) {
             kv->len[i]++;

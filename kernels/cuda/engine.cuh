@@ -30,6 +30,8 @@ struct cuda_engine {
     kv_cache *kv;
     device_policy dp;
     int max_chunk, sync_each;
+    int mirror_stale; /* decode steps ran with the positions/scores on the device only
+                         (DEV_POLICY_DEVICE, DEV_POLICY_ROUNDS): a prefill copies them back first */
     cudaStream_t st;
     cublasHandle_t blas;
     int blas_ok, stream_ok;

@@ -1,0 +1,423 @@
+/* The CUDA kernels of kernels/cuda run on the CPU (tests/cuda_emu/emu.h: one OS thread per CUDA
+ * thread, real barriers and warp exchanges) against straightforward double-precision
+ * references written from the CPU backend's definitions (kernels/cpu/attention.c, ops.c,
+ * eviction/policy_h2o.c, local, streaming, model/sampler.c). Small odd shapes: partial tiles,
+ * GQA, head_dim not a multiple of the per-thread stride, several decode splits, F32 and F16
+ * caches. Prints one line per check and "N passed, M failed". Built and run by
+ * tests/test_cuda_emu.sh. */
+#include "tests/cuda_emu/emu.h"
+
+#include "elementwise.inc"
+#include "attn_prefill.inc"
+#include "attn_decode.inc"
+#include "select.inc"
+#include "sample.inc"
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+static int n_pass, n_fail;
+static void check(bool ok, const char *what, double err)
+{
+    printf("%s %s (max err %.3g)\n", ok ? "ok  " : "FAIL", what, err);
+    (ok ? n_pass : n_fail)++;
+}
+
+static std::mt19937 rng(1234);
+static float frand(float a, float b) { return std::uniform_real_distribution<float>(a, b)(rng); }
+
+/* storage of floats in T, and back */
+template <typename T> static std::vector<T> store(const std::vector<float> &x)
+{
+    std::vector<T> y(x.size());
+    for (size_t i = 0; i < x.size(); i++) y[i] = from_f32<T>(x[i]);
+    return y;
+}
+template <typename T> static std::vector<float> load(const std::vector<T> &x)
+{
+    std::vector<float> y(x.size());
+    for (size_t i = 0; i < x.size(); i++) y[i] = to_f32(x[i]);
+    return y;
+}
+
+static double relerr(double a, double b) { return fabs(a - b) / std::max(1e-6, fabs(b)); }
+
+/* ---------------------------------------------------------------- prefill + column sums */
+template <typename T> static void test_prefill(int dt, const char *tname, int hd, int n, std::vector<int> lens)
+{
+    const int Hkv = (int)lens.size(), G = 2, H = Hkv * G, qdim = H * hd, kvdim = Hkv * hd;
+    std::vector<size_t> off(Hkv);
+    size_t slots = 0;
+    int cap = 0;
+    for (int g = 0; g < Hkv; g++) cap = std::max(cap, lens[g]);
+    for (int g = 0; g < Hkv; g++) {
+        off[g] = slots;
+        slots += cap + 1;
+    }
+    std::vector<float> kf(slots * hd), vf(slots * hd), q((size_t)n * qdim), kn((size_t)n * kvdim),
+        vn((size_t)n * kvdim);
+    for (auto &x : kf) x = frand(-1, 1);
+    for (auto &x : vf) x = frand(-1, 1);
+    for (auto &x : q) x = frand(-1.5, 1.5);
+    for (auto &x : kn) x = frand(-1, 1);
+    for (auto &x : vn) x = frand(-1, 1);
+    std::vector<T> kc = store<T>(kf), vc = store<T>(vf);
+    kf = load(kc);
+    vf = load(vc);
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int lse_stride = n + 3, cand_stride = cap + n + 2;
+    std::vector<float> out((size_t)n * qdim, NAN), lse((size_t)H * lse_stride, NAN),
+        colsum((size_t)Hkv * cand_stride, NAN);
+    int n_cand_max = 0;
+    for (int g = 0; g < Hkv; g++) n_cand_max = std::max(n_cand_max, lens[g] + n);
+    cudaError_t e = launch_attn_prefill(q.data(), qdim, kc.data(), vc.data(), dt, off.data(), lens.data(),
+                                        kn.data(), vn.data(), kvdim, n, H, G, hd, scale, out.data(), qdim,
+                                        lse.data(), lse_stride, 0);
+    cudaError_t e2 = launch_attn_colsum(q.data(), qdim, kc.data(), dt, off.data(), lens.data(), kn.data(),
+                                        kvdim, n, Hkv, G, hd, scale, lse.data(), lse_stride, n_cand_max,
+                                        colsum.data(), cand_stride, 0);
+    /* reference: softmax over the live slots + chunk tokens 0..i, in double */
+    double eo = 0, el = 0, ec = 0;
+    for (int g = 0; g < Hkv; g++) {
+        int L = lens[g], nc = L + n;
+        std::vector<double> cs(nc, 0.0);
+        for (int hh = 0; hh < G; hh++) {
+            int h = g * G + hh;
+            for (int i = 0; i < n; i++) {
+                int nk = L + i + 1;
+                std::vector<double> s(nk);
+                double mx = -INFINITY;
+                for (int j = 0; j < nk; j++) {
+                    double d = 0;
+                    for (int x = 0; x < hd; x++) {
+                        double kk = j < L ? kf[(off[g] + j) * hd + x] : kn[(size_t)(j - L) * kvdim + g * hd + x];
+                        d += (double)q[(size_t)i * qdim + h * hd + x] * kk;
+                    }
+                    s[j] = d * scale;
+                    mx = std::max(mx, s[j]);
+                }
+                double sum = 0;
+                for (int j = 0; j < nk; j++) sum += exp(s[j] - mx);
+                double lref = mx + log(sum);
+                el = std::max(el, fabs(lse[(size_t)h * lse_stride + i] - lref));
+                for (int x = 0; x < hd; x++) {
+                    double o = 0;
+                    for (int j = 0; j < nk; j++) {
+                        double vv = j < L ? vf[(off[g] + j) * hd + x] : vn[(size_t)(j - L) * kvdim + g * hd + x];
+                        o += exp(s[j] - lref) * vv;
+                    }
+                    eo = std::max(eo, fabs(out[(size_t)i * qdim + h * hd + x] - o));
+                }
+                for (int j = 0; j < nk; j++) cs[j] += exp(s[j] - lref);
+            }
+        }
+        for (int j = 0; j < nc; j++) ec = std::max(ec, relerr(colsum[(size_t)g * cand_stride + j], cs[j]));
+    }
+    char what[200];
+    snprintf(what, sizeof what, "prefill %s hd %d n %d lens %d,%d: launch", tname, hd, n, lens[0], lens[1]);
+    check(e == cudaSuccess && e2 == cudaSuccess, what, 0);
+    snprintf(what, sizeof what, "prefill %s hd %d n %d lens %d,%d: output", tname, hd, n, lens[0], lens[1]);
+    check(eo < 1e-5, what, eo);
+    snprintf(what, sizeof what, "prefill %s hd %d n %d lens %d,%d: row log-sum-exp", tname, hd, n, lens[0], lens[1]);
+    check(el < 1e-5, what, el);
+    snprintf(what, sizeof what, "prefill %s hd %d n %d lens %d,%d: column sums", tname, hd, n, lens[0], lens[1]);
+    check(ec < 1e-4, what, ec);
+}
+
+/* ---------------------------------------------------------------- decode + statistics */
+template <typename T> static void test_decode(int dt, const char *tname, int hd, int split_len, std::vector<int> lens)
+{
+    const int Hkv = (int)lens.size(), G = 2, H = Hkv * G;
+    int cap = 0;
+    for (int L : lens) cap = std::max(cap, L);
+    std::vector<size_t> off(Hkv);
+    for (int g = 0; g < Hkv; g++) off[g] = (size_t)g * (cap + 1);
+    size_t slots = (size_t)Hkv * (cap + 1);
+    std::vector<float> kf(slots * hd), vf(slots * hd), q((size_t)H * hd);
+    for (auto &x : kf) x = frand(-1, 1);
+    for (auto &x : vf) x = frand(-1, 1);
+    for (auto &x : q) x = frand(-2, 2);
+    std::vector<T> kc = store<T>(kf), vc = store<T>(vf);
+    kf = load(kc);
+    vf = load(vc);
+    const float scale = 1.0f / sqrtf((float)hd);
+    int n_split = (cap + split_len - 1) / split_len, slog_stride = cap + 1;
+    std::vector<float> pacc((size_t)H * n_split * hd, NAN), pml((size_t)H * n_split * 2, NAN),
+        slog((size_t)H * slog_stride, NAN), out((size_t)H * hd, NAN), lse(H, NAN), score(slots);
+    for (auto &x : score) x = frand(0, 1);
+    std::vector<float> score0 = score;
+    cudaError_t e = launch_attn_decode(q.data(), kc.data(), vc.data(), dt, off.data(), lens.data(), H, G, hd,
+                                       scale, split_len, n_split, pacc.data(), pml.data(), slog.data(),
+                                       slog_stride, out.data(), lse.data(), 0);
+    cudaError_t e2 = launch_score_accum(slog.data(), slog_stride, lse.data(), off.data(), lens.data(), Hkv, G,
+                                        cap, score.data(), 0);
+    cudaError_t e3 = launch_decode_probs(slog.data(), slog_stride, lse.data(), lens.data(), H, G, cap, 0);
+    double eo = 0, el = 0, ep = 0, es = 0;
+    for (int h = 0; h < H; h++) {
+        int g = h / G, L = lens[g];
+        std::vector<double> s(L);
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j < L; j++) {
+            double d = 0;
+            for (int x = 0; x < hd; x++) d += (double)q[h * hd + x] * kf[(off[g] + j) * hd + x];
+            s[j] = d * scale;
+            mx = std::max(mx, s[j]);
+        }
+        for (int j = 0; j < L; j++) sum += exp(s[j] - mx);
+        double lref = mx + log(sum);
+        el = std::max(el, fabs(lse[h] - lref));
+        for (int x = 0; x < hd; x++) {
+            double o = 0;
+            for (int j = 0; j < L; j++) o += exp(s[j] - lref) * vf[(off[g] + j) * hd + x];
+            eo = std::max(eo, fabs(out[h * hd + x] - o));
+        }
+        for (int j = 0; j < L; j++) {
+            double p = exp(s[j] - lref);
+            ep = std::max(ep, fabs(slog[(size_t)h * slog_stride + j] - p));
+        }
+    }
+    for (int g = 0; g < Hkv; g++)
+        for (int j = 0; j < lens[g]; j++) {
+            double a = score0[off[g] + j];
+            for (int hh = 0; hh < G; hh++) a += slog[(size_t)(g * G + hh) * slog_stride + j];
+            es = std::max(es, fabs(score[off[g] + j] - a));
+        }
+    /* slots past len untouched */
+    bool untouched = true;
+    for (int g = 0; g < Hkv; g++)
+        for (int j = lens[g]; j <= cap; j++) untouched &= score[off[g] + j] == score0[off[g] + j];
+    char what[200], l[64];
+    snprintf(l, sizeof l, "%d", lens[0]);
+    for (size_t i = 1; i < lens.size(); i++) snprintf(l + strlen(l), sizeof l - strlen(l), ",%d", lens[i]);
+    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: launches", tname, hd, split_len, l);
+    check(e == cudaSuccess && e2 == cudaSuccess && e3 == cudaSuccess, what, 0);
+    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: output", tname, hd, split_len, l);
+    check(eo < 1e-5, what, eo);
+    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: log-sum-exp", tname, hd, split_len, l);
+    check(el < 1e-5, what, el);
+    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: probabilities", tname, hd, split_len, l);
+    check(ep < 1e-6, what, ep);
+    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: score accumulation", tname, hd, split_len, l);
+    check(es < 1e-5 && untouched, what, es);
+}
+
+/* ---------------------------------------------------------------- KV write + eviction */
+struct region {
+    std::vector<float> k, v, score;
+    std::vector<int32_t> pos;
+    int len;
+};
+
+/* the CPU policies' post_attn (attend-first) on one region: victim, then swap-last */
+static int ref_victim(int mode, const region &r, int cap, int ring, int n_sink, int recent_from, int mean, int t)
+{
+    if (r.len <= cap) return -1;
+    if (mode == EV_LOCAL) return ring;
+    if (mode == EV_STREAMING) return n_sink + ring;
+    int best = -1;
+    float bv = 0;
+    for (int j = 0; j < r.len; j++) { /* eviction/policy_h2o.c h2o_select_victim */
+        if (r.pos[j] < n_sink || r.pos[j] >= recent_from) continue;
+        float v = mean ? r.score[j] / (float)(t - r.pos[j] + 1) : r.score[j];
+        if (best < 0 || v < bv || (v == bv && r.pos[j] < r.pos[best])) {
+            best = j;
+            bv = v;
+        }
+    }
+    return best;
+}
+
+static void test_evict(int mode, const char *name, int cap, int n_sink, int n_recent, int mean, int steps, int hd)
+{
+    const int Hkv = 3;
+    std::vector<size_t> off(Hkv);
+    for (int g = 0; g < Hkv; g++) off[g] = (size_t)g * (cap + 1);
+    size_t slots = (size_t)Hkv * (cap + 1);
+    std::vector<float> kc(slots * hd, 0), vc(slots * hd, 0), score(slots, 0);
+    std::vector<int32_t> pos(slots, -1);
+    std::vector<int> len(Hkv, 0), capv(Hkv, cap), ring(Hkv, 0);
+    std::vector<region> ref(Hkv);
+    std::vector<int> rring(Hkv, 0);
+    for (auto &r : ref) {
+        r.k.assign((size_t)(cap + 1) * hd, 0);
+        r.v.assign((size_t)(cap + 1) * hd, 0);
+        r.score.assign(cap + 1, 0);
+        r.pos.assign(cap + 1, -1);
+        r.len = 0;
+    }
+    bool ok = true;
+    int n_evict = 0;
+    for (int t = 0; t < steps && ok; t++) {
+        std::vector<float> k((size_t)Hkv * hd), v((size_t)Hkv * hd);
+        for (auto &x : k) x = frand(-1, 1);
+        for (auto &x : v) x = frand(-1, 1);
+        launch_kv_write(kc.data(), vc.data(), CU_F32, pos.data(), score.data(), off.data(), len.data(), NULL,
+                        k.data(), v.data(), Hkv, hd, t, 0);
+        /* step probabilities: few distinct values, so ties happen (ties → the older token) */
+        for (int g = 0; g < Hkv; g++) {
+            region &r = ref[g];
+            int s = r.len++;
+            memcpy(&r.k[(size_t)s * hd], &k[(size_t)g * hd], hd * sizeof(float));
+            memcpy(&r.v[(size_t)s * hd], &v[(size_t)g * hd], hd * sizeof(float));
+            r.pos[s] = t;
+            r.score[s] = 0;
+            for (int j = 0; j < r.len; j++) {
+                float a = (float)(rng() % 3) * 0.25f;
+                r.score[j] += a;
+                score[off[g] + j] += a;
+            }
+        }
+        int recent_from = t - n_recent + 1;
+        cudaError_t e = launch_evict(mode, kc.data(), vc.data(), CU_F32, pos.data(), score.data(), off.data(),
+                                     len.data(), capv.data(), ring.data(), Hkv, hd, n_sink, recent_from, mean,
+                                     t, 0);
+        ok &= e == cudaSuccess;
+        for (int g = 0; g < Hkv; g++) {
+            region &r = ref[g];
+            int vic = ref_victim(mode, r, cap, rring[g], n_sink, recent_from, mean, t);
+            if (r.len > cap && vic < 0) ok = false; /* every slot protected: cannot happen */
+            if (vic >= 0) {
+                int last = r.len - 1;
+                if (vic != last) {
+                    memcpy(&r.k[(size_t)vic * hd], &r.k[(size_t)last * hd], hd * sizeof(float));
+                    memcpy(&r.v[(size_t)vic * hd], &r.v[(size_t)last * hd], hd * sizeof(float));
+                    r.pos[vic] = r.pos[last];
+                    r.score[vic] = r.score[last];
+                }
+                r.len = last;
+                n_evict++;
+                if (mode == EV_LOCAL) rring[g] = (rring[g] + 1) % cap;
+                if (mode == EV_STREAMING) rring[g] = (rring[g] + 1) % (cap - n_sink);
+            }
+            ok &= len[g] == r.len;
+            for (int j = 0; j < r.len && ok; j++) {
+                ok &= pos[off[g] + j] == r.pos[j] && score[off[g] + j] == r.score[j];
+                ok &= !memcmp(&kc[(off[g] + j) * hd], &r.k[(size_t)j * hd], hd * sizeof(float));
+                ok &= !memcmp(&vc[(off[g] + j) * hd], &r.v[(size_t)j * hd], hd * sizeof(float));
+            }
+            if (!ok) printf("     %s: step %d head %d differs (len %d vs %d)\n", name, t, g, len[g], r.len);
+        }
+    }
+    char what[200];
+    snprintf(what, sizeof what, "kv_write + evict %s cap %d sink %d recent %d mean %d: %d steps, %d evictions",
+             name, cap, n_sink, n_recent, mean, steps, n_evict);
+    check(ok && n_evict > 0, what, 0);
+}
+
+/* ---------------------------------------------------------------- gather, argmax, elementwise */
+static void test_gather()
+{
+    const int hd = 24, n_live = 7, kvs = 3 * hd, col = hd;
+    std::vector<float> kf(10 * hd), vf(10 * hd), kn(4 * kvs), vn(4 * kvs);
+    for (auto &x : kf) x = frand(-1, 1);
+    for (auto &x : vf) x = frand(-1, 1);
+    for (auto &x : kn) x = frand(-1, 1);
+    for (auto &x : vn) x = frand(-1, 1);
+    std::vector<__half> kc = store<__half>(kf), vc = store<__half>(vf), kd(6 * hd), vd(6 * hd);
+    std::vector<int> src = {0, 2, 6, 7, 9, 10};
+    cudaError_t e = launch_kv_gather(kd.data(), vd.data(), kc.data(), vc.data(), CU_F16, 1, src.data(), 6, n_live,
+                                     kn.data(), vn.data(), kvs, col, hd, 0);
+    bool ok = e == cudaSuccess;
+    for (int i = 0; i < 6; i++)
+        for (int d = 0; d < hd; d++) {
+            int j = src[i];
+            float wk = j < n_live ? __half2float(kc[(1 + j) * hd + d]) : __half2float(__float2half_rn(kn[(j - n_live) * kvs + col + d]));
+            float wv = j < n_live ? __half2float(vc[(1 + j) * hd + d]) : __half2float(__float2half_rn(vn[(j - n_live) * kvs + col + d]));
+            ok &= __half2float(kd[i * hd + d]) == wk && __half2float(vd[i * hd + d]) == wv;
+        }
+    check(ok, "kv_gather F16: live slots and chunk rows, stable order", 0);
+}
+
+static void test_argmax()
+{
+    bool ok = true;
+    for (int trial = 0; trial < 6; trial++) {
+        int n = trial < 3 ? 3001 : 37;
+        std::vector<float> x(n);
+        for (auto &v : x) v = (float)(rng() % 50);
+        if (trial == 1) x[0] = NAN;
+        if (trial == 2) for (int i = 0; i < n; i += 3) x[i] = NAN;
+        int want = -1;
+        for (int i = 0; i < n; i++) /* first maximum, NaNs never win */
+            if (!std::isnan(x[i]) && (want < 0 || x[i] > x[want])) want = i;
+        int got = -7;
+        ok &= launch_argmax(x.data(), n, &got, 0) == cudaSuccess && got == want;
+    }
+    check(ok, "argmax: first maximum on ties, NaNs skipped", 0);
+}
+
+static void test_elementwise()
+{
+    const int n = 3, dim = 72, H = 3, hd = 24, half = hd / 2;
+    std::vector<float> x((size_t)n * dim), w(dim), out((size_t)n * dim);
+    for (auto &v : x) v = frand(-2, 2);
+    for (auto &v : w) v = frand(0.5, 1.5);
+    launch_rmsnorm(x.data(), w.data(), out.data(), n, dim, 1e-5f, 0);
+    double e = 0;
+    for (int r = 0; r < n; r++) {
+        double ss = 0;
+        for (int d = 0; d < dim; d++) ss += (double)x[r * dim + d] * x[r * dim + d];
+        double inv = 1.0 / sqrt(ss / dim + 1e-5);
+        for (int d = 0; d < dim; d++) e = std::max(e, fabs(out[r * dim + d] - w[d] * x[r * dim + d] * inv));
+    }
+    check(e < 1e-5, "rmsnorm", e);
+    /* RoPE: rotate_half pairs (d, d + hd/2), table rows row0 + i */
+    const int rows = 9, row0 = 4;
+    std::vector<float> ct((size_t)rows * half), st((size_t)rows * half), y((size_t)n * H * hd);
+    for (auto &v : ct) v = frand(-1, 1);
+    for (auto &v : st) v = frand(-1, 1);
+    for (auto &v : y) v = frand(-1, 1);
+    std::vector<float> y0 = y;
+    launch_rope(y.data(), n, H, hd, ct.data(), st.data(), row0, 0);
+    e = 0;
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < half; d++) {
+                size_t b = ((size_t)i * H + h) * hd;
+                float c = ct[(row0 + i) * half + d], s = st[(row0 + i) * half + d];
+                float a = y0[b + d], bb = y0[b + d + half];
+                e = std::max(e, (double)fabs(y[b + d] - (a * c - bb * s)));
+                e = std::max(e, (double)fabs(y[b + d + half] - (bb * c + a * s)));
+            }
+    check(e < 1e-6, "rope", e);
+    /* embed (BF16 table), swiglu, add, cast */
+    std::vector<float> tf(5 * dim);
+    for (auto &v : tf) v = frand(-1, 1);
+    std::vector<__nv_bfloat16> tb = store<__nv_bfloat16>(tf);
+    std::vector<int> tok = {4, 0, 4};
+    launch_embed(tb.data(), CU_BF16, tok.data(), 3, dim, out.data(), 0);
+    bool ok = true;
+    for (int i = 0; i < 3; i++)
+        for (int d = 0; d < dim; d++) ok &= out[i * dim + d] == __bfloat162float(tb[tok[i] * dim + d]);
+    check(ok, "embed BF16", 0);
+    std::vector<float> g = x, u = out;
+    launch_swiglu(g.data(), u.data(), g.size(), 0);
+    e = 0;
+    for (size_t i = 0; i < g.size(); i++) e = std::max(e, (double)fabs(g[i] - x[i] / (1.0f + expf(-x[i])) * u[i]));
+    check(e < 1e-6, "swiglu", e);
+    std::vector<__half> hh(x.size());
+    launch_cast(x.data(), hh.data(), CU_F16, x.size(), 0);
+    ok = true;
+    for (size_t i = 0; i < x.size(); i++) ok &= __half2float(hh[i]) == __half2float(__float2half_rn(x[i]));
+    check(ok, "cast F16", 0);
+}
+
+int main()
+{
+    test_prefill<float>(CU_F32, "F32", 40, 21, {5, 19});
+    test_prefill<__half>(CU_F16, "F16", 20, 17, {0, 33});
+    test_prefill<__nv_bfloat16>(CU_BF16, "BF16", 64, 5, {16, 1});
+    test_decode<float>(CU_F32, "F32", 40, 8, {1, 8, 9, 37});
+    test_decode<__half>(CU_F16, "F16", 72, 16, {33, 5});
+    test_decode<float>(CU_F32, "F32", 128, 256, {300, 7});
+    test_evict(EV_LOCAL, "local", 6, 0, 0, 0, 20, 8);
+    test_evict(EV_STREAMING, "streaming", 7, 3, 0, 0, 25, 8);
+    test_evict(EV_H2O, "h2o", 8, 2, 3, 0, 30, 8);
+    test_evict(EV_H2O, "h2o", 260, 4, 130, 1, 275, 4); /* more slots than threads */
+    test_gather();
+    test_argmax();
+    test_elementwise();
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
+}
