@@ -3,7 +3,9 @@
 CC      ?= cc
 CXX     ?= c++
 NVCC    ?= nvcc
-OPT     ?= -O3 -march=native
+# No -march=native: the binary runs on any x86-64 (or other) CPU; the SIMD kernels
+# (kernels/cpu/simd_*.c) carry target attributes and are chosen at run time.
+OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -I. -MMD -MP
 CXXFLAGS ?= $(OPT) -g

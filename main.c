@@ -44,6 +44,7 @@ typedef struct {
     int json;
     const char *logits_out;
     int prefill_chunk;         /* 0: the whole prompt in one pass */
+    int dtype;                 /* --dtype: -1 auto (the file's), else a dtype_t */
 } options;
 
 static volatile sig_atomic_t g_interrupted = 0;
@@ -71,6 +72,8 @@ static void usage(FILE *f)
 "      --top-k N            keep the N most likely tokens (default 0 = off)\n"
 "      --seed N             sampling seed (default 0)\n"
 "  -t, --threads N          CPU threads (default: all cores)\n"
+"      --dtype f32|f16|bf16|auto  weight dtype in memory (default auto: as in the file; bf16\n"
+"                           halves the bytes an F32 model reads per token)\n"
 "KV cache:\n"
 "      --policy NAME        eviction policy (default full); see --list-policies\n"
 "      --budget X           0 < X <= 1: fraction of prompt + max new tokens; X > 1: tokens\n"
@@ -179,6 +182,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->top_p = 0.9f;
     o->threads = cpu_num_cores();
     o->pp.budget = 1.0;
+    o->dtype = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define NEED_VALUE()                                                                           \
@@ -223,6 +227,14 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             NEED_VALUE();
             if (parse_int(a, argv[++i], 1, 1024, &o->threads)) return 2;
+        } else if (!strcmp(a, "--dtype")) {
+            NEED_VALUE();
+            const char *d = argv[++i];
+            if (!strcmp(d, "f32")) o->dtype = DT_F32;
+            else if (!strcmp(d, "f16")) o->dtype = DT_F16;
+            else if (!strcmp(d, "bf16")) o->dtype = DT_BF16;
+            else if (!strcmp(d, "auto")) o->dtype = -1;
+            else return die("--dtype: expected f32, f16, bf16 or auto, got '%s'%s", d, "");
         } else if (!strcmp(a, "--chat")) {
             o->chat = 1;
         } else if (!strcmp(a, "--system")) {
@@ -440,7 +452,8 @@ int main(int argc, char **argv)
     if (!prompt) goto done;
 
     /* model and tokenizer */
-    if (model_load(o.model_dir, &mw, err, sizeof err) != 0 || model_to_f32(&mw, err, sizeof err) != 0) {
+    if (model_load(o.model_dir, &mw, err, sizeof err) != 0 ||
+        (o.dtype >= 0 && model_convert(&mw, (dtype_t)o.dtype, err, sizeof err) != 0)) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }

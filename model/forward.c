@@ -56,7 +56,7 @@ int engine_init(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, 
     ALLOC(e->patt, (size_t)M * qdim);
     ALLOC(e->phb, (size_t)M * ffn);
     ALLOC(e->phb2, (size_t)M * ffn);
-    ALLOC(e->att_scratch, (size_t)e->n_threads * e->cand_stride);
+    ALLOC(e->att_scratch, (size_t)e->n_threads * attn_prefill_scratch_floats(hd));
     ALLOC(e->pos_buf, M);
     e->shifted = kv->params.rope_shifted;
     if (e->shifted) {
@@ -174,13 +174,12 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
     const int want_colsum = (kv->ops->stats & KV_STAT_PREFILL_COLSUM) != 0;
 
     /* embedding lookup */
-    const float *emb = (const float *)e->w->embed.data;
     for (int i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= c->vocab_size) {
             snprintf(err, errlen, "token id %d out of range [0, %d)", tokens[i], c->vocab_size);
             return -1;
         }
-        memcpy(e->px + (size_t)i * dim, emb + (size_t)tokens[i] * dim, (size_t)dim * sizeof(float));
+        widen_row(e->px + (size_t)i * dim, &e->w->embed, tokens[i]);
     }
     for (int i = 0; i < n; i++) e->pos_buf[i] = pos0 + i;
     if (!e->shifted)
@@ -217,10 +216,10 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
 
         /* exact causal attention over the live cache + the chunk, per query head */
         if (want_colsum) memset(e->colsum, 0, (size_t)H * e->cand_stride * sizeof(float));
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->n_threads)
         for (int h = 0; h < H; h++) {
             int g = h / G, n_live = kv_len(kv, l, g);
-            float *scratch = e->att_scratch + (size_t)omp_get_thread_num() * e->cand_stride;
+            float *scratch = e->att_scratch + (size_t)omp_get_thread_num() * attn_prefill_scratch_floats(hd);
             const float *K_live = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_keys(kv, l, g);
             const float *Kn = e->shifted ? K_new + (size_t)g * e->max_chunk * hd : K_new + (size_t)g * hd;
             float sc = scale * logit_factor(kv, n_live + n);
@@ -278,7 +277,7 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
         snprintf(err, errlen, "token id %d out of range [0, %d)", token, c->vocab_size);
         return -1;
     }
-    memcpy(e->x, (const float *)e->w->embed.data + (size_t)token * dim, (size_t)dim * sizeof(float));
+    widen_row(e->x, &e->w->embed, token);
     if (!e->shifted) rope_tables(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor);
 
     for (int l = 0; l < c->n_layers; l++) {
