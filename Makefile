@@ -66,6 +66,17 @@ $(BUILD)/tests/%: tests/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
+$(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
+# CPU benchmark (issue 6): makes the stories110M-shaped synthetic model under models/ when
+# missing, measures memory bandwidth, prefill and decode, and writes bench/cpu.md.
+# BENCH_THREADS (default: all cores) and BENCH_ARGS pass through to bench/run_bench.sh.
+bench: setup
+	@$(MAKE) --no-print-directory llm-run $(BUILD)/bench/bench_cpu
+	@BUILD=$(BUILD) bench/run_bench.sh
+
 # The test command of README.md: installs what is missing, builds, then runs the unit tests
 # (cmocka) and the end-to-end tests (tests/*.sh). `make check` skips the set-up step.
 test: setup

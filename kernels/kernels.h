@@ -9,7 +9,8 @@
 
 #include "model/model.h"
 
-/* Sets the number of threads used by the CPU kernels and the BLAS (≥ 1). */
+/* Sets the number of OpenMP threads the CPU kernels use (≥ 1); the BLAS runs single-threaded
+ * inside them (matmul splits its rows over the threads). */
 void cpu_set_threads(int n);
 int cpu_num_cores(void);
 

@@ -12,7 +12,9 @@ void cpu_set_threads(int n)
 {
     if (n < 1) n = 1;
     omp_set_num_threads(n);
-    openblas_set_num_threads(n);
+    /* matmul splits the work over the OpenMP threads and calls the BLAS from each: a second,
+     * spinning thread pool inside the BLAS would only compete with them */
+    openblas_set_num_threads(1);
 }
 
 int cpu_num_cores(void)

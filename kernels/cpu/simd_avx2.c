@@ -107,9 +107,10 @@ T static void axpy(float *y, float a, const float *x, int n)
 }
 
 /* exp(x) for x ≤ 0 lanes (Cephes expf: range reduction by ln 2, degree-5 polynomial, about
- * 1 ulp); below -87.3 the result flushes to 0. */
+ * 1 ulp); below -87.3 (where expf turns subnormal) the result is 0. */
 T static inline __m256 exp_neg(__m256 x)
 {
+    __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33654f), _CMP_GE_OQ);
     x = _mm256_max_ps(x, _mm256_set1_ps(-87.33654f));
     __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f));
     __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -123,7 +124,7 @@ T static inline __m256 exp_neg(__m256 x)
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
 }
 
 T static float exp_sum(float *p, const float *s, int n, float m)

@@ -95,9 +95,10 @@ T static void axpy(float *y, float a, const float *x, int n)
 }
 
 /* exp(x) for x ≤ 0 lanes (Cephes expf: range reduction by ln 2, degree-5 polynomial, about
- * 1 ulp); below -87.3 the result flushes to 0. */
+ * 1 ulp); below -87.3 (where expf turns subnormal) the result is 0. */
 T static inline __m512 exp_neg(__m512 x)
 {
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_GE_OQ);
     x = _mm512_max_ps(x, _mm512_set1_ps(-87.33654f));
     __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
     __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -111,7 +112,7 @@ T static inline __m512 exp_neg(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    return _mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(e));
 }
 
 T static float exp_sum(float *p, const float *s, int n, float m)

@@ -1,0 +1,364 @@
+/* bench_cpu: CPU speed of llm-run's engine (issue 6), printed as the Markdown tables of
+ * bench/cpu.md (bench/run_bench.sh writes the file around them).
+ *
+ *   bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] NAME=DIR[:f32|f16|bf16|auto] ...
+ *
+ * For each model (weights converted with model_convert unless auto):
+ *   - prefill tok/s for 128, 512 and 1000-token prompts (one engine_prefill call over the whole
+ *     prompt, best of R);
+ *   - decode tok/s at context 64 and 900 (prefill that many tokens, then D decode steps; tok/s =
+ *     1 / median step time, which a busy machine's preemptions move least) for full, buzz 0.4,
+ *     h2o 0.4, and h2o/buzz at budget 1 (they evict nothing: the policy overhead);
+ *   - decode bytes per token: the weights one step reads (model_weight_bytes) + the live K and V
+ *     the attention reads, and that × tok/s ÷ the memory read bandwidth measured here (a
+ *     multi-threaded streaming read over a buffer much larger than the last-level cache).
+ * Prompts are fixed pseudo-random token ids (no tokenizer). Lengths beyond the model's
+ * context (max_position_embeddings) are shown as n/a. Exit status 0, or 1 with one line on
+ * stderr when a model cannot be loaded. */
+#include "eviction/eviction.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ memory bandwidth */
+
+/* Sum of a[0..n) (n a multiple of 32): the streaming read, with the widest loads this CPU has
+ * (the decode kernels use them too) so the bandwidth is the memory's, not the loop's. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+__attribute__((target("avx2"))) static float read_sum_avx2(const float *a, size_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n; i += 32) {
+        s0 = _mm256_add_ps(s0, _mm256_load_ps(a + i));
+        s1 = _mm256_add_ps(s1, _mm256_load_ps(a + i + 8));
+        s2 = _mm256_add_ps(s2, _mm256_load_ps(a + i + 16));
+        s3 = _mm256_add_ps(s3, _mm256_load_ps(a + i + 24));
+    }
+    float out[8];
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
+}
+#endif
+
+static float read_sum(const float *a, size_t n)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx2")) return read_sum_avx2(a, n);
+#endif
+    float s[8] = {0};
+    for (size_t i = 0; i < n; i += 8)
+        for (int j = 0; j < 8; j++) s[j] += a[i + j];
+    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
+
+/* Best of 7 multi-threaded streaming reads over mib MiB (static contiguous chunks, one per
+ * thread, as the matvec kernels read their rows). Bytes per second. */
+static double read_bandwidth(size_t mib)
+{
+    size_t n = mib * (1u << 20) / sizeof(float);
+    float *buf = aligned_alloc(64, n * sizeof *buf);
+    if (!buf) return 0;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 7);   /* touch every page from its reader */
+    double best = 0;
+    volatile float sink = 0;
+    for (int rep = 0; rep < 7; rep++) {
+        double t0 = now_s();
+        float total = 0;
+#pragma omp parallel reduction(+ : total)
+        {
+            int t = omp_get_thread_num(), k = omp_get_num_threads();
+            size_t a = n / 32 * t / k * 32, b = n / 32 * (t + 1) / k * 32;
+            total += read_sum(buf + a, b - a);
+        }
+        double dt = now_s() - t0;
+        sink += total;
+        if ((double)n * sizeof *buf / dt > best) best = (double)n * sizeof *buf / dt;
+    }
+    (void)sink;
+    free(buf);
+    return best;
+}
+
+/* ---------------------------------------------------------------------------- runs */
+
+typedef struct {
+    const char *label;    /* e.g. "stories110M-syn" */
+    const char *dir;
+    int dtype;            /* -1 auto */
+    model_weights mw;
+    size_t weight_bytes;  /* per decode step */
+} bench_model;
+
+static int g_threads, g_reps = 3, g_steps = 48;
+
+static void fill_tokens(int *tok, int n, int vocab)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = 3 + (int)((s >> 33) % (uint64_t)(vocab - 3));
+    }
+    tok[0] = 1;
+}
+
+typedef struct {
+    double prefill_tps;   /* prompt tokens / prefill seconds */
+    double decode_tps;    /* 1 / median decode step */
+    double kv_bytes;      /* mean K+V bytes the attention read per decode step */
+    long long evictions;
+    int ok;
+} run_result;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Prefill n_prompt tokens, then decode `steps` tokens with policy/budget. */
+static run_result run_one(bench_model *bm, const char *policy, double budget, int n_prompt, int steps)
+{
+    run_result r = {0};
+    const model_config *c = &bm->mw.cfg;
+    char err[LLM_ERR_LEN];
+    kv_cache kv;
+    memset(&kv, 0, sizeof kv);
+    engine e;
+    memset(&e, 0, sizeof e);
+    policy_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.budget = budget;
+    const policy_ops *ops = policy_find(policy);
+    int *tok = malloc((size_t)(n_prompt + steps + 1) * sizeof *tok);
+    double *dt = malloc((size_t)(steps + 1) * sizeof *dt);
+    if (!tok || !dt || !ops) goto out;
+    fill_tokens(tok, n_prompt + steps + 1, c->vocab_size);
+    if (kv_init(&kv, ops, &pp, c->n_layers, c->n_kv_heads, c->n_heads, c->head_dim, n_prompt, steps + 1,
+                err, sizeof err) != 0 ||
+        engine_init(&e, &bm->mw, &kv, n_prompt, g_threads, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_cpu: %s %s %g: %s\n", bm->label, policy, budget, err);
+        goto out;
+    }
+    double t0 = now_s();
+    if (engine_prefill(&e, tok, n_prompt, 0, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_cpu: %s: %s\n", bm->label, err);
+        goto out;
+    }
+    r.prefill_tps = n_prompt / (now_s() - t0);
+    double kv_tok = 0;
+    size_t per_tok = kv_bytes_per_token(&kv) / (size_t)(c->n_layers * c->n_kv_heads);  /* one (l, g) slot */
+    for (int i = 0; i < steps; i++) {
+        double t1 = now_s();
+        if (engine_decode(&e, tok[n_prompt + i], n_prompt + i, err, sizeof err) != 0) {
+            fprintf(stderr, "bench_cpu: %s: %s\n", bm->label, err);
+            goto out;
+        }
+        dt[i] = now_s() - t1;
+        long long live = 0;   /* slots the step attended over (after its eviction: ±1 per head) */
+        for (int l = 0; l < c->n_layers; l++)
+            for (int g = 0; g < c->n_kv_heads; g++) live += kv_len(&kv, l, g);
+        kv_tok += (double)live * per_tok;
+    }
+    if (steps > 0) {
+        qsort(dt, (size_t)steps, sizeof *dt, cmp_double);
+        double med = steps % 2 ? dt[steps / 2] : 0.5 * (dt[steps / 2 - 1] + dt[steps / 2]);
+        r.decode_tps = 1.0 / med;
+        r.kv_bytes = kv_tok / steps;
+    }
+    r.evictions = kv.evictions;
+    r.ok = 1;
+out:
+    engine_free(&e);
+    kv_free(&kv);
+    free(tok);
+    free(dt);
+    return r;
+}
+
+static const int PREFILL_LENS[] = {128, 512, 1000};
+static const int DECODE_CTX[] = {64, 900};
+static const struct { const char *policy; double budget; } DECODE_POL[] = {
+    {"full", 1.0}, {"buzz", 0.4}, {"h2o", 0.4}, {"buzz", 1.0}, {"h2o", 1.0},
+};
+#define N_PL (int)(sizeof PREFILL_LENS / sizeof PREFILL_LENS[0])
+#define N_DC (int)(sizeof DECODE_CTX / sizeof DECODE_CTX[0])
+#define N_DP (int)(sizeof DECODE_POL / sizeof DECODE_POL[0])
+
+typedef struct {
+    double prefill[N_PL];
+    run_result dec[N_DC][N_DP];
+} model_result;
+
+static void print_na(int ctx) { printf(" n/a (context %d) |", ctx); }
+
+int main(int argc, char **argv)
+{
+    g_threads = cpu_num_cores();
+    size_t bw_mib = 1024;
+    bench_model models[8];
+    int n_models = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) g_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) g_steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) bw_mib = (size_t)atol(argv[++i]);
+        else if (strchr(argv[i], '=') && n_models < 8) {
+            bench_model *bm = &models[n_models++];
+            memset(bm, 0, sizeof *bm);
+            char *spec = argv[i], *eq = strchr(spec, '='), *colon = strrchr(spec, ':');
+            *eq = 0;
+            bm->label = spec;
+            bm->dir = eq + 1;
+            bm->dtype = -1;
+            if (colon && colon > eq) {
+                *colon = 0;
+                const char *d = colon + 1;
+                bm->dtype = !strcmp(d, "f32") ? DT_F32 : !strcmp(d, "f16") ? DT_F16 : !strcmp(d, "bf16") ? DT_BF16 : -1;
+            }
+        } else {
+            fprintf(stderr, "usage: bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] NAME=DIR[:f32|f16|bf16|auto] ...\n");
+            return 2;
+        }
+    }
+    if (g_threads < 1 || g_reps < 1 || g_steps < 2 || n_models == 0) {
+        fprintf(stderr, "bench_cpu: need threads >= 1, reps >= 1, steps >= 2 and at least one model\n");
+        return 2;
+    }
+    cpu_set_threads(g_threads);
+    double bw = read_bandwidth(bw_mib);
+    printf("Threads: %d (OpenMP; the BLAS single-threaded inside them), SIMD kernels: %s, "
+           "OMP_WAIT_POLICY=%s.\n\n", g_threads, cpu_simd_name(),
+           getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
+    printf("Memory read bandwidth (streaming read of %zu MiB, %d threads, best of 7): **%.2f GB/s**.\n\n",
+           bw_mib, g_threads, bw / 1e9);
+
+    static model_result res[8];
+    for (int mi = 0; mi < n_models; mi++) {
+        bench_model *bm = &models[mi];
+        char err[LLM_ERR_LEN];
+        if (model_load(bm->dir, &bm->mw, err, sizeof err) != 0 ||
+            (bm->dtype >= 0 && model_convert(&bm->mw, (dtype_t)bm->dtype, err, sizeof err) != 0)) {
+            fprintf(stderr, "bench_cpu: %s\n", err);
+            return 1;
+        }
+        bm->weight_bytes = model_weight_bytes(&bm->mw, 1);
+        int ctx = bm->mw.cfg.max_position_embeddings;
+        model_result *mr = &res[mi];
+        for (int p = 0; p < N_PL; p++) {
+            mr->prefill[p] = 0;
+            if (PREFILL_LENS[p] > ctx) continue;
+            for (int rep = 0; rep < g_reps; rep++) {
+                run_result r = run_one(bm, "full", 1.0, PREFILL_LENS[p], 0);
+                if (r.ok && r.prefill_tps > mr->prefill[p]) mr->prefill[p] = r.prefill_tps;
+            }
+        }
+        for (int d = 0; d < N_DC; d++)
+            for (int p = 0; p < N_DP; p++) {
+                memset(&mr->dec[d][p], 0, sizeof mr->dec[d][p]);
+                if (DECODE_CTX[d] + g_steps + 1 > ctx) continue;
+                mr->dec[d][p] = run_one(bm, DECODE_POL[p].policy, DECODE_POL[p].budget, DECODE_CTX[d], g_steps);
+            }
+        fprintf(stderr, "bench_cpu: %s done\n", bm->label);
+    }
+
+    /* the tables */
+    printf("### Prefill (tok/s, whole prompt in one pass, policy full, best of %d)\n\n", g_reps);
+    printf("| model | weights | MB read per decode token |");
+    for (int p = 0; p < N_PL; p++) printf(" %d tokens |", PREFILL_LENS[p]);
+    printf("\n|---|---|---|");
+    for (int p = 0; p < N_PL; p++) printf("---|");
+    printf("\n");
+    for (int mi = 0; mi < n_models; mi++) {
+        bench_model *bm = &models[mi];
+        printf("| %s | %s | %.1f |", bm->label, dtype_name(bm->mw.layers[0].wq.dtype), bm->weight_bytes / 1e6);
+        for (int p = 0; p < N_PL; p++)
+            if (res[mi].prefill[p] > 0) printf(" %.1f |", res[mi].prefill[p]);
+            else print_na(bm->mw.cfg.max_position_embeddings);
+        printf("\n");
+    }
+    printf("\n### Decode (tok/s = 1 / median step of %d steps; bytes/s = (weights + live K/V read per step) × tok/s)\n\n", g_steps);
+    printf("| model | weights | context | policy | budget | evictions | tok/s | GB/s read | ÷ bandwidth |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int mi = 0; mi < n_models; mi++) {
+        bench_model *bm = &models[mi];
+        for (int d = 0; d < N_DC; d++)
+            for (int p = 0; p < N_DP; p++) {
+                run_result *r = &res[mi].dec[d][p];
+                printf("| %s | %s | %d | %s | %g |", bm->label, dtype_name(bm->mw.layers[0].wq.dtype),
+                       DECODE_CTX[d], DECODE_POL[p].policy, DECODE_POL[p].budget);
+                if (!r->ok) {
+                    printf(" |");
+                    print_na(bm->mw.cfg.max_position_embeddings);
+                    printf(" | |\n");
+                    continue;
+                }
+                double bps = (bm->weight_bytes + r->kv_bytes) * r->decode_tps;
+                printf(" %lld | %.1f | %.2f | %.0f%% |\n", r->evictions, r->decode_tps, bps / 1e9, 100 * bps / bw);
+            }
+    }
+
+    /* the targets, for every model pair NAME:f32 / NAME:bf16 and every model */
+    printf("\n### Targets\n\n| target | model | measured | goal | met |\n|---|---|---|---|---|\n");
+    for (int mi = 0; mi < n_models; mi++) {
+        bench_model *bm = &models[mi];
+        model_result *mr = &res[mi];
+        const char *dt = dtype_name(bm->mw.layers[0].wq.dtype);
+        run_result *full64 = &mr->dec[0][0];
+        if (full64->ok) {
+            double frac = (bm->weight_bytes + full64->kv_bytes) * full64->decode_tps / bw;
+            printf("| decode bytes/s ÷ bandwidth (context 64, full) | %s %s | %.0f%% | ≥ 85%% | %s |\n",
+                   bm->label, dt, 100 * frac, frac >= 0.85 ? "yes" : "no");
+            if (mr->prefill[1] > 0) {
+                double x = mr->prefill[1] / full64->decode_tps;
+                printf("| prefill-512 tok/s ÷ decode tok/s | %s %s | %.1f× | ≥ 5× | %s |\n", bm->label, dt, x,
+                       x >= 5 ? "yes" : "no");
+            }
+        }
+        for (int d = 0; d < N_DC; d++) {
+            run_result *full = &mr->dec[d][0];
+            if (!full->ok) continue;
+            for (int p = 3; p < N_DP; p++) {
+                run_result *r = &mr->dec[d][p];
+                if (!r->ok) continue;
+                double x = r->decode_tps / full->decode_tps;
+                printf("| %s (budget 1, %lld evictions) decode ÷ full, context %d | %s %s | %.3f | ≥ 0.95 | %s |\n",
+                       DECODE_POL[p].policy, r->evictions, DECODE_CTX[d], bm->label, dt, x, x >= 0.95 ? "yes" : "no");
+            }
+            if (DECODE_CTX[d] < 900) continue;
+            for (int p = 1; p < 3; p++) {
+                run_result *r = &mr->dec[d][p];
+                if (!r->ok) continue;
+                double x = r->decode_tps / full->decode_tps;
+                printf("| %s 0.4 decode ÷ full, context %d | %s %s | %.2f× | > 1 | %s |\n", DECODE_POL[p].policy,
+                       DECODE_CTX[d], bm->label, dt, x, x > 1 ? "yes" : "no");
+            }
+        }
+        /* BF16 vs F32 of the same folder */
+        if (bm->mw.layers[0].wq.dtype != DT_BF16) continue;
+        for (int mj = 0; mj < n_models; mj++) {
+            if (mj == mi || strcmp(models[mj].dir, bm->dir) || models[mj].mw.layers[0].wq.dtype != DT_F32) continue;
+            if (!full64->ok || !res[mj].dec[0][0].ok) continue;
+            double x = full64->decode_tps / res[mj].dec[0][0].decode_tps;
+            printf("| BF16 decode ÷ F32 decode (context 64, full) | %s | %.2f× | ≥ 1.8× | %s |\n", bm->label, x,
+                   x >= 1.8 ? "yes" : "no");
+        }
+    }
+    for (int mi = 0; mi < n_models; mi++) model_free(&models[mi].mw);
+    return 0;
+}
