@@ -27,6 +27,10 @@ int cpu_simd_use(const char *name, char *err, size_t errlen);
  * differ only by summation order. */
 void matmul(float *y, const float *x, const weight_t *w, int n);
 
+/* matmul(y[i], x, w[i], n) for i < k, all w[i] with the same cols: for decode one parallel
+ * region over all their rows (q/k/v, gate/up), the same results as k calls. */
+void matmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n);
+
 /* out[w.cols] = row `row` of w as f32 (the embedding lookup). */
 void widen_row(float *out, const weight_t *w, int row);
 

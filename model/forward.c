@@ -152,8 +152,9 @@ static void mlp_block(const model_config *c, const layer_weights *lw, float *x, 
                       float *hb, float *hb2, int n)
 {
     rmsnorm(xb, x, &lw->ffn_norm, n, c->hidden_size, c->rms_norm_eps);
-    matmul(hb, xb, &lw->w_gate, n);
-    matmul(hb2, xb, &lw->w_up, n);
+    float *gu_out[2] = {hb, hb2};
+    const weight_t *gu_w[2] = {&lw->w_gate, &lw->w_up};
+    matmul_multi(gu_out, gu_w, 2, xb, n);
     swiglu(hb, hb2, (size_t)n * c->intermediate_size);
     matmul(xb, hb, &lw->w_down, n);
     add_inplace(x, xb, (size_t)n * c->hidden_size);
@@ -189,9 +190,9 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         const layer_weights *lw = &e->w->layers[l];
         /* qkv matmuls for the whole chunk */
         rmsnorm(e->pxb, e->px, &lw->attn_norm, n, dim, c->rms_norm_eps);
-        matmul(e->pq, e->pxb, &lw->wq, n);
-        matmul(e->pk, e->pxb, &lw->wk, n);
-        matmul(e->pv, e->pxb, &lw->wv, n);
+        float *qkv_out[3] = {e->pq, e->pk, e->pv};
+        const weight_t *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
+        matmul_multi(qkv_out, qkv_w, 3, e->pxb, n);
         /* RoPE: at each token's position (absolute), or by rank in the cache (shifted: the
          * cache keeps keys before RoPE; rotated copies feed the attention) */
         const float *K_new = e->pk;
@@ -284,9 +285,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
         const layer_weights *lw = &e->w->layers[l];
         /* qkv matmuls for this position, RoPE at the position (absolute mode) */
         rmsnorm(e->xb, e->x, &lw->attn_norm, 1, dim, c->rms_norm_eps);
-        matmul(e->q, e->xb, &lw->wq, 1);
-        matmul(e->k, e->xb, &lw->wk, 1);
-        matmul(e->v, e->xb, &lw->wv, 1);
+        float *qkv_out[3] = {e->q, e->k, e->v};
+        const weight_t *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
+        matmul_multi(qkv_out, qkv_w, 3, e->xb, 1);
         if (!e->shifted) {
             rope_apply(e->q, 1, H, hd, e->rope_cos, e->rope_sin);
             rope_apply(e->k, 1, Hkv, hd, e->rope_cos, e->rope_sin);

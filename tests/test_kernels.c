@@ -283,6 +283,16 @@ static void test_dot_axpy_exp_scores_every_family_match_scalar(void **state)
             cpu_simd_scalar.axpy(y0, 0.37f, a, n);
             s->axpy(y1, 0.37f, a, n);
             for (int i = 0; i < n; i++) CLOSE(y1[i], y0[i], 1e-6, 2, "%s axpy n %d i %d", s->name, n, i);
+            /* acc_rows: o += Σ p_j rows_j over hd = n columns, 7 rows */
+            {
+                const float *rows[7];
+                float pj[7];
+                for (int j = 0; j < 7; j++) { rows[j] = j % 2 ? a : b; pj[j] = 0.1f * (float)(j + 1); }
+                memcpy(y1, y0, (size_t)n * 4);
+                cpu_simd_scalar.acc_rows(y0, pj, rows, 7, n);
+                s->acc_rows(y1, pj, rows, 7, n);
+                for (int i = 0; i < n; i++) CLOSE(y1[i], y0[i], 1e-6, 5, "%s acc_rows hd %d d %d", s->name, n, i);
+            }
             /* exp over scores down to -100 (flush to 0 below about -87) */
             float mx = -INFINITY;
             for (int i = 0; i < n; i++) {

@@ -25,7 +25,12 @@ void attn_decode_head(const float *q, const float *K, const float *V, int n, int
     float inv = 1.0f / s->exp_sum(probs, probs, n, mx);
     for (int j = 0; j < n; j++) probs[j] *= inv;
     memset(out, 0, (size_t)head_dim * sizeof(float));
-    for (int j = 0; j < n; j++) s->axpy(out, probs[j], V + (size_t)j * head_dim, head_dim);
+    const float *rows[ATT_BK];
+    for (int j0 = 0; j0 < n; j0 += ATT_BK) {
+        int cnt = n - j0 < ATT_BK ? n - j0 : ATT_BK;
+        for (int jj = 0; jj < cnt; jj++) rows[jj] = V + (size_t)(j0 + jj) * head_dim;
+        s->acc_rows(out, probs + j0, rows, cnt, head_dim);
+    }
 }
 
 size_t attn_prefill_scratch_floats(int head_dim)
@@ -56,6 +61,7 @@ void attn_prefill_head(const float *q, int q_stride, const float *K_live, const 
 {
     const cpu_simd_ops *s = cpu_simd();
     float *Kt = scratch, *sc = Kt + (size_t)head_dim * ATT_BK, *m = sc + ATT_BK, *l = m + ATT_BQ;
+    const float *vrows[ATT_BK];
     for (int i0 = 0; i0 < n_new; i0 += ATT_BQ) {
         int i1 = i0 + ATT_BQ < n_new ? i0 + ATT_BQ : n_new;
         int n_keys = n_live + i1;   /* keys the block's last row sees */
@@ -68,6 +74,10 @@ void attn_prefill_head(const float *q, int q_stride, const float *K_live, const 
         for (int t0 = 0; t0 < n_keys; t0 += ATT_BK) {
             int cnt = n_keys - t0 < ATT_BK ? n_keys - t0 : ATT_BK;
             load_tile(Kt, K_live, n_live, K_new, k_stride, t0, cnt, head_dim);
+            for (int jj = 0; jj < cnt; jj++) {
+                int j = t0 + jj;
+                vrows[jj] = j < n_live ? V_live + (size_t)j * head_dim : V_new + (size_t)(j - n_live) * v_stride;
+            }
             for (int i = i0; i < i1; i++) {
                 int lim = n_live + i + 1 - t0;  /* keys of this tile row i sees */
                 if (lim <= 0) continue;
@@ -85,11 +95,7 @@ void attn_prefill_head(const float *q, int q_stride, const float *K_live, const 
                     *mi = mt;
                 }
                 *li += s->exp_sum(sc, sc, lim, *mi);
-                for (int jj = 0; jj < lim; jj++) {
-                    int j = t0 + jj;
-                    const float *v = j < n_live ? V_live + (size_t)j * head_dim : V_new + (size_t)(j - n_live) * v_stride;
-                    s->axpy(o, sc[jj], v, head_dim);
-                }
+                s->acc_rows(o, sc, vrows, lim, head_dim);
             }
         }
         for (int i = i0; i < i1; i++) {

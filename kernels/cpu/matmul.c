@@ -26,20 +26,35 @@ static void matvec_rows(const cpu_simd_ops *s, float *y, const float *x, const w
     }
 }
 
-static void matvec(float *y, const float *x, const weight_t *w)
+/* k matrix-vector products with the same input in one parallel region: thread t takes the
+ * contiguous slice [R·t/T, R·(t+1)/T) of the R = Σ rows output rows (one fork/join, not k). */
+static void matvec_multi(float *const *y, const weight_t *const *w, int k, const float *x)
 {
     const cpu_simd_ops *s = cpu_simd();
-    int rows = w->rows;
-    if ((size_t)rows * w->cols < MATVEC_PAR_MIN || omp_get_max_threads() == 1 || omp_in_parallel()) {
-        matvec_rows(s, y, x, w, 0, rows);
+    long long total = 0, work = 0;
+    for (int i = 0; i < k; i++) {
+        total += w[i]->rows;
+        work += (long long)w[i]->rows * w[i]->cols;
+    }
+    if (work < MATVEC_PAR_MIN || omp_get_max_threads() == 1 || omp_in_parallel()) {
+        for (int i = 0; i < k; i++) matvec_rows(s, y[i], x, w[i], 0, w[i]->rows);
         return;
     }
 #pragma omp parallel
     {
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int r0 = (int)((long long)rows * t / nt), r1 = (int)((long long)rows * (t + 1) / nt);
-        matvec_rows(s, y, x, w, r0, r1);
+        long long g0 = total * t / nt, g1 = total * (t + 1) / nt, base = 0;
+        for (int i = 0; i < k; i++) {
+            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+            if (a < b) matvec_rows(s, y[i], x, w[i], (int)(a - base), (int)(b - base));
+            base += w[i]->rows;
+        }
     }
+}
+
+static void matvec(float *y, const float *x, const weight_t *w)
+{
+    matvec_multi(&y, &w, 1, x);
 }
 
 /* Per-thread widening buffers of the F16/BF16 prefill, kept between calls (globals, so they
@@ -82,28 +97,42 @@ static int matmul_rows(float *y, const float *x, const weight_t *w, int n, int r
     return 0;
 }
 
-void matmul(float *y, const float *x, const weight_t *w, int n)
+/* Prefill: the OpenMP threads split the R = Σ rows output rows in contiguous slices and each
+ * runs the BLAS on its part of each matrix; the BLAS itself is single-threaded
+ * (cpu_set_threads), so one thread pool serves both and none spins while the other works. */
+static void gemm_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
 {
-    if (n == 1) {
-        matvec(y, x, w);
-        return;
+    long long total = 0, work = 0;
+    for (int i = 0; i < k; i++) {
+        total += w[i]->rows;
+        work += (long long)n * w[i]->rows * w[i]->cols;
     }
-    /* prefill: the OpenMP threads split the output rows (contiguous, 16-aligned) and each runs
-     * the BLAS on its slice; the BLAS itself runs single-threaded (cpu_set_threads), so one
-     * thread pool serves both and none spins while the other works */
-    int rows = w->rows, failed = 0;
-    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-    if ((size_t)n * rows * w->cols < (1u << 20)) nt = 1;
+    int nt = omp_in_parallel() || work < (1 << 20) ? 1 : omp_get_max_threads(), failed = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
-        int t = omp_get_thread_num(), k = omp_get_num_threads();
-        int blocks = (rows + 15) / 16;
-        int r0 = (int)((long long)blocks * t / k) * 16, r1 = (int)((long long)blocks * (t + 1) / k) * 16;
-        if (r1 > rows) r1 = rows;
-        if (r0 < r1 && matmul_rows(y, x, w, n, r0, r1, t) != 0) failed = 1;
+        int t = omp_get_thread_num(), T = omp_get_num_threads();
+        long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
+        for (int i = 0; i < k; i++) {
+            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+            if (a < b && matmul_rows(y[i], x, w[i], n, (int)(a - base), (int)(b - base), t) != 0) failed = 1;
+            base += w[i]->rows;
+        }
     }
     if (failed)   /* no memory for a widening buffer: one row of x at a time, no buffer */
-        for (int i = 0; i < n; i++) matvec(y + (size_t)i * rows, x + (size_t)i * w->cols, w);
+        for (int i = 0; i < k; i++)
+            for (int r = 0; r < n; r++) matvec(y[i] + (size_t)r * w[i]->rows, x + (size_t)r * w[i]->cols, w[i]);
+}
+
+void matmul(float *y, const float *x, const weight_t *w, int n)
+{
+    if (n == 1) matvec(y, x, w);
+    else gemm_multi(&y, &w, 1, x, n);
+}
+
+void matmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
+{
+    if (n == 1) matvec_multi(y, w, k, x);
+    else gemm_multi(y, w, k, x, n);
 }
 
 void widen_row(float *out, const weight_t *w, int row)

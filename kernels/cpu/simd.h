@@ -32,6 +32,8 @@ typedef struct {
     void (*axpy)(float *y, float a, const float *x, int n);
     /* p[j] = exp(s[j] - m) for j < n (p may alias s); returns Σ p[j]. m ≥ every s[j]. */
     float (*exp_sum)(float *p, const float *s, int n, float m);
+    /* o[d] += Σ_j p[j] · rows[j][d] for d < head_dim, j < n (in j order per d). */
+    void (*acc_rows)(float *o, const float *p, const float *const *rows, int n, int head_dim);
     /* s[j] = scale * (q · Kt[·][j]) for j < ATT_BK: Kt is a key tile transposed
      * [head_dim][ATT_BK] (columns past the live keys are zero). */
     void (*scores_tile)(float *s, const float *q, const float *Kt, int head_dim, float scale);

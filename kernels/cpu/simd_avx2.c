@@ -144,6 +144,34 @@ T static float exp_sum(float *p, const float *s, int n, float m)
     return sum;
 }
 
+T static void acc_rows(float *o, const float *p, const float *const *rows, int n, int head_dim)
+{
+    int d = 0;
+    for (; d + 32 <= head_dim; d += 32) {
+        __m256 a0 = _mm256_loadu_ps(o + d), a1 = _mm256_loadu_ps(o + d + 8);
+        __m256 a2 = _mm256_loadu_ps(o + d + 16), a3 = _mm256_loadu_ps(o + d + 24);
+        for (int j = 0; j < n; j++) {
+            __m256 pj = _mm256_broadcast_ss(p + j);
+            const float *r = rows[j] + d;
+            a0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r), a0);
+            a1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8), a1);
+            a2 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 16), a2);
+            a3 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 24), a3);
+        }
+        _mm256_storeu_ps(o + d, a0);
+        _mm256_storeu_ps(o + d + 8, a1);
+        _mm256_storeu_ps(o + d + 16, a2);
+        _mm256_storeu_ps(o + d + 24, a3);
+    }
+    for (; d + 8 <= head_dim; d += 8) {
+        __m256 a0 = _mm256_loadu_ps(o + d);
+        for (int j = 0; j < n; j++) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_loadu_ps(rows[j] + d), a0);
+        _mm256_storeu_ps(o + d, a0);
+    }
+    for (; d < head_dim; d++)
+        for (int j = 0; j < n; j++) o[d] += p[j] * rows[j][d];
+}
+
 T static void scores_tile(float *s, const float *q, const float *Kt, int head_dim, float scale)
 {
     __m256 acc[ATT_BK / 8];
@@ -167,6 +195,7 @@ const cpu_simd_ops cpu_simd_avx2 = {
     .dot = dot,
     .axpy = axpy,
     .exp_sum = exp_sum,
+    .acc_rows = acc_rows,
     .scores_tile = scores_tile,
 };
 #endif

@@ -132,6 +132,34 @@ T static float exp_sum(float *p, const float *s, int n, float m)
     return sum;
 }
 
+T static void acc_rows(float *o, const float *p, const float *const *rows, int n, int head_dim)
+{
+    int d = 0;
+    for (; d + 64 <= head_dim; d += 64) {
+        __m512 a0 = _mm512_loadu_ps(o + d), a1 = _mm512_loadu_ps(o + d + 16);
+        __m512 a2 = _mm512_loadu_ps(o + d + 32), a3 = _mm512_loadu_ps(o + d + 48);
+        for (int j = 0; j < n; j++) {
+            __m512 pj = _mm512_set1_ps(p[j]);
+            const float *r = rows[j] + d;
+            a0 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r), a0);
+            a1 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 16), a1);
+            a2 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 32), a2);
+            a3 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 48), a3);
+        }
+        _mm512_storeu_ps(o + d, a0);
+        _mm512_storeu_ps(o + d + 16, a1);
+        _mm512_storeu_ps(o + d + 32, a2);
+        _mm512_storeu_ps(o + d + 48, a3);
+    }
+    for (; d + 16 <= head_dim; d += 16) {
+        __m512 a0 = _mm512_loadu_ps(o + d);
+        for (int j = 0; j < n; j++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_loadu_ps(rows[j] + d), a0);
+        _mm512_storeu_ps(o + d, a0);
+    }
+    for (; d < head_dim; d++)
+        for (int j = 0; j < n; j++) o[d] += p[j] * rows[j][d];
+}
+
 T static void scores_tile(float *s, const float *q, const float *Kt, int head_dim, float scale)
 {
     __m512 acc[ATT_BK / 16];
@@ -155,6 +183,7 @@ const cpu_simd_ops cpu_simd_avx512 = {
     .dot = dot,
     .axpy = axpy,
     .exp_sum = exp_sum,
+    .acc_rows = acc_rows,
     .scores_tile = scores_tile,
 };
 #endif

@@ -59,6 +59,12 @@ static void axpy(float *y, float a, const float *x, int n)
     for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+static void acc_rows(float *o, const float *p, const float *const *rows, int n, int head_dim)
+{
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < head_dim; d++) o[d] += p[j] * rows[j][d];
+}
+
 static float exp_sum(float *p, const float *s, int n, float m)
 {
     float sum = 0.0f;
@@ -91,5 +97,6 @@ const cpu_simd_ops cpu_simd_scalar = {
     .dot = dot,
     .axpy = axpy,
     .exp_sum = exp_sum,
+    .acc_rows = acc_rows,
     .scores_tile = scores_tile,
 };
