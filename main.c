@@ -453,7 +453,8 @@ int main(int argc, char **argv)
 
     /* model and tokenizer */
     if (model_load(o.model_dir, &mw, err, sizeof err) != 0 ||
-        (o.dtype >= 0 && model_convert(&mw, (dtype_t)o.dtype, err, sizeof err) != 0)) {
+        (o.dtype >= 0 && model_convert(&mw, (dtype_t)o.dtype, err, sizeof err) != 0) ||
+        model_make_resident(&mw, err, sizeof err) != 0) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }

@@ -1,7 +1,10 @@
 /* bench_cpu: CPU speed of llm-run's engine (issue 6), printed as the Markdown tables of
  * bench/cpu.md (bench/run_bench.sh writes the file around them).
  *
- *   bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] NAME=DIR[:f32|f16|bf16|auto] ...
+ *   bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] NAME=DIR[:f32|f16|bf16|auto] ...
+ *
+ * Weights are made resident in huge-page memory as llm-run does (model_make_resident) unless
+ * --mapped; the bandwidth buffer is allocated the same way.
  *
  * For each model (weights converted with model_convert unless auto):
  *   - prefill tok/s for 128, 512 and 1000-token prompts (one engine_prefill call over the whole
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static double now_s(void)
@@ -71,8 +75,11 @@ static float read_sum(const float *a, size_t n)
 static double read_bandwidth(size_t mib)
 {
     size_t n = mib * (1u << 20) / sizeof(float);
-    float *buf = aligned_alloc(64, n * sizeof *buf);
-    if (!buf) return 0;
+    float *buf = NULL;
+    if (posix_memalign((void **)&buf, (size_t)2 << 20, n * sizeof *buf) != 0) return 0;
+#ifdef MADV_HUGEPAGE
+    madvise(buf, n * sizeof *buf, MADV_HUGEPAGE);   /* as the weights (model_make_resident) */
+#endif
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 7);   /* touch every page from its reader */
     double best = 0;
@@ -105,7 +112,7 @@ typedef struct {
     size_t weight_bytes;  /* per decode step */
 } bench_model;
 
-static int g_threads, g_reps = 3, g_steps = 48;
+static int g_threads, g_reps = 3, g_steps = 48, g_mapped = 0;
 
 static void fill_tokens(int *tok, int n, int vocab)
 {
@@ -218,6 +225,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) g_steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) bw_mib = (size_t)atol(argv[++i]);
+        else if (!strcmp(argv[i], "--mapped")) g_mapped = 1;   /* weights left in the file mapping */
         else if (strchr(argv[i], '=') && n_models < 8) {
             bench_model *bm = &models[n_models++];
             memset(bm, 0, sizeof *bm);
@@ -232,7 +240,7 @@ int main(int argc, char **argv)
                 bm->dtype = !strcmp(d, "f32") ? DT_F32 : !strcmp(d, "f16") ? DT_F16 : !strcmp(d, "bf16") ? DT_BF16 : -1;
             }
         } else {
-            fprintf(stderr, "usage: bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] NAME=DIR[:f32|f16|bf16|auto] ...\n");
+            fprintf(stderr, "usage: bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] NAME=DIR[:f32|f16|bf16|auto] ...\n");
             return 2;
         }
     }
@@ -245,7 +253,7 @@ int main(int argc, char **argv)
     printf("Threads: %d (OpenMP; the BLAS single-threaded inside them), SIMD kernels: %s, "
            "OMP_WAIT_POLICY=%s.\n\n", g_threads, cpu_simd_name(),
            getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
-    printf("Memory read bandwidth (streaming read of %zu MiB, %d threads, best of 7): **%.2f GB/s**.\n\n",
+    printf("Memory read bandwidth (streaming read of %zu MiB in transparent huge pages, %d threads, best of 7): **%.2f GB/s**.\n\n",
            bw_mib, g_threads, bw / 1e9);
 
     static model_result res[8];
@@ -253,7 +261,8 @@ int main(int argc, char **argv)
         bench_model *bm = &models[mi];
         char err[LLM_ERR_LEN];
         if (model_load(bm->dir, &bm->mw, err, sizeof err) != 0 ||
-            (bm->dtype >= 0 && model_convert(&bm->mw, (dtype_t)bm->dtype, err, sizeof err) != 0)) {
+            (bm->dtype >= 0 && model_convert(&bm->mw, (dtype_t)bm->dtype, err, sizeof err) != 0) ||
+            (!g_mapped && model_make_resident(&bm->mw, err, sizeof err) != 0)) {
             fprintf(stderr, "bench_cpu: %s\n", err);
             return 1;
         }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #define INDEX_MAX_BYTES (64 << 20)
@@ -265,12 +266,28 @@ int model_load(const char *dir, model_weights *m, char *err, size_t errlen) {
 
 /* ------------------------------------------------------------------- dtype conversion */
 
+/* A weight buffer of `bytes`, 2 MiB-aligned and marked for transparent huge pages before its
+ * first touch: decode streams every weight each token, and with 4 KiB pages every 4 KiB costs
+ * a TLB miss (on a KVM guest one core's streaming read measured ~12 GB/s with 4 KiB pages vs
+ * ~21 GB/s with huge pages). Freed with free(). */
+static void *alloc_weight(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    void *p = NULL;
+    if (bytes < huge) return malloc(bytes ? bytes : 1);
+    size_t len = (bytes + huge - 1) / huge * huge;
+    if (posix_memalign(&p, huge, len) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE);   /* advice only: without THP it is plain memory */
+#endif
+    return p;
+}
+
 /* Converts w to dtype `to` in a newly owned buffer (F16/BF16 → F32 exact; → F16/BF16 rounds to
  * nearest even). */
 static int convert(model_weights *m, weight_t *w, dtype_t to, char *err, size_t errlen) {
     if (w->dtype == to) return 0;
     size_t n = (size_t)w->rows * (size_t)w->cols;
-    void *out = malloc(n * dtype_size(to) + 1);
+    void *out = alloc_weight(n * dtype_size(to));
     if (!out)
         return fail(err, errlen, "model_convert: out of memory converting a [%d, %d] weight to %s",
                     w->rows, w->cols, dtype_name(to));
@@ -312,6 +329,40 @@ int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen) {
         if (to == DT_F32 && (convert(m, &lw->attn_norm, DT_F32, err, errlen) ||
                              convert(m, &lw->ffn_norm, DT_F32, err, errlen)))
             return -1;
+    }
+    return 0;
+}
+
+/* Copies w out of the file mapping into an owned huge-page buffer (already owned: nothing). */
+static int make_resident(model_weights *m, weight_t *w, char *err, size_t errlen) {
+    for (int i = 0; i < m->n_owned; i++)
+        if (m->owned[i] == w->data) return 0;
+    size_t bytes = (size_t)w->rows * (size_t)w->cols * dtype_size(w->dtype);
+    void *out = alloc_weight(bytes);
+    if (!out) return fail(err, errlen, "model_make_resident: out of memory copying a [%d, %d] weight", w->rows, w->cols);
+    const char *src = w->data;
+    #pragma omp parallel for schedule(static) if (bytes >= (1 << 22))
+    for (size_t off = 0; off < bytes; off += 1 << 16)
+        memcpy((char *)out + off, src + off, bytes - off < (1 << 16) ? bytes - off : (1 << 16));
+    m->owned[m->n_owned++] = out;
+    w->data = out;
+    return 0;
+}
+
+int model_make_resident(model_weights *m, char *err, size_t errlen) {
+    int n_layers = m->cfg.n_layers;
+    size_t cap = (size_t)m->n_owned + 2 + 7 * (size_t)n_layers;
+    void **owned = realloc(m->owned, cap * sizeof *owned);
+    if (!owned) return fail(err, errlen, "model_make_resident: out of memory");
+    m->owned = owned;
+    int tied = m->lm_head.data == m->embed.data;
+    if (make_resident(m, &m->lm_head, err, errlen)) return -1;
+    if (tied) m->embed = m->lm_head;   /* the embedding is read one row per token: leave it mapped otherwise */
+    for (int l = 0; l < n_layers && m->layers; l++) {
+        layer_weights *lw = &m->layers[l];
+        weight_t *ws[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+            if (make_resident(m, ws[i], err, errlen)) return -1;
     }
     return 0;
 }
