@@ -11,7 +11,8 @@
  *     prompt, best of R);
  *   - decode tok/s at context 64 and 900 (prefill that many tokens, then D decode steps; tok/s =
  *     1 / median step time, which a busy machine's preemptions move least) for full, buzz 0.4,
- *     h2o 0.4, and h2o/buzz at budget 1 (they evict nothing: the policy overhead);
+ *     h2o 0.4, and h2o/buzz at budget 1 (they evict nothing: the policy overhead); the five
+ *     sequences of a context decode in lockstep, one step of each in turn;
  *   - decode bytes per token: the weights one step reads (model_weight_bytes) + the live K and V
  *     the attention reads, and that × tok/s ÷ the memory read bandwidth measured here (a
  *     multi-threaded streaming read over a buffer much larger than the last-level cache).
@@ -125,7 +126,6 @@ static void fill_tokens(int *tok, int n, int vocab)
 }
 
 typedef struct {
-    double prefill_tps;   /* prompt tokens / prefill seconds */
     double decode_tps;    /* 1 / median decode step */
     double kv_bytes;      /* mean K+V bytes the attention read per decode step */
     long long evictions;
@@ -138,63 +138,85 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Prefill n_prompt tokens, then decode `steps` tokens with policy/budget. */
-static run_result run_one(bench_model *bm, const char *policy, double budget, int n_prompt, int steps)
+/* One sequence: its cache, engine and timings. */
+typedef struct {
+    kv_cache kv;
+    engine e;
+    int *tok;
+    double *dt;
+    double kv_bytes;
+    int n_prompt, ok;
+} run_state;
+
+static void run_free(run_state *st)
 {
-    run_result r = {0};
+    engine_free(&st->e);
+    kv_free(&st->kv);
+    free(st->tok);
+    free(st->dt);
+    memset(st, 0, sizeof *st);
+}
+
+/* Sets up a cache for policy/budget sized for n_prompt + steps and prefills n_prompt tokens;
+ * returns the prefill tok/s (0 on failure, with a line on stderr). */
+static double run_prefill(run_state *st, bench_model *bm, const char *policy, double budget, int n_prompt, int steps)
+{
+    memset(st, 0, sizeof *st);
     const model_config *c = &bm->mw.cfg;
     char err[LLM_ERR_LEN];
-    kv_cache kv;
-    memset(&kv, 0, sizeof kv);
-    engine e;
-    memset(&e, 0, sizeof e);
     policy_params pp;
     memset(&pp, 0, sizeof pp);
     pp.budget = budget;
     const policy_ops *ops = policy_find(policy);
-    int *tok = malloc((size_t)(n_prompt + steps + 1) * sizeof *tok);
-    double *dt = malloc((size_t)(steps + 1) * sizeof *dt);
-    if (!tok || !dt || !ops) goto out;
-    fill_tokens(tok, n_prompt + steps + 1, c->vocab_size);
-    if (kv_init(&kv, ops, &pp, c->n_layers, c->n_kv_heads, c->n_heads, c->head_dim, n_prompt, steps + 1,
+    st->n_prompt = n_prompt;
+    st->tok = malloc((size_t)(n_prompt + steps + 1) * sizeof *st->tok);
+    st->dt = malloc((size_t)(steps + 1) * sizeof *st->dt);
+    if (!st->tok || !st->dt || !ops) return 0;
+    fill_tokens(st->tok, n_prompt + steps + 1, c->vocab_size);
+    if (kv_init(&st->kv, ops, &pp, c->n_layers, c->n_kv_heads, c->n_heads, c->head_dim, n_prompt, steps + 1,
                 err, sizeof err) != 0 ||
-        engine_init(&e, &bm->mw, &kv, n_prompt, g_threads, err, sizeof err) != 0) {
+        engine_init(&st->e, &bm->mw, &st->kv, n_prompt, g_threads, err, sizeof err) != 0) {
         fprintf(stderr, "bench_cpu: %s %s %g: %s\n", bm->label, policy, budget, err);
-        goto out;
+        return 0;
     }
     double t0 = now_s();
-    if (engine_prefill(&e, tok, n_prompt, 0, NULL, err, sizeof err) != 0) {
+    if (engine_prefill(&st->e, st->tok, n_prompt, 0, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "bench_cpu: %s: %s\n", bm->label, err);
-        goto out;
+        return 0;
     }
-    r.prefill_tps = n_prompt / (now_s() - t0);
-    double kv_tok = 0;
-    size_t per_tok = kv_bytes_per_token(&kv) / (size_t)(c->n_layers * c->n_kv_heads);  /* one (l, g) slot */
-    for (int i = 0; i < steps; i++) {
-        double t1 = now_s();
-        if (engine_decode(&e, tok[n_prompt + i], n_prompt + i, err, sizeof err) != 0) {
-            fprintf(stderr, "bench_cpu: %s: %s\n", bm->label, err);
-            goto out;
-        }
-        dt[i] = now_s() - t1;
-        long long live = 0;   /* slots the step attended over (after its eviction: ±1 per head) */
-        for (int l = 0; l < c->n_layers; l++)
-            for (int g = 0; g < c->n_kv_heads; g++) live += kv_len(&kv, l, g);
-        kv_tok += (double)live * per_tok;
+    st->ok = 1;
+    return n_prompt / (now_s() - t0);
+}
+
+/* Decode step i of st: records its time and the K/V bytes its attention read. */
+static int run_step(run_state *st, bench_model *bm, int i)
+{
+    const model_config *c = &bm->mw.cfg;
+    char err[LLM_ERR_LEN];
+    double t1 = now_s();
+    if (engine_decode(&st->e, st->tok[st->n_prompt + i], st->n_prompt + i, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_cpu: %s: %s\n", bm->label, err);
+        st->ok = 0;
+        return -1;
     }
-    if (steps > 0) {
-        qsort(dt, (size_t)steps, sizeof *dt, cmp_double);
-        double med = steps % 2 ? dt[steps / 2] : 0.5 * (dt[steps / 2 - 1] + dt[steps / 2]);
-        r.decode_tps = 1.0 / med;
-        r.kv_bytes = kv_tok / steps;
-    }
-    r.evictions = kv.evictions;
+    st->dt[i] = now_s() - t1;
+    long long live = 0;   /* slots the step attended over (after its eviction: ±1 per head) */
+    for (int l = 0; l < c->n_layers; l++)
+        for (int g = 0; g < c->n_kv_heads; g++) live += kv_len(&st->kv, l, g);
+    st->kv_bytes += (double)live * (kv_bytes_per_token(&st->kv) / (size_t)(c->n_layers * c->n_kv_heads));
+    return 0;
+}
+
+static run_result run_result_of(run_state *st, int steps)
+{
+    run_result r = {0};
+    if (!st->ok) return r;
+    qsort(st->dt, (size_t)steps, sizeof *st->dt, cmp_double);
+    double med = steps % 2 ? st->dt[steps / 2] : 0.5 * (st->dt[steps / 2 - 1] + st->dt[steps / 2]);
+    r.decode_tps = 1.0 / med;
+    r.kv_bytes = st->kv_bytes / steps;
+    r.evictions = st->kv.evictions;
     r.ok = 1;
-out:
-    engine_free(&e);
-    kv_free(&kv);
-    free(tok);
-    free(dt);
     return r;
 }
 
@@ -273,16 +295,30 @@ int main(int argc, char **argv)
             mr->prefill[p] = 0;
             if (PREFILL_LENS[p] > ctx) continue;
             for (int rep = 0; rep < g_reps; rep++) {
-                run_result r = run_one(bm, "full", 1.0, PREFILL_LENS[p], 0);
-                if (r.ok && r.prefill_tps > mr->prefill[p]) mr->prefill[p] = r.prefill_tps;
+                run_state st;
+                double tps = run_prefill(&st, bm, "full", 1.0, PREFILL_LENS[p], 0);
+                if (tps > mr->prefill[p]) mr->prefill[p] = tps;
+                run_free(&st);
             }
         }
-        for (int d = 0; d < N_DC; d++)
+        /* the policies of one context decode in lockstep (step i of each in turn), so a busy
+         * machine's slow spells hit them alike and their ratios hold */
+        for (int d = 0; d < N_DC; d++) {
+            run_state st[N_DP];
+            memset(mr->dec[d], 0, sizeof mr->dec[d]);
+            if (DECODE_CTX[d] + g_steps + 1 > ctx) continue;
+            for (int p = 0; p < N_DP; p++)
+                run_prefill(&st[p], bm, DECODE_POL[p].policy, DECODE_POL[p].budget, DECODE_CTX[d], g_steps);
+            for (int i = 0; i < g_steps; i++)
+                for (int k = 0; k < N_DP; k++) {
+                    int p = i % 2 ? N_DP - 1 - k : k;   /* alternate the order: no policy always first */
+                    if (st[p].ok) run_step(&st[p], bm, i);
+                }
             for (int p = 0; p < N_DP; p++) {
-                memset(&mr->dec[d][p], 0, sizeof mr->dec[d][p]);
-                if (DECODE_CTX[d] + g_steps + 1 > ctx) continue;
-                mr->dec[d][p] = run_one(bm, DECODE_POL[p].policy, DECODE_POL[p].budget, DECODE_CTX[d], g_steps);
+                mr->dec[d][p] = run_result_of(&st[p], g_steps);
+                run_free(&st[p]);
             }
+        }
         fprintf(stderr, "bench_cpu: %s done\n", bm->label);
     }
 
