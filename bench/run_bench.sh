@@ -56,9 +56,9 @@ l3=$(lscpu | sed -n 's/^L3 cache: *//p' | head -1)
     echo "attention reads. stories260K (2 MB) fits in the cache, so its ratio to DRAM bandwidth can"
     echo "exceed 100%; its context is 512, so 1000-token prompts and context 900 do not apply."
     echo "The five policies of a context decode in lockstep (alternating order) with a bandwidth"
-    echo "pass before each round, so the policy ratios and the bandwidth ratio hold on a busy"
-    echo "machine; F32 and BF16 run one after the other, so their ratio does not, nor do the"
-    echo "absolute figures: rerun on a quiet machine for those."
+    echo "pass before each round, and the BF16 ÷ F32 ratio comes from the two decoding in lockstep,"
+    echo "so the ratios hold on a busy machine better than the absolute figures (rerun on a quiet"
+    echo "machine for those)."
 } >"$OUT"
 echo "run_bench: wrote $OUT" >&2
 cat "$OUT"

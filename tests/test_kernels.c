@@ -52,7 +52,7 @@ static const cpu_simd_ops *family(const char *name)
 }
 
 static const int ROWS[] = {1, 3, 17, 33, 64};
-static const int COLS[] = {1, 7, 8, 31, 33, 65, 127, 257, 768};
+static const int COLS[] = {1, 7, 8, 31, 33, 65, 127, 257, 768, 8200};
 
 /* |a - b| ≤ tol · scale, with a message naming what differs. */
 #define CLOSE(a, b, tol, scale, ...)                                                           \
