@@ -2,7 +2,9 @@
 # `make test` builds and runs every test; `make demo` runs the default model.
 CC      ?= cc
 CXX     ?= c++
-OPT     ?= -O3 -march=native
+# No -march=native: the binary runs on any x86-64 (or other) CPU; the SIMD kernels
+# (kernels/cpu/simd_*.c) carry target attributes and are chosen at run time.
+OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -I. -MMD -MP
 CXXFLAGS ?= $(OPT) -g
@@ -78,6 +80,17 @@ $(BUILD)/%.o: %.cu
 $(BUILD)/tests/%: tests/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+
+$(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
+# CPU benchmark (issue 6): makes the stories110M-shaped synthetic model under models/ when
+# missing, measures memory bandwidth, prefill and decode, and writes bench/cpu.md.
+# BENCH_THREADS (default: all cores) and BENCH_ARGS pass through to bench/run_bench.sh.
+bench: setup
+	@$(MAKE) --no-print-directory llm-run $(BUILD)/bench/bench_cpu
+	@BUILD=$(BUILD) bench/run_bench.sh
 
 # The test command of README.md: installs what is missing, builds, then runs the unit tests
 # (cmocka) and the end-to-end tests (tests/*.sh). `make check` skips the set-up step.

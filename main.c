@@ -49,6 +49,7 @@ typedef struct {
     int prefill_chunk;         /* 0: the whole prompt in one pass */
     const char *device;        /* --device auto|cpu|cuda (model/device.c) */
     double kv_mem_limit_gb;    /* --kv-mem-limit GB (0: none) */
+    int dtype;                 /* --dtype: -1 auto (the file's), else a dtype_t */
 } options;
 
 static volatile sig_atomic_t g_interrupted = 0;
@@ -81,6 +82,8 @@ static void usage(FILE *f)
 "  -t, --threads N          CPU threads (default: all cores)\n"
 "      --device auto|cpu|cuda  backend (default $LLM_DEVICE, else auto: the GPU when there is\n"
 "                           one and it runs the policy, else the CPU); cuda without a GPU is an error\n"
+"      --dtype f32|f16|bf16|auto  weight dtype in memory (default auto: as in the file; bf16\n"
+"                           halves the bytes an F32 model reads per token)\n"
 "KV cache:\n"
 "      --policy NAME        eviction policy (default full); see --list-policies\n"
 "      --budget X           0 < X <= 1: fraction of prompt + max new tokens; X > 1: tokens\n"
@@ -192,6 +195,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->threads = cpu_num_cores();
     o->pp.budget = 1.0;
     o->device = getenv("LLM_DEVICE") && *getenv("LLM_DEVICE") ? getenv("LLM_DEVICE") : "auto";
+    o->dtype = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define NEED_VALUE()                                                                           \
@@ -236,6 +240,14 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             NEED_VALUE();
             if (parse_int(a, argv[++i], 1, 1024, &o->threads)) return 2;
+        } else if (!strcmp(a, "--dtype")) {
+            NEED_VALUE();
+            const char *d = argv[++i];
+            if (!strcmp(d, "f32")) o->dtype = DT_F32;
+            else if (!strcmp(d, "f16")) o->dtype = DT_F16;
+            else if (!strcmp(d, "bf16")) o->dtype = DT_BF16;
+            else if (!strcmp(d, "auto")) o->dtype = -1;
+            else return die("--dtype: expected f32, f16, bf16 or auto, got '%s'%s", d, "");
         } else if (!strcmp(a, "--chat")) {
             o->chat = 1;
         } else if (!strcmp(a, "--system")) {
@@ -475,7 +487,8 @@ int main(int argc, char **argv)
 
     /* model and tokenizer */
     if (model_load(o.model_dir, &mw, err, sizeof err) != 0 ||
-        (!use_cuda && model_to_f32(&mw, err, sizeof err) != 0)) { /* the GPU keeps the file dtype */
+        (o.dtype >= 0 && model_convert(&mw, (dtype_t)o.dtype, err, sizeof err) != 0) ||
+        (!use_cuda && model_make_resident(&mw, err, sizeof err) != 0)) { /* the GPU uploads the weights */
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }

@@ -33,7 +33,7 @@ eval_model *eval_model_load(const char *dir, int threads, char *err, size_t errl
         return NULL;
     }
     m->threads = threads > 0 ? threads : cpu_num_cores();
-    if (model_load(dir, &m->w, err, errlen) != 0 || model_to_f32(&m->w, err, errlen) != 0) goto fail;
+    if (model_load(dir, &m->w, err, errlen) != 0 || model_make_resident(&m->w, err, errlen) != 0) goto fail;
     char path[1200];
     snprintf(path, sizeof path, "%s/tokenizer.model", dir);
     m->tok = tokenizer_load(path, err, errlen);

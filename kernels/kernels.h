@@ -9,17 +9,33 @@
 
 #include "model/model.h"
 
-/* Sets the number of threads used by the CPU kernels and the BLAS (≥ 1). */
+/* Sets the number of OpenMP threads the CPU kernels use (≥ 1); the BLAS runs single-threaded
+ * inside them (matmul splits its rows over the threads). */
 void cpu_set_threads(int n);
 int cpu_num_cores(void);
 
-/* y[n][w.rows] = x[n][w.cols] · wᵀ. n = 1 is a matrix-vector product (decode), n > 1 a
- * matrix-matrix product through the BLAS (prefill). Weights must be F32 here (the CPU
- * reference converts F16/BF16 on load, model_to_f32). */
+/* The SIMD kernel family in use: "scalar", "avx2" (AVX2+FMA+F16C) or "avx512" (AVX-512F),
+ * the widest the CPU supports unless the environment sets LLM_SIMD to one of those names. */
+const char *cpu_simd_name(void);
+/* Switches to the named family; -1 (err: the name) when unknown or not supported here. */
+int cpu_simd_use(const char *name, char *err, size_t errlen);
+
+/* y[n][w.rows] = x[n][w.cols] · wᵀ, weights F32, F16 or BF16 as stored.
+ * n = 1 (decode): our matrix-vector kernels, OpenMP over the output rows, F16/BF16 widened in
+ * registers (memory-bound: bytes read per token is what counts). n > 1 (prefill): matrix-matrix
+ * through the BLAS (F16/BF16 widened one tile of rows at a time). Results of the families
+ * differ only by summation order. */
 void matmul(float *y, const float *x, const weight_t *w, int n);
 
+/* matmul(y[i], x, w[i], n) for i < k, all w[i] with the same cols: for decode one parallel
+ * region over all their rows (q/k/v, gate/up), the same results as k calls. */
+void matmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n);
+
+/* out[w.cols] = row `row` of w as f32 (the embedding lookup). */
+void widen_row(float *out, const weight_t *w, int row);
+
 /* out[n][dim] = x / rms(x) * weight, rms over each row (LLaMA RMSNorm, eps inside the sqrt).
- * out may alias x. */
+ * weight: [dim] in any dtype. out may alias x. */
 void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim, float eps);
 
 /* RoPE tables for positions pos[0..n): cos/sin [n][head_dim/2], Hugging Face convention:
@@ -38,7 +54,8 @@ void swiglu(float *gate, const float *up, size_t n);
 /* y[i] += x[i]. */
 void add_inplace(float *y, const float *x, size_t n);
 
-/* Decode attention of one query head over n cached slots:
+/* Decode attention of one query head over n cached slots (SIMD dot products and a vector
+ * exp; one pass over K and one over V):
  * q [head_dim]; K, V [n][head_dim]; out [head_dim] = Σ_j p_j V_j with
  * p = softmax(q·K_j · scale). probs [n] receives p (always written; it is also the scratch for
  * the scores, so statistics cost nothing extra). Slots are summed in slot order. */
@@ -46,14 +63,18 @@ void attn_decode_head(const float *q, const float *K, const float *V, int n, int
                       float scale, float *probs, float *out);
 
 /* Prefill (causal) attention of one query head for a chunk of n_new tokens that follows
- * n_live cached slots:
+ * n_live cached slots, tiled with an online softmax (kernels/cpu/attention.c):
  * q [n_new] rows of stride q_stride; K_live, V_live [n_live][head_dim];
  * K_new, V_new [n_new] rows of stride k_stride, v_stride. Row i attends to all live slots and the chunk's
  * tokens 0..i. out [n_new] rows of stride out_stride. colsum (NULL or [n_live + n_new]) gets
- * += Σ_i p_i(j) (the column sums H2O and BUZZ need). scratch: [n_live + n_new] floats. */
+ * += Σ_i p_i(j) (the column sums H2O and BUZZ need; a second pass over the scores).
+ * scratch: attn_prefill_scratch_floats(head_dim) floats (one tile, whatever the length). */
 void attn_prefill_head(const float *q, int q_stride, const float *K_live, const float *V_live,
                        int n_live, const float *K_new, int k_stride, const float *V_new,
                        int v_stride, int n_new, int head_dim, float scale, float *out,
                        int out_stride, float *colsum, float *scratch);
+
+/* Scratch floats attn_prefill_head needs per thread. */
+size_t attn_prefill_scratch_floats(int head_dim);
 
 #endif

@@ -58,7 +58,7 @@ int engine_init(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, 
     ALLOC(e->patt, (size_t)M * qdim);
     ALLOC(e->phb, (size_t)M * ffn);
     ALLOC(e->phb2, (size_t)M * ffn);
-    ALLOC(e->att_scratch, (size_t)e->n_threads * e->cand_stride);
+    ALLOC(e->att_scratch, (size_t)e->n_threads * attn_prefill_scratch_floats(hd));
     ALLOC(e->pos_buf, M);
     e->shifted = kv->params.rope_shifted;
     if (e->shifted) {
@@ -155,8 +155,9 @@ static void mlp_block(const model_config *c, const layer_weights *lw, float *x, 
                       float *hb, float *hb2, int n)
 {
     rmsnorm(xb, x, &lw->ffn_norm, n, c->hidden_size, c->rms_norm_eps);
-    matmul(hb, xb, &lw->w_gate, n);
-    matmul(hb2, xb, &lw->w_up, n);
+    float *gu_out[2] = {hb, hb2};
+    const weight_t *gu_w[2] = {&lw->w_gate, &lw->w_up};
+    matmul_multi(gu_out, gu_w, 2, xb, n);
     swiglu(hb, hb2, (size_t)n * c->intermediate_size);
     matmul(xb, hb, &lw->w_down, n);
     add_inplace(x, xb, (size_t)n * c->hidden_size);
@@ -186,13 +187,12 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
     const int want_colsum = (kv->ops->stats & KV_STAT_PREFILL_COLSUM) != 0;
 
     /* embedding lookup */
-    const float *emb = (const float *)e->w->embed.data;
     for (int i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= c->vocab_size) {
             snprintf(err, errlen, "token id %d out of range [0, %d)", tokens[i], c->vocab_size);
             return -1;
         }
-        memcpy(e->px + (size_t)i * dim, emb + (size_t)tokens[i] * dim, (size_t)dim * sizeof(float));
+        widen_row(e->px + (size_t)i * dim, &e->w->embed, tokens[i]);
     }
     for (int i = 0; i < n; i++) e->pos_buf[i] = pos0 + i;
     if (!e->shifted)
@@ -202,9 +202,9 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         const layer_weights *lw = &e->w->layers[l];
         /* qkv matmuls for the whole chunk */
         rmsnorm(e->pxb, e->px, &lw->attn_norm, n, dim, c->rms_norm_eps);
-        matmul(e->pq, e->pxb, &lw->wq, n);
-        matmul(e->pk, e->pxb, &lw->wk, n);
-        matmul(e->pv, e->pxb, &lw->wv, n);
+        float *qkv_out[3] = {e->pq, e->pk, e->pv};
+        const weight_t *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
+        matmul_multi(qkv_out, qkv_w, 3, e->pxb, n);
         /* RoPE: at each token's position (absolute), or by rank in the cache (shifted: the
          * cache keeps keys before RoPE; rotated copies feed the attention) */
         const float *K_new = e->pk;
@@ -229,10 +229,10 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
 
         /* exact causal attention over the live cache + the chunk, per query head */
         if (want_colsum) memset(e->colsum, 0, (size_t)H * e->cand_stride * sizeof(float));
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->n_threads)
         for (int h = 0; h < H; h++) {
             int g = h / G, n_live = kv_len(kv, l, g);
-            float *scratch = e->att_scratch + (size_t)omp_get_thread_num() * e->cand_stride;
+            float *scratch = e->att_scratch + (size_t)omp_get_thread_num() * attn_prefill_scratch_floats(hd);
             const float *K_live = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_keys(kv, l, g);
             const float *Kn = e->shifted ? K_new + (size_t)g * e->max_chunk * hd : K_new + (size_t)g * hd;
             float sc = scale * logit_factor(kv, n_live + n);
@@ -293,16 +293,16 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
     if (e->dev) /* --device cuda */
         return cuda_engine_decode(e->dev, token, pos, e->want_logits ? e->logits : NULL, &e->next,
                                   err, errlen);
-    memcpy(e->x, (const float *)e->w->embed.data + (size_t)token * dim, (size_t)dim * sizeof(float));
+    widen_row(e->x, &e->w->embed, token);
     if (!e->shifted) rope_tables(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *lw = &e->w->layers[l];
         /* qkv matmuls for this position, RoPE at the position (absolute mode) */
         rmsnorm(e->xb, e->x, &lw->attn_norm, 1, dim, c->rms_norm_eps);
-        matmul(e->q, e->xb, &lw->wq, 1);
-        matmul(e->k, e->xb, &lw->wk, 1);
-        matmul(e->v, e->xb, &lw->wv, 1);
+        float *qkv_out[3] = {e->q, e->k, e->v};
+        const weight_t *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
+        matmul_multi(qkv_out, qkv_w, 3, e->xb, 1);
         if (!e->shifted) {
             rope_apply(e->q, 1, H, hd, e->rope_cos, e->rope_sin);
             rope_apply(e->k, 1, Hkv, hd, e->rope_cos, e->rope_sin);

@@ -96,7 +96,7 @@ typedef struct {
     /* owned storage */
     int n_files;
     st_file *files;                  /* one per shard */
-    void **owned;                    /* buffers allocated by model_to_f32 */
+    void **owned;                    /* buffers allocated by model_convert */
     int n_owned;
 } model_weights;
 
@@ -107,9 +107,28 @@ typedef struct {
  * (pointers into the mmaps). */
 int model_load(const char *dir, model_weights *m, char *err, size_t errlen);
 
-/* Converts every F16/BF16 weight to F32 in newly owned buffers (the CPU reference path).
- * Returns 0, or -1 on allocation failure. */
+/* Converts the weight matrices (embedding, projections, LM head) to dtype `to` in newly owned
+ * buffers: F16/BF16 → F32 exactly, F32/F16 → BF16 and F32/BF16 → F16 rounding to nearest even.
+ * Norm weights become F32 when to is F32 and otherwise stay as stored (the kernels read any
+ * dtype). Weights already in `to` stay in the mmap; a tied LM head stays shared. Not calling
+ * it keeps every weight in the file's dtype (--dtype auto). Returns 0, or -1 on allocation
+ * failure or an unknown dtype. */
+int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen);
+
+/* Copies the matrices decode streams every token (projections, LM head) that still point into
+ * the file mapping into owned memory marked for transparent huge pages (madvise), so the reads
+ * do not take a TLB miss every 4 KiB; converted weights are allocated that way already. Costs
+ * a copy at load and the weights' size in anonymous memory. Returns 0, or -1 when out of
+ * memory. */
+int model_make_resident(model_weights *m, char *err, size_t errlen);
+
+/* model_convert(m, DT_F32): every weight F32 (the reference path). */
 int model_to_f32(model_weights *m, char *err, size_t errlen);
+
+/* Bytes of weights: per_token = 1 gives what one decode step reads (every projection, the
+ * norms, the LM head and one embedding row); 0 gives the weights held (embedding counted
+ * once when tied). */
+size_t model_weight_bytes(const model_weights *m, int per_token);
 
 void model_free(model_weights *m);
 
@@ -145,7 +164,7 @@ typedef struct {
     float *px, *pxb, *pq, *pk, *pv, *patt, *phb, *phb2;
     float *colsum;            /* [n_heads][cand_stride] when the policy asks */
     float *colsum_kv;         /* [n_kv_heads][cand_stride] */
-    float *att_scratch;       /* [n_threads][cand_stride] */
+    float *att_scratch;       /* [n_threads][attn_prefill_scratch_floats(head_dim)] */
     int cand_stride, n_threads, probs_stride;
     int *pos_buf;             /* [max_chunk] positions of a prefill chunk */
     /* --rope shifted (POLICIES.md §1.7): RoPE tables by rank, rotated-key scratch */
@@ -163,8 +182,8 @@ typedef struct {
                                  or decode step; -1 on the CPU */
 } engine;
 
-/* Allocates the run state for up to max_chunk prefill tokens per call. The weights must be
- * F32 (model_to_f32) on the CPU backend. kv must be initialised (kv_init). */
+/* Allocates the run state for up to max_chunk prefill tokens per call. Weights may be F32,
+ * F16 or BF16 (mixed is fine). kv must be initialised (kv_init). */
 int engine_init(engine *e, const model_weights *w, struct kv_cache *kv, int max_chunk,
                 int n_threads, char *err, size_t errlen);
 void engine_free(engine *e);

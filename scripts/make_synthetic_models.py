@@ -3,6 +3,9 @@
 
     scripts/make_synthetic_models.py OUT_DIR [--only NAME] [--list]
 
+Without --only it writes the test models; the benchmark model stories110M-syn (0.4 GB) only
+with --only stories110M-syn (make bench writes it to models/).
+
 Each model is a Hugging Face style folder: config.json, model.safetensors (or two shards plus
 model.safetensors.index.json), and a tokenizer.model copied from the shared models directory
 (env LLM_SHARED, default ../shared relative to the repository root).
@@ -70,6 +73,13 @@ MODELS = {
         seed=1006, dim=256, ffn=512, layers=1, heads=2, kv_heads=1, vocab=32000,
         max_pos=512, eps=1e-6, theta=10000.0, rope_scaling=None, tied=True,
         dtype="F16", tokenizer="llama2-tokenizer", shards=1, inv_freq=False),
+    # The benchmark model (make bench): the shape of llama2.c's stories110M (dim 768, ffn 2048,
+    # 12 layers, 12 heads, vocab 32000, context 1024, tied), random weights, F32 (~0.4 GB;
+    # --dtype bf16 converts it). Written only when asked for by name (--only); never committed.
+    "stories110M-syn": dict(
+        seed=1101, dim=768, ffn=2048, layers=12, heads=12, kv_heads=12, vocab=32000,
+        max_pos=1024, eps=1e-5, theta=10000.0, rope_scaling=None, tied=True,
+        dtype="F32", tokenizer="llama2-tokenizer", shards=1, inv_freq=False, default=False),
 }
 
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
@@ -266,7 +276,7 @@ def main():
         return
     if not a.out_dir:
         ap.error("OUT_DIR is required")
-    names = a.only or list(MODELS)
+    names = a.only or [n for n in MODELS if MODELS[n].get("default", True)]
     for n in names:
         if n not in MODELS:
             sys.exit("make_synthetic_models: unknown model %r (known: %s)" % (n, ", ".join(MODELS)))

@@ -1,7 +1,6 @@
-/* CPU kernels: matmul (BLAS), RMSNorm, RoPE, SwiGLU, residuals. */
+/* CPU kernels: threads, RMSNorm, RoPE, SwiGLU, residuals (matmul: matmul.c). */
 #include "kernels/kernels.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <unistd.h>
@@ -13,7 +12,9 @@ void cpu_set_threads(int n)
 {
     if (n < 1) n = 1;
     omp_set_num_threads(n);
-    openblas_set_num_threads(n);
+    /* matmul splits the work over the OpenMP threads and calls the BLAS from each: a second,
+     * spinning thread pool inside the BLAS would only compete with them */
+    openblas_set_num_threads(1);
 }
 
 int cpu_num_cores(void)
@@ -22,27 +23,29 @@ int cpu_num_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
-void matmul(float *y, const float *x, const weight_t *w, int n)
+/* Element i of a 1-D weight in any dtype, as f32. */
+static inline float weight_at(const weight_t *w, int i)
 {
-    const float *W = (const float *)w->data;
-    if (n == 1)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, w->rows, w->cols, 1.0f, W, w->cols, x, 1, 0.0f,
-                    y, 1);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, w->rows, w->cols, 1.0f, x,
-                    w->cols, W, w->cols, 0.0f, y, w->rows);
+    switch (w->dtype) {
+    case DT_F16: return f16_to_f32(((const uint16_t *)w->data)[i]);
+    case DT_BF16: return bf16_to_f32(((const uint16_t *)w->data)[i]);
+    default: return ((const float *)w->data)[i];
+    }
 }
 
 void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim, float eps)
 {
-    const float *w = (const float *)weight->data;
+    const float *w = weight->dtype == DT_F32 ? (const float *)weight->data : NULL;
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * dim;
         float *o = out + (size_t)r * dim;
         float ss = 0.0f;
         for (int i = 0; i < dim; i++) ss += xr[i] * xr[i];
         float inv = 1.0f / sqrtf(ss / (float)dim + eps);
-        for (int i = 0; i < dim; i++) o[i] = w[i] * (xr[i] * inv);
+        if (w)
+            for (int i = 0; i < dim; i++) o[i] = w[i] * (xr[i] * inv);
+        else
+            for (int i = 0; i < dim; i++) o[i] = weight_at(weight, i) * (xr[i] * inv);
     }
 }
 

@@ -1,0 +1,150 @@
+/* matmul for F32, F16 and BF16 weights.
+ * Decode (n = 1): our matrix-vector kernels (simd.h), threaded with OpenMP over the output
+ * rows in static contiguous chunks, one pass over each weight row, weights read as stored
+ * (F16/BF16 widened in registers: half the bytes of F32). No allocation.
+ * Prefill (n > 1): matrix-matrix through the BLAS (cblas_sgemm), the output rows split over the
+ * OpenMP threads; F16/BF16 weights are widened one tile of rows at a time into a per-thread
+ * buffer kept between calls. */
+#include "kernels/cpu/simd.h"
+#include "kernels/kernels.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+
+/* Below this many weights a matrix-vector product runs on one thread (the fork costs more). */
+#define MATVEC_PAR_MIN (1 << 15)
+/* Widened F16/BF16 tile for prefill: about this many bytes of f32 per thread (fits the L2). */
+#define TILE_BYTES (1u << 20)
+
+static void matvec_rows(const cpu_simd_ops *s, float *y, const float *x, const weight_t *w, int r0, int r1)
+{
+    switch (w->dtype) {
+    case DT_F32: s->matvec_f32(y, w->data, x, r0, r1, w->cols); break;
+    case DT_F16: s->matvec_f16(y, w->data, x, r0, r1, w->cols); break;
+    case DT_BF16: s->matvec_bf16(y, w->data, x, r0, r1, w->cols); break;
+    }
+}
+
+/* k matrix-vector products with the same input in one parallel region: thread t takes the
+ * contiguous slice [R·t/T, R·(t+1)/T) of the R = Σ rows output rows (one fork/join, not k). */
+static void matvec_multi(float *const *y, const weight_t *const *w, int k, const float *x)
+{
+    const cpu_simd_ops *s = cpu_simd();
+    long long total = 0, work = 0;
+    for (int i = 0; i < k; i++) {
+        total += w[i]->rows;
+        work += (long long)w[i]->rows * w[i]->cols;
+    }
+    if (work < MATVEC_PAR_MIN || omp_get_max_threads() == 1 || omp_in_parallel()) {
+        for (int i = 0; i < k; i++) matvec_rows(s, y[i], x, w[i], 0, w[i]->rows);
+        return;
+    }
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        long long g0 = total * t / nt, g1 = total * (t + 1) / nt, base = 0;
+        for (int i = 0; i < k; i++) {
+            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+            if (a < b) matvec_rows(s, y[i], x, w[i], (int)(a - base), (int)(b - base));
+            base += w[i]->rows;
+        }
+    }
+}
+
+static void matvec(float *y, const float *x, const weight_t *w)
+{
+    matvec_multi(&y, &w, 1, x);
+}
+
+/* Per-thread widening buffers of the F16/BF16 prefill, kept between calls (globals, so they
+ * stay reachable; grown on demand, never per token). */
+#define MAX_TILE_THREADS 1024
+static float *tile_buf[MAX_TILE_THREADS];
+static size_t tile_cap[MAX_TILE_THREADS];
+
+/* y[:, r0:r1) = x · W[r0:r1)ᵀ on the calling thread (single-threaded BLAS). Returns -1 when the
+ * widening buffer cannot be allocated. */
+static int matmul_rows(float *y, const float *x, const weight_t *w, int n, int r0, int r1, int tid)
+{
+    int rows = w->rows, cols = w->cols;
+    if (w->dtype == DT_F32) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, r1 - r0, cols, 1.0f, x, cols,
+                    (const float *)w->data + (size_t)r0 * cols, cols, 0.0f, y + r0, rows);
+        return 0;
+    }
+    const cpu_simd_ops *s = cpu_simd();
+    int tr = (int)(TILE_BYTES / sizeof(float) / (size_t)cols);
+    tr = tr < 16 ? 16 : tr & ~15;
+    if (tr > r1 - r0) tr = r1 - r0;
+    size_t need = (size_t)tr * cols;
+    if (tid >= MAX_TILE_THREADS) return -1;
+    if (need > tile_cap[tid]) {
+        float *nb = realloc(tile_buf[tid], need * sizeof(float));
+        if (!nb) return -1;
+        tile_buf[tid] = nb;
+        tile_cap[tid] = need;
+    }
+    float *buf = tile_buf[tid];
+    const uint16_t *W = w->data;
+    for (int t0 = r0; t0 < r1; t0 += tr) {
+        int m = r1 - t0 < tr ? r1 - t0 : tr;
+        if (w->dtype == DT_F16) s->widen_f16(buf, W + (size_t)t0 * cols, (size_t)m * cols);
+        else s->widen_bf16(buf, W + (size_t)t0 * cols, (size_t)m * cols);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, cols, 1.0f, x, cols, buf, cols,
+                    0.0f, y + t0, rows);
+    }
+    return 0;
+}
+
+/* Prefill: the OpenMP threads split the R = Σ rows output rows in contiguous slices and each
+ * runs the BLAS on its part of each matrix; the BLAS itself is single-threaded
+ * (cpu_set_threads), so one thread pool serves both and none spins while the other works. */
+static void gemm_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
+{
+    long long total = 0, work = 0;
+    for (int i = 0; i < k; i++) {
+        total += w[i]->rows;
+        work += (long long)n * w[i]->rows * w[i]->cols;
+    }
+    int nt = omp_in_parallel() || work < (1 << 20) ? 1 : omp_get_max_threads(), failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+    {
+        int t = omp_get_thread_num(), T = omp_get_num_threads();
+        long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
+        for (int i = 0; i < k; i++) {
+            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+            if (a < b && matmul_rows(y[i], x, w[i], n, (int)(a - base), (int)(b - base), t) != 0) failed = 1;
+            base += w[i]->rows;
+        }
+    }
+    if (failed)   /* no memory for a widening buffer: one row of x at a time, no buffer */
+        for (int i = 0; i < k; i++)
+            for (int r = 0; r < n; r++) matvec(y[i] + (size_t)r * w[i]->rows, x + (size_t)r * w[i]->cols, w[i]);
+}
+
+void matmul(float *y, const float *x, const weight_t *w, int n)
+{
+    if (n == 1) matvec(y, x, w);
+    else gemm_multi(&y, &w, 1, x, n);
+}
+
+void matmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
+{
+    if (n == 1) matvec_multi(y, w, k, x);
+    else gemm_multi(y, w, k, x, n);
+}
+
+void widen_row(float *out, const weight_t *w, int row)
+{
+    size_t cols = (size_t)w->cols;
+    switch (w->dtype) {
+    case DT_F32: {
+        const float *src = (const float *)w->data + (size_t)row * cols;
+        for (size_t i = 0; i < cols; i++) out[i] = src[i];
+        break;
+    }
+    case DT_F16: cpu_simd()->widen_f16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
+    case DT_BF16: cpu_simd()->widen_bf16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
+    }
+}

@@ -1,0 +1,54 @@
+/* kernels/cpu internal: the SIMD kernel families and their run-time dispatch.
+ *
+ * Each family (scalar, avx2, avx512) fills one cpu_simd_ops table with the same kernels; the
+ * scalar one is the portable reference every other is tested against (tests/test_kernels.c).
+ * dispatch.c picks the widest family the CPU supports (__builtin_cpu_supports) on first use;
+ * LLM_SIMD=scalar|avx2|avx512 in the environment or cpu_simd_select() overrides it. The binary
+ * is built for the baseline ISA; the SIMD families are compiled with target attributes, so
+ * nothing needs -march=native. Not a public interface: only kernels/cpu and its tests use it. */
+#ifndef LLM_KERNELS_CPU_SIMD_H
+#define LLM_KERNELS_CPU_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Attention tile sizes (keys per tile, query rows per block) of attn_prefill_head. */
+#define ATT_BK 64
+#define ATT_BQ 32
+
+typedef struct {
+    const char *name;
+    /* y[r] = W[r][0..cols) · x for r in [r0, r1); W row-major [rows][cols] (row stride cols)
+     * in f32, IEEE binary16 or bfloat16 bits. One pass over each row. */
+    void (*matvec_f32)(float *y, const float *W, const float *x, int r0, int r1, int cols);
+    void (*matvec_f16)(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols);
+    void (*matvec_bf16)(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols);
+    /* out[i] = (float)in[i], i < n (exact). */
+    void (*widen_f16)(float *out, const uint16_t *in, size_t n);
+    void (*widen_bf16)(float *out, const uint16_t *in, size_t n);
+    /* a · b over n floats. */
+    float (*dot)(const float *a, const float *b, int n);
+    /* y[i] += a * x[i], i < n. */
+    void (*axpy)(float *y, float a, const float *x, int n);
+    /* p[j] = exp(s[j] - m) for j < n (p may alias s); returns Σ p[j]. m ≥ every s[j]. */
+    float (*exp_sum)(float *p, const float *s, int n, float m);
+    /* o[d] += Σ_j p[j] · rows[j][d] for d < head_dim, j < n (in j order per d). */
+    void (*acc_rows)(float *o, const float *p, const float *const *rows, int n, int head_dim);
+    /* s[j] = scale * (q · Kt[·][j]) for j < ATT_BK: Kt is a key tile transposed
+     * [head_dim][ATT_BK] (columns past the live keys are zero). */
+    void (*scores_tile)(float *s, const float *q, const float *Kt, int head_dim, float scale);
+} cpu_simd_ops;
+
+extern const cpu_simd_ops cpu_simd_scalar;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define LLM_SIMD_X86 1
+extern const cpu_simd_ops cpu_simd_avx2;
+extern const cpu_simd_ops cpu_simd_avx512;
+#endif
+
+/* The active family (chosen on first call). */
+const cpu_simd_ops *cpu_simd(void);
+/* The family called name if this CPU can run it, else NULL. */
+const cpu_simd_ops *cpu_simd_find(const char *name);
+
+#endif

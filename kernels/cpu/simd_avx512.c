@@ -1,0 +1,189 @@
+/* The AVX-512 kernel family (AVX-512F: Skylake-SP / Zen 4 and later): 16 f32 lanes, F16
+ * widened with vcvtph2ps zmm, BF16 by zero-extend and shift. Compiled with target attributes,
+ * chosen at run time by dispatch.c. (AVX-512 BF16's vdpbf16ps is not used: it would round the
+ * activations to bf16, changing results; widening keeps f32 math.) */
+#include "kernels/cpu/simd.h"
+
+#ifdef LLM_SIMD_X86
+#include "model/model.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+#define T __attribute__((target("avx512f,avx2,fma,f16c")))
+
+T static inline __m512 load_f16(const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+T static inline __m512 load_bf16(const uint16_t *p)
+{
+    __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+
+#define MATVEC_BODY(WT, LOAD, SCALAR)                                                          \
+    for (int r = r0; r < r1; r++) {                                                            \
+        const WT *w = W + (size_t)r * cols;                                                    \
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();                             \
+        __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();                             \
+        int i = 0;                                                                             \
+        for (; i + 64 <= cols; i += 64) {                                                      \
+            a0 = _mm512_fmadd_ps(LOAD(w + i), _mm512_loadu_ps(x + i), a0);                     \
+            a1 = _mm512_fmadd_ps(LOAD(w + i + 16), _mm512_loadu_ps(x + i + 16), a1);           \
+            a2 = _mm512_fmadd_ps(LOAD(w + i + 32), _mm512_loadu_ps(x + i + 32), a2);           \
+            a3 = _mm512_fmadd_ps(LOAD(w + i + 48), _mm512_loadu_ps(x + i + 48), a3);           \
+        }                                                                                      \
+        for (; i + 16 <= cols; i += 16) a0 = _mm512_fmadd_ps(LOAD(w + i), _mm512_loadu_ps(x + i), a0); \
+        float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))); \
+        for (; i < cols; i++) s += SCALAR(w + i) * x[i];                                       \
+        y[r] = s;                                                                              \
+    }
+
+#define LOAD_F32(p) _mm512_loadu_ps(p)
+#define SCALAR_F32(p) (*(p))
+#define SCALAR_F16(p) f16_to_f32(*(p))
+#define SCALAR_BF16(p) bf16_to_f32(*(p))
+
+T static void matvec_f32(float *y, const float *W, const float *x, int r0, int r1, int cols)
+{
+    MATVEC_BODY(float, LOAD_F32, SCALAR_F32)
+}
+
+T static void matvec_f16(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols)
+{
+    MATVEC_BODY(uint16_t, load_f16, SCALAR_F16)
+}
+
+T static void matvec_bf16(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols)
+{
+    MATVEC_BODY(uint16_t, load_bf16, SCALAR_BF16)
+}
+
+T static void widen_f16(float *out, const uint16_t *in, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, load_f16(in + i));
+    for (; i < n; i++) out[i] = f16_to_f32(in[i]);
+}
+
+T static void widen_bf16(float *out, const uint16_t *in, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, load_bf16(in + i));
+    for (; i < n; i++) out[i] = bf16_to_f32(in[i]);
+}
+
+T static float dot(const float *a, const float *b, int n)
+{
+    __m512 a0 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), a0);
+    float s = _mm512_reduce_add_ps(a0);
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+T static void axpy(float *y, float a, const float *x, int n)
+{
+    __m512 va = _mm512_set1_ps(a);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* exp(x) for x ≤ 0 lanes (Cephes expf: range reduction by ln 2, degree-5 polynomial, about
+ * 1 ulp); below -87.3 (where expf turns subnormal) the result is 0. */
+T static inline __m512 exp_neg(__m512 x)
+{
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_GE_OQ);
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.33654f));
+    __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+    __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(e));
+}
+
+T static float exp_sum(float *p, const float *s, int n, float m)
+{
+    __m512 vm = _mm512_set1_ps(m), acc = _mm512_set1_ps(0.0f);
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 e = exp_neg(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+        _mm512_storeu_ps(p + j, e);
+        acc = _mm512_add_ps(acc, e);
+    }
+    float sum = _mm512_reduce_add_ps(acc);
+    for (; j < n; j++) {
+        p[j] = expf(s[j] - m);
+        sum += p[j];
+    }
+    return sum;
+}
+
+T static void acc_rows(float *o, const float *p, const float *const *rows, int n, int head_dim)
+{
+    int d = 0;
+    for (; d + 64 <= head_dim; d += 64) {
+        __m512 a0 = _mm512_loadu_ps(o + d), a1 = _mm512_loadu_ps(o + d + 16);
+        __m512 a2 = _mm512_loadu_ps(o + d + 32), a3 = _mm512_loadu_ps(o + d + 48);
+        for (int j = 0; j < n; j++) {
+            __m512 pj = _mm512_set1_ps(p[j]);
+            const float *r = rows[j] + d;
+            a0 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r), a0);
+            a1 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 16), a1);
+            a2 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 32), a2);
+            a3 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 48), a3);
+        }
+        _mm512_storeu_ps(o + d, a0);
+        _mm512_storeu_ps(o + d + 16, a1);
+        _mm512_storeu_ps(o + d + 32, a2);
+        _mm512_storeu_ps(o + d + 48, a3);
+    }
+    for (; d + 16 <= head_dim; d += 16) {
+        __m512 a0 = _mm512_loadu_ps(o + d);
+        for (int j = 0; j < n; j++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_loadu_ps(rows[j] + d), a0);
+        _mm512_storeu_ps(o + d, a0);
+    }
+    for (; d < head_dim; d++)
+        for (int j = 0; j < n; j++) o[d] += p[j] * rows[j][d];
+}
+
+T static void scores_tile(float *s, const float *q, const float *Kt, int head_dim, float scale)
+{
+    __m512 acc[ATT_BK / 16];
+    for (int j = 0; j < ATT_BK / 16; j++) acc[j] = _mm512_setzero_ps();
+    for (int d = 0; d < head_dim; d++) {
+        __m512 qd = _mm512_set1_ps(q[d]);
+        const float *k = Kt + (size_t)d * ATT_BK;
+        for (int j = 0; j < ATT_BK / 16; j++) acc[j] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 16 * j), acc[j]);
+    }
+    __m512 vs = _mm512_set1_ps(scale);
+    for (int j = 0; j < ATT_BK / 16; j++) _mm512_storeu_ps(s + 16 * j, _mm512_mul_ps(acc[j], vs));
+}
+
+const cpu_simd_ops cpu_simd_avx512 = {
+    .name = "avx512",
+    .matvec_f32 = matvec_f32,
+    .matvec_f16 = matvec_f16,
+    .matvec_bf16 = matvec_bf16,
+    .widen_f16 = widen_f16,
+    .widen_bf16 = widen_bf16,
+    .dot = dot,
+    .axpy = axpy,
+    .exp_sum = exp_sum,
+    .acc_rows = acc_rows,
+    .scores_tile = scores_tile,
+};
+#endif

@@ -1,0 +1,102 @@
+/* The portable kernel family: plain C, one accumulator in index order. It is the reference
+ * the SIMD families are tested against and the path on CPUs without them (and non-x86). */
+#include "kernels/cpu/simd.h"
+
+#include "model/model.h"
+
+#include <math.h>
+#include <string.h>
+
+static void matvec_f32(float *y, const float *W, const float *x, int r0, int r1, int cols)
+{
+    for (int r = r0; r < r1; r++) {
+        const float *w = W + (size_t)r * cols;
+        float s = 0.0f;
+        for (int i = 0; i < cols; i++) s += w[i] * x[i];
+        y[r] = s;
+    }
+}
+
+static void matvec_f16(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols)
+{
+    for (int r = r0; r < r1; r++) {
+        const uint16_t *w = W + (size_t)r * cols;
+        float s = 0.0f;
+        for (int i = 0; i < cols; i++) s += f16_to_f32(w[i]) * x[i];
+        y[r] = s;
+    }
+}
+
+static void matvec_bf16(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols)
+{
+    for (int r = r0; r < r1; r++) {
+        const uint16_t *w = W + (size_t)r * cols;
+        float s = 0.0f;
+        for (int i = 0; i < cols; i++) s += bf16_to_f32(w[i]) * x[i];
+        y[r] = s;
+    }
+}
+
+static void widen_f16(float *out, const uint16_t *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = f16_to_f32(in[i]);
+}
+
+static void widen_bf16(float *out, const uint16_t *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = bf16_to_f32(in[i]);
+}
+
+static float dot(const float *a, const float *b, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void axpy(float *y, float a, const float *x, int n)
+{
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+static void acc_rows(float *o, const float *p, const float *const *rows, int n, int head_dim)
+{
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < head_dim; d++) o[d] += p[j] * rows[j][d];
+}
+
+static float exp_sum(float *p, const float *s, int n, float m)
+{
+    float sum = 0.0f;
+    for (int j = 0; j < n; j++) {
+        p[j] = expf(s[j] - m);
+        sum += p[j];
+    }
+    return sum;
+}
+
+static void scores_tile(float *s, const float *q, const float *Kt, int head_dim, float scale)
+{
+    float acc[ATT_BK];
+    memset(acc, 0, sizeof acc);
+    for (int d = 0; d < head_dim; d++) {
+        const float *k = Kt + (size_t)d * ATT_BK;
+        float qd = q[d];
+        for (int j = 0; j < ATT_BK; j++) acc[j] += qd * k[j];
+    }
+    for (int j = 0; j < ATT_BK; j++) s[j] = acc[j] * scale;
+}
+
+const cpu_simd_ops cpu_simd_scalar = {
+    .name = "scalar",
+    .matvec_f32 = matvec_f32,
+    .matvec_f16 = matvec_f16,
+    .matvec_bf16 = matvec_bf16,
+    .widen_f16 = widen_f16,
+    .widen_bf16 = widen_bf16,
+    .dot = dot,
+    .axpy = axpy,
+    .exp_sum = exp_sum,
+    .acc_rows = acc_rows,
+    .scores_tile = scores_tile,
+};
