@@ -11,10 +11,15 @@ CXXFLAGS += -std=c++17 -Wall -Wextra -I. -MMD -MP
 LDLIBS  += -lsentencepiece -lcjson -lopenblas -lm -lstdc++ -fopenmp -lpthread
 LDFLAGS +=
 
+# SANITIZE=1: AddressSanitizer (with LeakSanitizer) + UBSan into build-san/; any report ends the
+# program with a non-zero exit (no recovery), so a test that hits one fails. Reports inside
+# the uninstrumented libraries (OpenBLAS, OpenMP, SentencePiece) are suppressed by
+# tests/sanitizer/*.supp (exported by tests/run_all.sh).
 ifeq ($(SANITIZE),1)
-  CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer
-  CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
-  LDFLAGS  += -fsanitize=address,undefined
+  SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+  CFLAGS   += $(SAN_FLAGS)
+  CXXFLAGS += $(SAN_FLAGS)
+  LDFLAGS  += $(SAN_FLAGS)
   BUILD    ?= build-san
 endif
 BUILD ?= build
@@ -49,8 +54,14 @@ all: llm-run
 
 # Objects are linked directly (not through an archive): the policy registry refers to the
 # policies weakly, which would not pull archive members in.
+# ./llm-run is linked from $(BUILD): relinked when the last link came from another build
+# directory (after `make test SANITIZE=1`, a plain `make` gives the plain binary back).
+ifneq ($(shell cat .llm-run.build 2>/dev/null),$(BUILD))
+.PHONY: llm-run
+endif
 llm-run: $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo $(BUILD) > .llm-run.build
 
 lib: $(LIB_OBJ)
 
@@ -126,6 +137,6 @@ fuzz:
 	@FUZZ_TIME=$(FUZZ_TIME) fuzz/run.sh $(FUZZ)
 
 clean:
-	rm -rf build build-san build-fuzz llm-run
+	rm -rf build build-san build-fuzz llm-run .llm-run.build
 
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

@@ -12,6 +12,11 @@
 /* Sets the number of threads used by the CPU kernels and the BLAS (≥ 1). */
 void cpu_set_threads(int n);
 int cpu_num_cores(void);
+/* Whether the BLAS can get its work buffers for n_threads threads (≤ 0: the BLAS's own thread
+ * count) (kernels/cpu/blas_reserve.c: OpenBLAS hangs instead of failing when it cannot, and
+ * exit() then hangs too: a caller that gets -1 should _exit). Returns 0, or -1 with
+ * "out of memory: ..." in err. */
+int cpu_blas_reserve_check(int n_threads, char *err, size_t errlen);
 
 /* y[n][w.rows] = x[n][w.cols] · wᵀ. n = 1 is a matrix-vector product (decode), n > 1 a
  * matrix-matrix product through the BLAS (prefill). Weights must be F32 here (the CPU
