@@ -87,7 +87,7 @@ typedef struct {
     struct cJSON *root;               /* the parsed index; owns weight_map */
     const struct cJSON *weight_map;   /* tensor name -> shard file name */
     int n_shards;
-    char **shards;                    /* the distinct shard file names, first-seen order */
+    char **shards;                    /* the distinct shard file names, sorted */
 } st_index;
 
 /* Parses the text of a Hugging Face model.safetensors.index.json, text[0..len) (no NUL needed;

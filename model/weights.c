@@ -125,6 +125,10 @@ static int escapes_dir(const char *name) {
     return 0;
 }
 
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 int st_index_parse(const char *text, size_t len, const char *path, st_index *ix,
                    char *err, size_t errlen) {
     memset(ix, 0, sizeof *ix);
@@ -144,24 +148,31 @@ int st_index_parse(const char *text, size_t len, const char *path, st_index *ix,
     for (const cJSON *e = ix->weight_map->child; e; e = e->next) {
         if (!cJSON_IsString(e) || !e->valuestring[0]) {
             fail(err, errlen, "%s: weight_map[\"%.256s\"] is not a file name", path, e->string);
+            ix->n_shards = 0;   /* nothing strdup'd yet */
             st_index_free(ix);
             return -1;
         }
         if (escapes_dir(e->valuestring)) {
             fail(err, errlen, "%s: weight_map[\"%.256s\"]: shard \"%.256s\" is outside the model folder",
                  path, e->string, e->valuestring);
+            ix->n_shards = 0;
             st_index_free(ix);
             return -1;
         }
-        int seen = 0;
-        for (int i = 0; i < ix->n_shards && !seen; i++) seen = !strcmp(ix->shards[i], e->valuestring);
-        if (seen) continue;
-        if (!(ix->shards[ix->n_shards] = strdup(e->valuestring))) {
+        ix->shards[ix->n_shards++] = e->valuestring;   /* borrowed until deduplicated */
+    }
+    /* sorted and deduplicated: O(n log n), a hostile index with many shards cannot stall */
+    qsort(ix->shards, (size_t)ix->n_shards, sizeof *ix->shards, cmp_str);
+    int n = 0;
+    for (int i = 0; i < ix->n_shards; i++)
+        if (n == 0 || strcmp(ix->shards[n - 1], ix->shards[i])) ix->shards[n++] = ix->shards[i];
+    ix->n_shards = n;
+    for (int i = 0; i < n; i++)
+        if (!(ix->shards[i] = strdup(ix->shards[i]))) {
+            ix->n_shards = i;
             st_index_free(ix);
             return fail(err, errlen, "%s: out of memory", path);
         }
-        ix->n_shards++;
-    }
     return 0;
 }
 
@@ -225,12 +236,10 @@ static const st_tensor *lookup(const loader *L, const char *name, const st_file 
     }
     const char *shard = st_index_shard(&L->ix, name);
     if (!shard) return NULL;
-    for (int i = 0; i < L->m->n_files; i++)
-        if (!strcmp(L->ix.shards[i], shard)) {
-            *file = &L->m->files[i];
-            return st_find(*file, name);
-        }
-    return NULL;
+    char *const *hit = bsearch(&shard, L->ix.shards, (size_t)L->m->n_files, sizeof *L->ix.shards, cmp_str);
+    if (!hit) return NULL;
+    *file = &L->m->files[hit - L->ix.shards];
+    return st_find(*file, name);
 }
 
 /* Whether the checkpoint lists tensor name (a sharded index may list it in a shard that
