@@ -13,9 +13,6 @@ B=build-fuzz
 T="${FUZZ_TIME:-60}"
 RUNS="${FUZZ_RUNS:--1}"
 export LLM_SHARED="${LLM_SHARED:-../shared}"
-# LSan needs ptrace-free mode under some containers; the sentencepiece library is not
-# instrumented, so its std::vector annotations cannot be checked (container-overflow).
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_container_overflow=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 names=("$@")
