@@ -2,7 +2,6 @@
 # `make test` builds and runs every test; `make demo` runs the default model.
 CC      ?= cc
 CXX     ?= c++
-NVCC    ?= nvcc
 OPT     ?= -O3 -march=native
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -I. -MMD -MP
@@ -22,6 +21,12 @@ ifeq ($(SANITIZE),1)
   LDFLAGS  += $(SAN_FLAGS)
   BUILD    ?= build-san
 endif
+# CUDA=1: the same ./llm-run with the CUDA backend too (kernels/cuda/*.cu), objects in
+# build-cuda so `make` and `make CUDA=1` never mix. Compiles and links without a GPU (only the
+# toolkit: nvcc, cudart, cuBLAS); sm_80 and sm_90 code plus sm_90 PTX for newer GPUs.
+ifeq ($(CUDA),1)
+  BUILD     ?= build-cuda
+endif
 BUILD ?= build
 
 # Every .c under these directories is part of the library linked by the binary and the tests.
@@ -31,13 +36,17 @@ LIB_CC   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cc))
 LIB_OBJ  := $(LIB_C:%.c=$(BUILD)/%.o) $(LIB_CC:%.cc=$(BUILD)/%.o)
 
 ifeq ($(CUDA),1)
-  CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
-  NVCCFLAGS ?= -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
-               -gencode arch=compute_90,code=compute_90 -I.
+  CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)),/usr/local/cuda)
+  NVCC      ?= $(CUDA_HOME)/bin/nvcc
+  CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+               -gencode arch=compute_90,code=compute_90
+  NVCCFLAGS ?= -O3 -g -lineinfo
+  NVCCFLAGS += -std=c++17 $(CUDA_ARCH) -I. -MMD -MP -Xcompiler -Wall,-Wextra,-Wno-unused-parameter \
+               -Xptxas -warn-spills,-warn-lmem-usage,-warn-double-usage
   CFLAGS  += -DLLM_CUDA=1
   LIB_CU  := $(wildcard kernels/cuda/*.cu)
   LIB_OBJ += $(LIB_CU:%.cu=$(BUILD)/%.o)
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart -lcublas
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
 endif
 
 TEST_C   := $(wildcard tests/test_*.c)
@@ -54,14 +63,14 @@ all: llm-run
 
 # Objects are linked directly (not through an archive): the policy registry refers to the
 # policies weakly, which would not pull archive members in.
-# ./llm-run is linked from $(BUILD): relinked when the last link came from another build
-# directory (after `make test SANITIZE=1`, a plain `make` gives the plain binary back).
-ifneq ($(shell cat .llm-run.build 2>/dev/null),$(BUILD))
+# ./llm-run is a copy of $(BUILD)/llm-run, refreshed on every make, so switching between
+# `make` and `make CUDA=1` always leaves the binary of the last configuration built.
 .PHONY: llm-run
-endif
-llm-run: $(BUILD)/main.o $(LIB_OBJ)
+llm-run: $(BUILD)/llm-run
+	@cp $< $@
+
+$(BUILD)/llm-run: $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-	@echo $(BUILD) > .llm-run.build
 
 lib: $(LIB_OBJ)
 
@@ -90,8 +99,10 @@ $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c $(LIB_OBJ) $(LDLIBS)
 
+# The suite tests the CPU backend (LLM_DEVICE=cpu) unless told otherwise: on a GPU machine
+# `--device auto` would move some runs to the GPU; tests/test_cuda.sh tests the GPU explicitly.
 check: llm-run $(TEST_BIN) $(FUZZ_REPLAY)
-	@BUILD=$(BUILD) tests/run_all.sh
+	@BUILD=$(BUILD) LLM_DEVICE=$${LLM_DEVICE:-cpu} tests/run_all.sh
 
 # The main job on the default model (../shared/models/stories260K, or a downloaded copy).
 demo: setup
@@ -137,6 +148,6 @@ fuzz:
 	@FUZZ_TIME=$(FUZZ_TIME) fuzz/run.sh $(FUZZ)
 
 clean:
-	rm -rf build build-san build-fuzz llm-run .llm-run.build
+	rm -rf build build-san build-cuda build-fuzz llm-run
 
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

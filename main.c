@@ -5,7 +5,10 @@
  * Flow: parse the command line → load model (config.json, safetensors) and tokenizer → encode
  * the prompt (BOS + text) → size the KV cache from the policy and budget → prefill → decode
  * loop (sample, stream text) → report (stderr summary, or one JSON object with --json). */
+#include "eval/eval.h"
 #include "eviction/eviction.h"
+#include "eviction/kv_device.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -44,6 +47,8 @@ typedef struct {
     int json;
     const char *logits_out;
     int prefill_chunk;         /* 0: the whole prompt in one pass */
+    const char *device;        /* --device auto|cpu|cuda (model/device.c) */
+    double kv_mem_limit_gb;    /* --kv-mem-limit GB (0: none) */
 } options;
 
 static volatile sig_atomic_t g_interrupted = 0;
@@ -57,6 +62,7 @@ static void usage(FILE *f)
 "Runs a LLaMA-family Hugging Face model folder (config.json, *.safetensors, tokenizer.model)\n"
 "and generates text, sending every layer's KV-cache writes through an eviction policy.\n"
 "The prompt comes from -p TEXT, PROMPT_FILE, or standard input (-).\n"
+"Scoring: llm-run score rouge|em|self-bleu ... (see llm-run score --help).\n"
 "\n"
 "model and prompt:\n"
 "  -m, --model DIR          model folder (default: $LLM_MODEL, else ../shared/models/stories260K,\n"
@@ -71,6 +77,8 @@ static void usage(FILE *f)
 "      --top-k N            keep the N most likely tokens (default 0 = off)\n"
 "      --seed N             sampling seed (default 0)\n"
 "  -t, --threads N          CPU threads (default: all cores)\n"
+"      --device auto|cpu|cuda  backend (default $LLM_DEVICE, else auto: the GPU when there is\n"
+"                           one and it runs the policy, else the CPU); cuda without a GPU is an error\n"
 "KV cache:\n"
 "      --policy NAME        eviction policy (default full); see --list-policies\n"
 "      --budget X           0 < X <= 1: fraction of prompt + max new tokens; X > 1: tokens\n"
@@ -84,6 +92,8 @@ static void usage(FILE *f)
 "                           budgeted run can take prompts longer than the model's context)\n"
 "      --PARAM VALUE        a parameter of the policy (--sink, --window, --stride, --threshold,\n"
 "                           --obs-window, --pool-kernel, --lsh-bits, or the policy's own flags)\n"
+"      --kv-mem-limit GB    cap on KV-cache memory (1 GB = 1e9 bytes); a cache that does not\n"
+"                           fit stops before allocation with a budget that fits\n"
 "      --list-policies      print the policies and their parameters, then exit\n"
 "output:\n"
 "      --json               print one JSON object (text, tokens, timings, kv) instead of text\n"
@@ -179,6 +189,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->top_p = 0.9f;
     o->threads = cpu_num_cores();
     o->pp.budget = 1.0;
+    o->device = getenv("LLM_DEVICE") && *getenv("LLM_DEVICE") ? getenv("LLM_DEVICE") : "auto";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define NEED_VALUE()                                                                           \
@@ -264,6 +275,16 @@ static int parse_args(int argc, char **argv, options *o)
             else if (!strcmp(r, "total")) o->pp.budget_ref_prompt = 0;
             else return die("--budget-ref: expected total or prompt, got '%s'%s", r, "");
             o->budget_ref_set = 1;
+        } else if (!strcmp(a, "--device")) {
+            NEED_VALUE();
+            o->device = argv[++i];
+            if (strcmp(o->device, "auto") && strcmp(o->device, "cpu") && strcmp(o->device, "cuda"))
+                return die("--device: expected auto, cpu or cuda, got '%s'%s", o->device, "");
+        } else if (!strcmp(a, "--kv-mem-limit")) {
+            NEED_VALUE();
+            if (parse_float(a, argv[++i], -INFINITY, INFINITY, &d)) return 2;
+            if (!(d > 0) || isinf(d)) return die("--kv-mem-limit: must be a finite number of GB > 0 (got '%s')%s", argv[i], "");
+            o->kv_mem_limit_gb = d;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (!strcmp(a, "--logits-out")) {
@@ -424,6 +445,7 @@ static void blas_reserve_or_exit(int n_threads)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "score")) return score_main(argc - 1, argv + 1);
     options o;
     /* a closed stdout pipe is a write error reported in one line, not a silent SIGPIPE death */
     signal(SIGPIPE, SIG_IGN);
@@ -447,6 +469,14 @@ int main(int argc, char **argv)
     npy_stream ns = {0};
     int status = 1;
 
+    /* backend: --device cuda without a GPU, or with a policy it does not run, stops here */
+    int use_cuda = 0;
+    if (device_resolve(o.device, policy_find(o.policy), &o.pp, &use_cuda, err, sizeof err) != 0) {
+        fprintf(stderr, "llm-run: %s\n", err);
+        return 2;
+    }
+    if (err[0]) fprintf(stderr, "llm-run: %s\n", err);
+
     /* prompt text */
     if (o.prompt_text) prompt = strdup(o.prompt_text);
     else if (o.prompt_file) prompt = read_prompt_file(o.prompt_file);
@@ -454,7 +484,8 @@ int main(int argc, char **argv)
     if (!prompt) goto done;
 
     /* model and tokenizer */
-    if (model_load(o.model_dir, &mw, err, sizeof err) != 0 || model_to_f32(&mw, err, sizeof err) != 0) {
+    if (model_load(o.model_dir, &mw, err, sizeof err) != 0 ||
+        (!use_cuda && model_to_f32(&mw, err, sizeof err) != 0)) { /* the GPU keeps the file dtype */
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }
@@ -511,6 +542,20 @@ int main(int argc, char **argv)
     /* KV cache sized by the policy and budget, then the run state */
     const policy_ops *ops = policy_find(o.policy);
     o.pp.seed = o.seed;
+    if (o.kv_mem_limit_gb > 0) {
+        /* --kv-mem-limit: size the cache before allocating it (f32 K/V on the CPU, the k_proj
+         * dtype on the GPU) */
+        char what[64];
+        snprintf(what, sizeof what, "--kv-mem-limit %g GB", o.kv_mem_limit_gb);
+        size_t es = use_cuda ? dtype_size(mw.layers[0].wk.dtype) : sizeof(float);
+        int r = kv_check_limit(ops, &o.pp, cfg->n_layers, cfg->n_kv_heads, cfg->n_heads, cfg->head_dim,
+                               n_prompt, max_new, es, o.kv_mem_limit_gb * 1e9, what, err, sizeof err);
+        if (r != 0) {
+            fprintf(stderr, "llm-run: %s\n", err);
+            status = 2;
+            goto done;
+        }
+    }
     if (kv_init(&kv, ops, &o.pp, cfg->n_layers, cfg->n_kv_heads, cfg->n_heads, cfg->head_dim,
                 n_prompt, max_new, err, sizeof err) != 0) {
         fprintf(stderr, "llm-run: %s\n", err);
@@ -529,10 +574,13 @@ int main(int argc, char **argv)
         goto done;
     }
     cpu_set_threads(o.threads);
-    if (engine_init(&eng, &mw, &kv, chunk, o.threads, err, sizeof err) != 0) {
+    if ((use_cuda ? engine_init_cuda(&eng, &mw, &kv, chunk, err, sizeof err)
+                  : engine_init(&eng, &mw, &kv, chunk, o.threads, err, sizeof err)) != 0) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }
+    /* on the GPU a greedy step copies back only the chosen token (device argmax) */
+    eng.want_logits = o.temp > 0 || o.logits_out != NULL;
     if (sampler_init(&smp, cfg->vocab_size, o.temp, o.top_p, o.top_k, o.seed) != 0) goto oom;
     if (o.logits_out) {
         ns.f = fopen(o.logits_out, "wb");
@@ -550,7 +598,7 @@ int main(int argc, char **argv)
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
 
-    blas_reserve_or_exit(o.threads);
+    if (!use_cuda) blas_reserve_or_exit(o.threads);
 
     /* prefill, in chunks when asked (eviction between chunks keeps peak KV ≤ capacity + chunk) */
     double t0 = now_s();
@@ -577,7 +625,7 @@ int main(int argc, char **argv)
     int n_gen = 0, stop_eos = 0, n_decode_steps = 0;
     double t1 = now_s();
     for (int pos = n_prompt; n_gen < max_new && !g_interrupted; pos++) {
-        int next = sampler_sample(&smp, eng.logits);
+        int next = eng.dev && !eng.want_logits && eng.next >= 0 ? eng.next : sampler_sample(&smp, eng.logits);
         /* EOS ends the answer; a BOS starts a new document (TinyStories-style models emit it
          * between stories, and llama2.c stops there too) */
         if (next == cfg->eos_token_id || next == cfg->bos_token_id) {
@@ -619,6 +667,7 @@ int main(int argc, char **argv)
         cJSON_AddItemToObject(j, "tokens", cJSON_CreateIntArray(gen, n_gen));
         cJSON_AddNumberToObject(j, "n_prompt_tokens", n_prompt);
         cJSON_AddNumberToObject(j, "n_generated_tokens", n_gen);
+        cJSON_AddStringToObject(j, "device", use_cuda ? "cuda" : "cpu");
         cJSON_AddStringToObject(j, "stop", g_interrupted ? "interrupted" : stop_eos ? "eos" : "length");
         cJSON *tm = cJSON_AddObjectToObject(j, "timings");
         cJSON_AddNumberToObject(tm, "prefill_ms", t_prefill * 1e3);
@@ -633,6 +682,8 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(k, "avg_bytes", avg_bytes);
         cJSON_AddNumberToObject(k, "full_bytes", full_bytes);
         cJSON_AddNumberToObject(k, "allocated_bytes", (double)kv_bytes_allocated(&kv));
+        if (eng.dev) /* GPU: everything the engine allocated (weights, cache, scratch) */
+            cJSON_AddNumberToObject(k, "device_bytes", (double)cuda_engine_device_bytes(eng.dev));
         cJSON_AddNumberToObject(k, "live_peak_tokens", peak_tokens);
         cJSON_AddNumberToObject(k, "live_avg_tokens", avg_tokens);
         cJSON_AddNumberToObject(k, "full_avg_tokens", full_avg_tokens);

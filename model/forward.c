@@ -6,6 +6,7 @@
 #include "model/model.h"
 
 #include "eviction/eviction.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
@@ -25,6 +26,7 @@ int engine_init(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, 
 {
     memset(e, 0, sizeof *e);
     const model_config *c = &w->cfg;
+    e->next = -1;
     e->w = w;
     e->kv = kv;
     e->max_chunk = max_chunk < 1 ? 1 : max_chunk;
@@ -87,6 +89,7 @@ oom:
 
 void engine_free(engine *e)
 {
+    if (e->dev) cuda_engine_free(e->dev); /* --device cuda */
     float *bufs[] = {e->x,    e->xb,  e->q,   e->k,   e->v,    e->att,  e->hb,
                      e->hb2,  e->logits, e->probs, e->rope_cos, e->rope_sin, e->px, e->pxb,
                      e->pq,   e->pk,  e->pv,  e->patt, e->phb, e->phb2, e->colsum,
@@ -167,6 +170,15 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
     if (n < 1 || n > e->max_chunk) {
         snprintf(err, errlen, "prefill: %d tokens, the run state holds 1..%d", n, e->max_chunk);
         return -1;
+    }
+    for (int i = 0; e->dev && i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size) {
+            snprintf(err, errlen, "token id %d out of range [0, %d)", tokens[i], c->vocab_size);
+            return -1;
+        }
+    if (e->dev) { /* --device cuda: the logits row is copied, the host samples the first token */
+        e->next = -1;
+        return cuda_engine_prefill(e->dev, tokens, n, pos0, logits_all, e->logits, err, errlen);
     }
     const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads;
     const int G = H / Hkv, qdim = H * hd, kvdim = Hkv * hd;
@@ -278,6 +290,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
         snprintf(err, errlen, "token id %d out of range [0, %d)", token, c->vocab_size);
         return -1;
     }
+    if (e->dev) /* --device cuda */
+        return cuda_engine_decode(e->dev, token, pos, e->want_logits ? e->logits : NULL, &e->next,
+                                  err, errlen);
     memcpy(e->x, (const float *)e->w->embed.data + (size_t)token * dim, (size_t)dim * sizeof(float));
     if (!e->shifted) rope_tables(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor);
 

@@ -183,6 +183,13 @@ typedef struct {
     int *rank_idx;            /* [max_cap+1] */
     float *kr_live;           /* [n_kv_heads][max_cap+1][head_dim] */
     float *kr_new;            /* [n_kv_heads][max_chunk][head_dim] */
+    /* --device cuda (model/device.c, kernels/cuda): the device state, NULL on the CPU. Then
+     * engine_prefill/engine_decode run on the GPU and only e->logits, e->next are used here. */
+    void *dev;
+    int want_logits;          /* device decode: copy the logits row into e->logits (sampling,
+                                 --logits-out); else only e->next is set */
+    int next;                 /* device: the greedy next token (device argmax) after a prefill
+                                 or decode step; -1 on the CPU */
 } engine;
 
 /* Allocates the run state for up to max_chunk prefill tokens per call. The weights must be
@@ -190,6 +197,21 @@ typedef struct {
 int engine_init(engine *e, const model_weights *w, struct kv_cache *kv, int max_chunk,
                 int n_threads, char *err, size_t errlen);
 void engine_free(engine *e);
+
+/* --device cuda (model/device.c): the same run state with the weights, activations and KV cache
+ * on the GPU (kernels/cuda/cuda_backend.h). The weights stay in their file dtype (do not call
+ * model_to_f32). Errors: the policy is not ported (one line), no device, device memory (a KV
+ * cache that does not fit stops here, before it is allocated, suggesting a budget). */
+int engine_init_cuda(engine *e, const model_weights *w, struct kv_cache *kv, int max_chunk,
+                     char *err, size_t errlen);
+
+/* --device auto|cpu|cuda: sets *use_cuda. cuda without a usable GPU, or with a policy the CUDA
+ * backend does not run, is an error (-1, one line in msg); auto falls back to the CPU (msg may
+ * hold a one-line note, else ""). ops, params: the run's policy and its policy_params
+ * (eviction/eviction.h). */
+struct policy_ops;
+int device_resolve(const char *want, const struct policy_ops *ops, const void *params,
+                   int *use_cuda, char *msg, size_t msglen);
 
 /* Prefill: runs tokens[0..n) at positions pos0..pos0+n-1 in one pass (matrix-matrix products,
  * exact causal attention over the live cache + the chunk), then lets the eviction policy

@@ -1,0 +1,59 @@
+/* eviction/kv_device.h — the parts of the KV cache a device backend (kernels/cuda) needs on the
+ * host: sizing the cache BEFORE anything is allocated (--kv-mem-limit, with a budget that fits),
+ * and the prefill bookkeeping of kv_prefill (positions, scores, per-slot state, lengths) without
+ * touching K/V, whose rows live on the device and are gathered there from the keep-lists.
+ * Same contract as eviction.h; CPU-only builds use the sizing part too. */
+#ifndef LLM_KV_DEVICE_H
+#define LLM_KV_DEVICE_H
+
+#include "eviction/eviction.h"
+
+/* The bytes the KV cache would allocate for this policy and budget: Σ over (layer, KV head) of
+ * (cap + 1) slots × head_dim × 2 (K and V) × elem_bytes, where cap comes from ops->init run on a
+ * capacity-only cache (nothing K/V-sized is allocated). max_cap (may be NULL): the largest cap.
+ * Returns 0, or -1 with the policy's one-line error (bad parameters). */
+int kv_plan_bytes(const policy_ops *ops, const policy_params *p, int n_layers, int n_kv_heads,
+                  int n_heads, int head_dim, int n_prompt, int max_new, size_t elem_bytes,
+                  size_t *bytes, int *max_cap, char *err, size_t errlen);
+
+/* --kv-mem-limit: checks the planned KV bytes against limit_bytes (> 0). Returns 0 when they
+ * fit; 1 when they do not, with one line in err: the bytes needed, the limit (`what` names it,
+ * e.g. "--kv-mem-limit 2 GB"), and the largest budget in steps of 0.01 that fits (for `full`,
+ * which ignores the budget, the budget of a budgeted policy such as streaming), or the
+ * capacity in tokens when no fraction fits; -1 on a policy error. */
+int kv_check_limit(const policy_ops *ops, const policy_params *p, int n_layers, int n_kv_heads,
+                   int n_heads, int head_dim, int n_prompt, int max_new, size_t elem_bytes,
+                   double limit_bytes, const char *what, char *err, size_t errlen);
+
+/* kv_prefill without K/V: asks the policy for each KV head's keep-list exactly as kv_prefill
+ * does (ops->on_prefill, else the most recent cap candidates) and applies it to positions,
+ * scores (+ colsum), per-slot state, lengths and the eviction count. keep: [n_kv_heads]
+ * [keep_stride] ints (keep_stride ≥ the largest len + c->n_new) receives the ascending
+ * candidate indices, n_keep [n_kv_heads] their counts; the caller moves the K/V rows
+ * (candidate j < n_live: live slot j, else chunk token j − n_live). kv->k/kv->v are not read or
+ * written. Policies whose on_prefill reads keys or queries need c->q_new / c->k_new and, with
+ * live slots, the cached keys: a device backend must not use this for them (see
+ * model/device.c). Errors: a keep-list over capacity. */
+int kv_prefill_plan(kv_cache *kv, const kv_prefill_chunk *c, int *keep, int keep_stride,
+                    int *n_keep, char *err, size_t errlen);
+
+/* The slot moves a host-side hook made in one region, recovered from the positions before
+ * (before[0..n0)) and after (after[0..n1)) it: src[i] = the old slot that held after[i]
+ * (positions are unique within a region), so a device copy of the region is brought in line by
+ * gathering rows src[0..n1). slot_of: scratch [n_pos], positions must lie in [0, n_pos).
+ * Returns 0, or -1 when a position after the hook was not in the region before it (a hook that
+ * writes K/V of its own, which a device backend cannot replay). */
+int kv_moves_from_positions(const int32_t *before, int n0, const int32_t *after, int n1,
+                            int *slot_of, int n_pos, int *src);
+
+/* Decode, host-assisted policies: what the device must do after the host ran kv_decode_slot +
+ * kv_write for the token at position t in one region. before[0..n0): positions before the
+ * hook; after[0..n1): after it (the new token included). Returns 0 with *slot = the slot to
+ * write the new token's K/V to when nothing else moved (an append, or an overwrite of one
+ * victim); 1 when other slots moved: src[0..n1) then names, for each slot, candidate j < n0 (old
+ * slot j) or j = n0 (the new token) to gather; -1 when a position cannot be explained.
+ * slot_of: scratch [n_pos]; positions in [0, n_pos). cand: scratch [n0 + 1]. */
+int kv_decode_replay(const int32_t *before, int n0, int t, const int32_t *after, int n1,
+                     int *slot_of, int n_pos, int32_t *cand, int *src, int *slot);
+
+#endif

@@ -1,0 +1,79 @@
+/* kernels/cuda/cuda_backend.h — the C interface of the CUDA backend (kernels/cuda/ .cu files).
+ *
+ * The device engine keeps the weights (in their file dtype: F32/F16/BF16), the activations
+ * (f32), and the KV cache (K/V in the dtype of k_proj, regions of cap+1 slots per (layer,
+ * KV head) at the offsets of eviction/kv_cache.c) on the GPU. Projections and the LM head run
+ * through cublasGemmEx (fp32 compute); everything else is our kernels. The host kv_cache stays
+ * the bookkeeping mirror: capacities, offsets, lengths, statistics; positions/scores/state for
+ * host-assisted policies (see model/device.c for which policy runs where).
+ *
+ * Built only with `make CUDA=1` (LLM_CUDA); model/device.c has stubs otherwise. Errors: one line
+ * "FILE:LINE: CALL: message" in err, -1 returned; nothing exits. */
+#ifndef LLM_CUDA_BACKEND_H
+#define LLM_CUDA_BACKEND_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "eviction/eviction.h"
+#include "model/model.h"
+
+/* Device eviction modes (launch_evict in kernels/cuda/select.cu). */
+enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3 };
+
+/* Where a policy runs on --device cuda (model/device.c device_policy_plan). */
+enum { DEV_POLICY_REFUSED = -1, DEV_POLICY_DEVICE = 0, DEV_POLICY_HOST = 1, DEV_POLICY_ROUNDS = 2 };
+
+typedef struct {
+    int mode;          /* DEV_POLICY_DEVICE: the decode step never waits on the host;
+                          DEV_POLICY_HOST: decode hooks run on the host (probabilities copied
+                          back every step), K/V moves are replayed on the device;
+                          DEV_POLICY_ROUNDS: the device appends and accumulates the scores
+                          every step, the host runs the policy's post_attn only on the steps
+                          where a region is over capacity (a BUZZ round), with the scores
+                          copied back, and the device replays the moves */
+    int evict;         /* EV_* (DEV_POLICY_DEVICE) */
+    int n_sink;        /* streaming / h2o: protected positions < n_sink */
+    int n_recent;      /* h2o: R most recent protected (new token included) */
+    int mean;          /* h2o --h2o-score mean */
+    int want_probs;    /* KV_STAT_DECODE_PROBS */
+    int want_colsum;   /* KV_STAT_PREFILL_COLSUM */
+} device_policy;
+
+/* Which policy runs where on the GPU (model/device.c: the table there). kv: NULL before
+ * kv_init (then only mode is meaningful), else the initialised cache (capacity-dependent
+ * parameters). Returns 0, or -1 with one line in why (not ported, bad parameter). */
+int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_cache *kv,
+                       device_policy *dp, char *why, size_t whylen);
+
+typedef struct cuda_engine cuda_engine;
+
+/* Number of usable CUDA devices; 0 with the reason in why (no driver, no device, built without
+ * CUDA). */
+int cuda_device_count(char *why, size_t whylen);
+
+/* Uploads the weights and allocates the device KV cache and scratch for prefill chunks of up to
+ * max_chunk tokens. kv: initialised (kv_init) — its capacities and offsets size the device
+ * regions. Checks the free device memory BEFORE allocating the cache and fails with the
+ * "does not fit, try --budget X" line of kv_check_limit when it does not fit.
+ * Errors: head_dim > 256, allocation or upload failure, cuBLAS init. */
+int cuda_engine_init(cuda_engine **out, const model_weights *w, kv_cache *kv, int max_chunk,
+                     const device_policy *dp, char *err, size_t errlen);
+/* As engine_prefill: tokens[0..n) at positions pos0.. ; logits of the last row to
+ * logits_last [vocab] (host) and, when logits_all is not NULL, all rows [n][vocab]. */
+int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, int pos0, float *logits_all,
+                        float *logits_last, char *err, size_t errlen);
+/* As engine_decode: one token at position pos. The greedy choice (device argmax) goes to
+ * *next; the logits row is copied to logits (host) only when logits is not NULL. */
+int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *logits, int *next,
+                       char *err, size_t errlen);
+/* Device memory allocated by the engine (weights, cache, scratch), bytes. */
+size_t cuda_engine_device_bytes(const cuda_engine *ce);
+void cuda_engine_free(cuda_engine *ce);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

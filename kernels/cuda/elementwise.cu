@@ -1,0 +1,128 @@
+/* Elementwise kernels of the forward pass: embedding lookup, RMSNorm, RoPE, SwiGLU, residual
+ * add, f32 → f16/bf16 cast. Same formulas and evaluation order as kernels/cpu/ops.c where it
+ * matters (RMSNorm: w * (x * inv); RoPE from the same host-made tables). */
+#include "kernels/cuda/kernels_cuda.cuh"
+
+template <typename T>
+__global__ void embed_kernel(const T *table, const int *tokens, int dim, float *x)
+{
+    const T *row = table + (size_t)tokens[blockIdx.x] * dim;
+    float *out = x + (size_t)blockIdx.x * dim;
+    for (int d = threadIdx.x; d < dim; d += blockDim.x) out[d] = to_f32(row[d]);
+}
+
+template <typename T>
+static cudaError_t embed_go(const void *table, const int *tokens, int n, int dim, float *x,
+                            cudaStream_t s)
+{
+    embed_kernel<T><<<n, 256, 0, s>>>((const T *)table, tokens, dim, x);
+    return cudaPeekAtLastError();
+}
+
+cudaError_t launch_embed(const void *table, int dt, const int *tokens, int n, int dim, float *x,
+                         cudaStream_t s)
+{
+    if (n < 1) return cudaSuccess;
+    return CU_DISPATCH(dt, embed_go, table, tokens, n, dim, x, s);
+}
+
+/* One block per row; sum of squares in f32 (block reduction in fixed order). */
+__global__ void rmsnorm_kernel(const float *x, const float *w, float *out, int dim, float eps)
+{
+    __shared__ float red[32];
+    const float *xr = x + (size_t)blockIdx.x * dim;
+    float *o = out + (size_t)blockIdx.x * dim;
+    float ss = 0.0f;
+    for (int d = threadIdx.x; d < dim; d += blockDim.x) ss += xr[d] * xr[d];
+    ss = block_sum(ss, red);
+    float inv = 1.0f / sqrtf(ss / (float)dim + eps);
+    /* every thread has read its own xr[d] before; out may alias x element-wise */
+    for (int d = threadIdx.x; d < dim; d += blockDim.x) o[d] = w[d] * (xr[d] * inv);
+}
+
+cudaError_t launch_rmsnorm(const float *x, const float *w, float *out, int n, int dim, float eps,
+                           cudaStream_t s)
+{
+    if (n < 1) return cudaSuccess;
+    rmsnorm_kernel<<<n, 256, 0, s>>>(x, w, out, dim, eps);
+    return cudaPeekAtLastError();
+}
+
+/* grid (n, n_heads); threads over the head_dim/2 pairs. */
+__global__ void rope_kernel(float *x, int n_heads, int head_dim, const float *cos_t,
+                            const float *sin_t, int row0)
+{
+    int half = head_dim / 2, i = blockIdx.x, h = blockIdx.y;
+    const float *c = cos_t + (size_t)(row0 + i) * half, *sn = sin_t + (size_t)(row0 + i) * half;
+    float *v = x + ((size_t)i * n_heads + h) * head_dim;
+    for (int d = threadIdx.x; d < half; d += blockDim.x) {
+        float a = v[d], b = v[d + half];
+        v[d] = a * c[d] - b * sn[d];
+        v[d + half] = b * c[d] + a * sn[d];
+    }
+}
+
+cudaError_t launch_rope(float *x, int n, int n_heads, int head_dim, const float *cos_t,
+                        const float *sin_t, int row0, cudaStream_t s)
+{
+    if (n < 1) return cudaSuccess;
+    int threads = head_dim / 2 < 128 ? (head_dim / 2 + 31) / 32 * 32 : 128;
+    rope_kernel<<<dim3(n, n_heads), threads, 0, s>>>(x, n_heads, head_dim, cos_t, sin_t, row0);
+    return cudaPeekAtLastError();
+}
+
+__global__ void swiglu_kernel(float *gate, const float *up, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float g = gate[i];
+        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+__global__ void add_kernel(float *y, const float *x, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] += x[i];
+}
+
+/* grid-stride loops: at most 65535 blocks of 256 threads */
+static unsigned grid_for(size_t n)
+{
+    unsigned b = cu_blocks(n, 256);
+    return b < 1 ? 1 : b > 65535 ? 65535 : b;
+}
+
+cudaError_t launch_swiglu(float *gate, const float *up, size_t n, cudaStream_t s)
+{
+    if (n == 0) return cudaSuccess;
+    swiglu_kernel<<<grid_for(n), 256, 0, s>>>(gate, up, n);
+    return cudaPeekAtLastError();
+}
+
+cudaError_t launch_add(float *y, const float *x, size_t n, cudaStream_t s)
+{
+    if (n == 0) return cudaSuccess;
+    add_kernel<<<grid_for(n), 256, 0, s>>>(y, x, n);
+    return cudaPeekAtLastError();
+}
+
+template <typename T> __global__ void cast_kernel(const float *x, T *y, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = from_f32<T>(x[i]);
+}
+
+template <typename T> static cudaError_t cast_go(const float *x, void *y, size_t n, cudaStream_t s)
+{
+    cast_kernel<T><<<grid_for(n), 256, 0, s>>>(x, (T *)y, n);
+    return cudaPeekAtLastError();
+}
+
+cudaError_t launch_cast(const float *x, void *y, int dt, size_t n, cudaStream_t s)
+{
+    if (n == 0) return cudaSuccess;
+    return CU_DISPATCH(dt, cast_go, x, y, n, s);
+}

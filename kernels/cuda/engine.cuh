@@ -1,0 +1,94 @@
+/* kernels/cuda/engine.cuh — the device engine's state, shared by engine.cu (set-up, the
+ * forward pass) and engine_mirror.cu (keeping the device cache in line with the host kv_cache
+ * mirror for the policies whose selection runs on the host). Internal to kernels/cuda. */
+#ifndef LLM_CUDA_ENGINE_CUH
+#define LLM_CUDA_ENGINE_CUH
+
+#include "kernels/cuda/kernels_cuda.cuh"
+
+extern "C" {
+#include "eviction/kv_device.h"
+#include "kernels/kernels.h"
+}
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dweight {
+    void *data; /* device, [rows][cols] in dt */
+    int dt, rows, cols;
+};
+
+struct dlayer {
+    float *attn_norm, *ffn_norm; /* f32 [dim] */
+    dweight wq, wk, wv, wo, gate, up, down;
+};
+
+struct cuda_engine {
+    const model_weights *w;
+    kv_cache *kv;
+    device_policy dp;
+    int max_chunk, sync_each;
+    cudaStream_t st;
+    cublasHandle_t blas;
+    int blas_ok, stream_ok;
+    size_t dev_bytes;
+    void **dev_allocs, **host_allocs;
+    int n_dev, n_host, cap_dev, cap_host;
+    /* weights */
+    dlayer *layers;
+    dweight embed, lm_head;
+    float *final_norm;
+    /* KV cache (device), kc/vc in kv_dt */
+    int kv_dt;
+    size_t kv_es;
+    void *kc, *vc;
+    int32_t *pos;
+    float *score; /* device policies that score (h2o) */
+    size_t *off;
+    int *len, *cap, *ring;
+    int max_cap;
+    /* RoPE tables [n_rope][head_dim/2] */
+    float *rope_cos, *rope_sin;
+    int n_rope;
+    /* activations and scratch (device) */
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *lse, *logits;
+    void *cast;
+    int logit_rows;
+    float *slog, *part_acc, *part_ml, *colsum;
+    int slog_stride, split_len, n_split, cand_stride;
+    int *tok_d, *src_d, *slot_d, *next_d;
+    void *tmpk, *tmpv; /* [max(cap+1, chunk)][head_dim] gather scratch, kv_dt */
+    /* host (pinned) */
+    int *h_tok, *h_next, *h_slots, *h_keep, *h_nkeep, *h_nlive, *h_src;
+    int32_t *h_cand; /* [max_cap + 2] candidate positions of a decode replay */
+    float *h_colsum, *h_probs, *h_qkv;
+    /* host-assisted policies: the chunk's q/k/v for the CPU hooks, positions before a hook */
+    float *h_pq, *h_pk, *h_pv;  /* [max_chunk][qdim], [max_chunk][kvdim] x2 */
+    int32_t *h_pos_before;      /* [n_kv_heads][cand_stride] */
+    int *slot_of;               /* [n_rope] position → slot map */
+};
+
+#define LAUNCH(expr)                                                                           \
+    do {                                                                                       \
+        CUDA_TRY(expr);                                                                        \
+        if (ce->sync_each) CUDA_TRY(cudaStreamSynchronize(ce->st));                            \
+    } while (0)
+
+/* engine.cu: y[n][w.rows] = x[n][w.cols] · wᵀ through cublasGemmEx (see there). */
+int ce_gemm_ex(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, int reuse_cast,
+               char *err, size_t errlen);
+int ce_gemm(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, char *err,
+            size_t errlen);
+
+/* engine_mirror.cu (documented there). */
+int ce_gather_region(cuda_engine *ce, int l, int g, const int *src, int n, int n_live, char *err,
+                     size_t errlen);
+int ce_upload_layer_meta(cuda_engine *ce, int l, char *err, size_t errlen);
+int ce_host_prefill(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errlen);
+int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
+int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
+int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,230 @@
+/* Keeping the device KV cache in line with the host kv_cache mirror (kernels/cuda/engine.cuh):
+ * row gathers for keep-lists and replayed slot moves, the upload of positions/scores/lengths,
+ * and the decode/prefill steps of the policies whose selection runs on the host:
+ * host-assisted ones (DEV_POLICY_HOST: the CPU hooks every step) and BUZZ (DEV_POLICY_ROUNDS:
+ * the CPU round only on round steps). See model/device.c for which policy runs where. */
+#include "kernels/cuda/engine.cuh"
+
+/* Gathers rows src[0..n) of KV head g of layer l (src < n_live: live slot, else chunk row
+ * src − n_live of ce->k/ce->v) into the region's first n slots, through the scratch (a parallel
+ * in-place compaction would race, POLICIES.md §1.3). src: host pinned. */
+int ce_gather_region(cuda_engine *ce, int l, int g, const int *src, int n, int n_live,
+                         char *err, size_t errlen)
+{
+    if (n < 1) return 0;
+    const model_config *c = &ce->w->cfg;
+    const int hd = c->head_dim, kvdim = c->n_kv_heads * hd;
+    size_t region = ce->kv->off[kv_idx(ce->kv, l, g)];
+    CUDA_TRY(cudaMemcpyAsync(ce->src_d, src, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, ce->st));
+    LAUNCH(launch_kv_gather(ce->tmpk, ce->tmpv, ce->kc, ce->vc, ce->kv_dt, region, ce->src_d, n,
+                            n_live, ce->k, ce->v, kvdim, g * hd, hd, ce->st));
+    size_t bytes = (size_t)n * hd * ce->kv_es, at = region * hd * ce->kv_es;
+    CUDA_TRY(cudaMemcpyAsync((char *)ce->kc + at, ce->tmpk, bytes, cudaMemcpyDeviceToDevice, ce->st));
+    CUDA_TRY(cudaMemcpyAsync((char *)ce->vc + at, ce->tmpv, bytes, cudaMemcpyDeviceToDevice, ce->st));
+    /* src is reused by the next call: wait for this upload */
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    return 0;
+}
+
+/* Uploads the host mirror's positions, scores (device-scored policies) and lengths of layer l. */
+int ce_upload_layer_meta(cuda_engine *ce, int l, char *err, size_t errlen)
+{
+    kv_cache *kv = ce->kv;
+    int i0 = kv_idx(kv, l, 0), i1 = kv_idx(kv, l, kv->n_kv_heads - 1);
+    size_t s0 = kv->off[i0], s1 = kv->off[i1] + (size_t)kv->cap[i1] + 1;
+    /* on the stream (the engine's stream does not synchronise with the legacy default stream);
+     * pageable sources are staged before cudaMemcpyAsync returns */
+    CUDA_TRY(cudaMemcpyAsync(ce->pos + s0, kv->pos + s0, (s1 - s0) * sizeof(int32_t),
+                             cudaMemcpyHostToDevice, ce->st));
+    if (ce->score && kv->score)
+        CUDA_TRY(cudaMemcpyAsync(ce->score + s0, kv->score + s0, (s1 - s0) * sizeof(float),
+                                 cudaMemcpyHostToDevice, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)kv->n_kv_heads * sizeof(int),
+                             cudaMemcpyHostToDevice, ce->st));
+    return 0;
+}
+
+/* Host-assisted prefill: the CPU's kv_prefill on the host mirror with the chunk's q/k/v copied
+ * back (the host mirror keeps real K/V rows, so hooks that read keys work as on the CPU); the
+ * keep-lists are recovered from the positions (candidates: the live slots, then the chunk). */
+int ce_host_prefill(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errlen)
+{
+    const model_config *cf = &ce->w->cfg;
+    kv_cache *kv = ce->kv;
+    const int n = c->n_new, Hkv = cf->n_kv_heads, qdim = cf->n_heads * cf->head_dim;
+    const int kvdim = Hkv * cf->head_dim, l = c->layer, cs = ce->cand_stride;
+    CUDA_TRY(cudaMemcpyAsync(ce->h_pq, ce->q, (size_t)n * qdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->h_pk, ce->k, (size_t)n * kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->h_pv, ce->v, (size_t)n * kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    for (int g = 0; g < Hkv; g++) {
+        int32_t *cand = ce->h_pos_before + (size_t)g * cs;
+        int n_live = kv_len(kv, l, g);
+        memcpy(cand, kv_positions(kv, l, g), (size_t)n_live * sizeof(int32_t));
+        for (int i = 0; i < n; i++) cand[n_live + i] = c->pos0 + i;
+    }
+    c->q_new = ce->h_pq;
+    c->k_new = ce->h_pk;
+    c->v_new = ce->h_pv;
+    if (kv_prefill(kv, c, err, errlen) != 0) return -1;
+    for (int g = 0; g < Hkv; g++) {
+        int n_keep = kv_len(kv, l, g);
+        if (kv_moves_from_positions(ce->h_pos_before + (size_t)g * cs, ce->h_nlive[g] + n,
+                                    kv_positions(kv, l, g), n_keep, ce->slot_of, ce->n_rope,
+                                    ce->h_keep + (size_t)g * cs) != 0) {
+            snprintf(err, errlen, "policy %s: prefill kept a position that was not a candidate "
+                                  "(layer %d head %d)", kv->ops->name, l, g);
+            return -1;
+        }
+        ce->h_nkeep[g] = n_keep;
+    }
+    return 0;
+}
+
+/* Host-assisted decode, KV write: the policy's pre_attn and kv_write run on the host mirror
+ * (q/k/v copied back); the device writes the token at the chosen slot, or, when the hook moved
+ * other slots too, gathers the region from its old slots and the new token. */
+int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
+{
+    const model_config *c = &ce->w->cfg;
+    kv_cache *kv = ce->kv;
+    const int hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv;
+    const int qdim = H * hd, kvdim = Hkv * hd, cs = ce->cand_stride;
+    float *hq = ce->h_qkv, *hk = hq + qdim, *hv = hk + kvdim;
+    CUDA_TRY(cudaMemcpyAsync(hq, ce->q, (size_t)qdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(hk, ce->k, (size_t)kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(hv, ce->v, (size_t)kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    for (int g = 0; g < Hkv; g++) {
+        int n0 = kv_len(kv, l, g);
+        int32_t *before = ce->h_pos_before + (size_t)g * cs;
+        memcpy(before, kv_positions(kv, l, g), (size_t)n0 * sizeof(int32_t));
+        int slot = kv_decode_slot(kv, l, g, pos, hq + (size_t)g * G * hd, hk + (size_t)g * hd,
+                                  hv + (size_t)g * hd);
+        if (slot < 0 || slot > kv->cap[kv_idx(kv, l, g)]) {
+            snprintf(err, errlen, "policy %s: slot %d outside the region (layer %d head %d)",
+                     kv->ops->name, slot, l, g);
+            return -1;
+        }
+        kv_write(kv, l, g, slot, pos, hk + (size_t)g * hd, hv + (size_t)g * hd);
+        int n1 = kv_len(kv, l, g), ws;
+        int r = kv_decode_replay(before, n0, pos, kv_positions(kv, l, g), n1, ce->slot_of,
+                                 ce->n_rope, ce->h_cand, ce->h_src, &ws);
+        if (r < 0) {
+            snprintf(err, errlen, "policy %s: pre-attention moves not replayable (layer %d head %d)",
+                     kv->ops->name, l, g);
+            return -1;
+        }
+        if (r == 1) {
+            /* other slots moved: gather old slots + the new token (chunk row 0 = ce->k/ce->v) */
+            if (ce_gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
+            ws = -1;
+        }
+        ce->h_slots[g] = ws;
+    }
+    int i0 = kv_idx(kv, l, 0);
+    CUDA_TRY(cudaMemcpyAsync(ce->slot_d, ce->h_slots, (size_t)Hkv * sizeof(int), cudaMemcpyHostToDevice, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
+                             cudaMemcpyHostToDevice, ce->st));
+    LAUNCH(launch_kv_write(ce->kc, ce->vc, ce->kv_dt, ce->pos, NULL, ce->off + i0, ce->len + i0,
+                           ce->slot_d, ce->k, ce->v, Hkv, hd, pos, ce->st));
+    /* h_slots is reused by the next layer: wait for its upload */
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    return 0;
+}
+
+/* Host-assisted decode, after attention: the step's probabilities come back, the policy's
+ * post_attn (every head) and post_attn_layer run on the host mirror, and the slot moves they
+ * made (kv_evict_swap_last, kv_compact) are replayed on the device: new slot i takes the old
+ * slot that held the same position (positions are unique within a region). */
+int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
+{
+    const model_config *c = &ce->w->cfg;
+    kv_cache *kv = ce->kv;
+    const int H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv, i0 = kv_idx(kv, l, 0);
+    const int stride = ce->slog_stride, cs = ce->cand_stride;
+    const float *probs = NULL;
+    if (ce->dp.want_probs) {
+        int max_len = 0;
+        for (int g = 0; g < Hkv; g++)
+            if (kv_len(kv, l, g) > max_len) max_len = kv_len(kv, l, g);
+        LAUNCH(launch_decode_probs(ce->slog, stride, ce->lse, ce->len + i0, H, G, max_len, ce->st));
+        CUDA_TRY(cudaMemcpy2DAsync(ce->h_probs, (size_t)stride * sizeof(float), ce->slog,
+                                   (size_t)stride * sizeof(float), (size_t)max_len * sizeof(float),
+                                   H, cudaMemcpyDeviceToHost, ce->st));
+        CUDA_TRY(cudaStreamSynchronize(ce->st));
+        probs = ce->h_probs;
+    }
+    for (int g = 0; g < Hkv; g++) {
+        ce->h_nlive[g] = kv_len(kv, l, g);
+        memcpy(ce->h_pos_before + (size_t)g * cs, kv_positions(kv, l, g),
+               (size_t)ce->h_nlive[g] * sizeof(int32_t));
+    }
+    for (int g = 0; g < Hkv; g++)
+        kv_post_attn(kv, l, g, pos, probs ? probs + (size_t)g * G * stride : NULL, stride);
+    if (kv->ops->post_attn_layer) kv->ops->post_attn_layer(kv, l, pos, probs, stride);
+    for (int g = 0; g < Hkv; g++) {
+        int n0 = ce->h_nlive[g], n1 = kv_len(kv, l, g);
+        const int32_t *before = ce->h_pos_before + (size_t)g * cs, *P = kv_positions(kv, l, g);
+        if (n1 == n0 && !memcmp(before, P, (size_t)n0 * sizeof(int32_t))) continue;
+        if (kv_moves_from_positions(before, n0, P, n1, ce->slot_of, ce->n_rope, ce->h_src) != 0) {
+            snprintf(err, errlen, "policy %s: a slot holds a position that was not cached before "
+                                  "its hook (layer %d head %d); not replayable on the device",
+                     kv->ops->name, l, g);
+            return -1;
+        }
+        if (ce_gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
+    }
+    CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
+                             cudaMemcpyHostToDevice, ce->st));
+    return 0;
+}
+
+/* BUZZ on the device (DEV_POLICY_ROUNDS), after the device appended the token and added the
+ * step's probabilities to the scores: the host mirror appends too; on a round step (a region
+ * over capacity) the layer's scores come back, the policy's post_attn runs on the mirror
+ * without probabilities (they are in the scores already), the device replays the moves and gets
+ * the mirror's positions, scores and lengths back. Between rounds nothing waits on the host. */
+int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
+{
+    kv_cache *kv = ce->kv;
+    const int Hkv = kv->n_kv_heads, cs = ce->cand_stride;
+    int over = 0;
+    for (int g = 0; g < Hkv; g++) {
+        int idx = kv_idx(kv, l, g), slot = kv->len[idx];
+        kv->pos[kv->off[idx] + slot] = pos;
+        if (kv->score) kv->score[kv->off[idx] + slot] = 0.0f;
+        kv->len[idx] = slot + 1;
+        over |= kv->len[idx] > kv->cap[idx];
+    }
+    if (!over) return 0;
+    int i0 = kv_idx(kv, l, 0), i1 = kv_idx(kv, l, Hkv - 1);
+    size_t s0 = kv->off[i0], s1 = kv->off[i1] + (size_t)kv->cap[i1] + 1;
+    CUDA_TRY(cudaMemcpyAsync(kv->score + s0, ce->score + s0, (s1 - s0) * sizeof(float),
+                             cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    for (int g = 0; g < Hkv; g++) {
+        ce->h_nlive[g] = kv_len(kv, l, g);
+        memcpy(ce->h_pos_before + (size_t)g * cs, kv_positions(kv, l, g),
+               (size_t)ce->h_nlive[g] * sizeof(int32_t));
+    }
+    for (int g = 0; g < Hkv; g++) kv_post_attn(kv, l, g, pos, NULL, ce->slog_stride);
+    for (int g = 0; g < Hkv; g++) {
+        int n0 = ce->h_nlive[g], n1 = kv_len(kv, l, g);
+        const int32_t *before = ce->h_pos_before + (size_t)g * cs, *P = kv_positions(kv, l, g);
+        if (n1 > kv->cap[kv_idx(kv, l, g)]) {
+            snprintf(err, errlen, "policy %s: %d slots over the capacity %d after its round "
+                                  "(layer %d head %d)", kv->ops->name, n1, kv->cap[kv_idx(kv, l, g)], l, g);
+            return -1;
+        }
+        if (n1 == n0 && !memcmp(before, P, (size_t)n0 * sizeof(int32_t))) continue;
+        if (kv_moves_from_positions(before, n0, P, n1, ce->slot_of, ce->n_rope, ce->h_src) != 0) {
+            snprintf(err, errlen, "policy %s: a slot holds a position that was not cached before "
+                                  "its round (layer %d head %d)", kv->ops->name, l, g);
+            return -1;
+        }
+        if (ce_gather_region(ce, l, g, ce->h_src, n1, n0, err, errlen)) return -1;
+    }
+    return ce_upload_layer_meta(ce, l, err, errlen);
+}
+

@@ -1,0 +1,222 @@
+/* Backend selection (--device auto|cpu|cuda) and which eviction policy runs where on the GPU.
+ * In a build without CUDA (no LLM_CUDA) the cuda_* entry points are stubs that report
+ * "built without CUDA", so everything that calls them compiles and runs the same way.
+ *
+ * Policies on --device cuda (POLICIES.md §1.4; kept in sync with device_policy_plan below):
+ *
+ *   policy          decode step                                 prefill selection
+ *   --------------  ------------------------------------------  ---------------------------------
+ *   full            device (append)                             host keep-list, device gather
+ *   local           device (ring victim, swap-last)             host keep-list, device gather
+ *   streaming       device (sink + ring victim, swap-last)      host keep-list, device gather
+ *   h2o             device (score += probs, argmin with ties    host keep-list from device
+ *   (attend-first)  to the older token, swap-last)              column sums, device gather
+ *   buzz            device: append, score += probs; host: the   host keep-list from device
+ *                   CPU post_attn only on round steps (a region column sums, device gather
+ *                   over capacity), scores copied back, moves
+ *                   replayed (--buzz-score current: as below)
+ *   scissorhands, l2norm, hashevict, random, tova,              host-assisted: the CPU policy
+ *   snapkv, pyramidkv, subgen, h2o --h2o-order evict-first      code on the host mirror (real
+ *                   host-assisted: q/k/v and the step's         K/V rows, chunk q/k/v copied
+ *                   probabilities copied back every layer of    back), device gather from the
+ *                   every step, the CPU hooks run, the device   recovered keep-lists
+ *                   replays their slot moves
+ *   ada_snapkv, ada_pyramidkv (re-layout of the regions), buzz_logn (logit scale), subgen_stream
+ *   (own attention), and --rope shifted: REFUSED on --device cuda (one line; --device auto runs
+ *   them on the CPU)
+ */
+#include "kernels/cuda/cuda_backend.h"
+#include "eviction/eviction.h"
+#include "model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_cache *kv,
+                       device_policy *dp, char *why, size_t whylen)
+{
+    memset(dp, 0, sizeof *dp);
+    dp->mode = DEV_POLICY_REFUSED;
+    dp->want_probs = (ops->stats & KV_STAT_DECODE_PROBS) != 0;
+    dp->want_colsum = (ops->stats & KV_STAT_PREFILL_COLSUM) != 0;
+    char e[256];
+    if (p->rope_shifted) {
+        snprintf(why, whylen, "--rope shifted is not ported to the CUDA backend yet");
+        return -1;
+    }
+    if (ops->attend || ops->logit_scale) {
+        snprintf(why, whylen, "policy %s changes the attention itself and is not ported to the CUDA backend yet",
+                 ops->name);
+        return -1;
+    }
+    int cap = kv ? kv->cap[0] : 0;
+    if (!strcmp(ops->name, "full")) {
+        dp->mode = DEV_POLICY_DEVICE;
+        dp->evict = EV_NONE;
+    } else if (!strcmp(ops->name, "local")) {
+        dp->mode = DEV_POLICY_DEVICE;
+        dp->evict = EV_LOCAL;
+    } else if (!strcmp(ops->name, "streaming")) {
+        /* the same n_sink as eviction/policy_streaming.c: default 4, C/2 when C ≤ 8 */
+        int n_sink;
+        if (policy_param_int(p, "sink", -1, 0, 1 << 24, &n_sink, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        if (n_sink < 0) n_sink = cap <= 8 ? cap / 2 : 4;
+        dp->mode = DEV_POLICY_DEVICE;
+        dp->evict = EV_STREAMING;
+        dp->n_sink = n_sink;
+    } else if (!strcmp(ops->name, "h2o")) {
+        /* the parameters of eviction/policy_h2o.c; evict-first is not ported */
+        int n_sink, n_recent, mean, order;
+        if (policy_param_int(p, "h2o-sink", 0, 0, 1 << 24, &n_sink, e, sizeof e) != 0 ||
+            policy_param_int(p, "h2o-recent", -1, 0, 1 << 24, &n_recent, e, sizeof e) != 0 ||
+            policy_param_enum(p, "h2o-score", "sum|mean", 0, &mean, e, sizeof e) != 0 ||
+            policy_param_enum(p, "h2o-order", "attend-first|evict-first", 0, &order, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        if (order != 0) { /* evict-first: the CPU hooks, host-assisted */
+            dp->mode = DEV_POLICY_HOST;
+            return 0;
+        }
+        if (n_recent < 0) n_recent = cap - cap / 2;
+        dp->mode = DEV_POLICY_DEVICE;
+        dp->evict = EV_H2O;
+        dp->n_sink = n_sink;
+        dp->n_recent = n_recent;
+        dp->mean = mean == 1;
+    } else if (!strcmp(ops->name, "buzz")) {
+        /* A round (or the degenerate streaming compaction) fires exactly when a region holds
+         * more than its capacity (cap = min(k + w + T, run), eviction/policy_buzz.c), and
+         * between rounds post_attn only adds the step's probabilities to the scores: the device
+         * does that, the host acts on round steps. --buzz-score current replaces the scores
+         * every step: the per-step host path. */
+        int score_mode;
+        if (policy_param_enum(p, "buzz-score", "accum|current", 0, &score_mode, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        dp->mode = score_mode == 0 ? DEV_POLICY_ROUNDS : DEV_POLICY_HOST;
+    } else if (!strcmp(ops->name, "scissorhands") ||
+               !strcmp(ops->name, "l2norm") || !strcmp(ops->name, "hashevict") ||
+               !strcmp(ops->name, "random") || !strcmp(ops->name, "tova") ||
+               !strcmp(ops->name, "snapkv") || !strcmp(ops->name, "pyramidkv") ||
+               !strcmp(ops->name, "subgen")) {
+        /* hooks that only move slots within their regions: replayable on the device */
+        dp->mode = DEV_POLICY_HOST;
+    } else {
+        snprintf(why, whylen, "policy %s is not ported to the CUDA backend yet%s", ops->name,
+                 !strncmp(ops->name, "ada_", 4) ? " (it re-lays out the cache regions per head)" : "");
+        return -1;
+    }
+    if (kv && dp->evict == EV_STREAMING && dp->n_sink >= cap) {
+        snprintf(why, whylen, "--sink: %d sink tokens leave no window at capacity %d", dp->n_sink, cap);
+        dp->mode = DEV_POLICY_REFUSED;
+        return -1;
+    }
+    return 0;
+}
+
+int device_resolve(const char *want, const policy_ops *ops, const void *params, int *use_cuda,
+                   char *msg, size_t msglen)
+{
+    const policy_params *p = params;
+    char why[256] = "";
+    device_policy dp;
+    *use_cuda = 0;
+    msg[0] = '\0';
+    if (!strcmp(want, "cpu")) return 0;
+    int n = cuda_device_count(why, sizeof why);
+    if (!strcmp(want, "cuda")) {
+        if (n < 1) {
+            snprintf(msg, msglen, "--device cuda: no usable CUDA device (%s)", why);
+            return -1;
+        }
+        if (device_policy_plan(ops, p, NULL, &dp, why, sizeof why) != 0) {
+            snprintf(msg, msglen, "--device cuda: %s; use --device cpu", why);
+            return -1;
+        }
+        *use_cuda = 1;
+        return 0;
+    }
+    if (strcmp(want, "auto") != 0) {
+        snprintf(msg, msglen, "--device (or $LLM_DEVICE): expected auto, cpu or cuda, got '%s'", want);
+        return -1;
+    }
+    if (n < 1) return 0; /* auto without a GPU: the CPU, silently */
+    if (device_policy_plan(ops, p, NULL, &dp, why, sizeof why) != 0) {
+        snprintf(msg, msglen, "note: running on the CPU: %s", why);
+        return 0;
+    }
+    *use_cuda = 1;
+    return 0;
+}
+
+int engine_init_cuda(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, char *err,
+                     size_t errlen)
+{
+    memset(e, 0, sizeof *e);
+    e->w = w;
+    e->kv = kv;
+    e->max_chunk = max_chunk < 1 ? 1 : max_chunk;
+    e->n_threads = 1;
+    e->next = -1;
+    e->want_logits = 1;
+    device_policy dp;
+    char why[256];
+    if (device_policy_plan(kv->ops, &kv->params, kv, &dp, why, sizeof why) != 0) {
+        snprintf(err, errlen, "--device cuda: %s", why);
+        return -1;
+    }
+    e->logits = malloc((size_t)w->cfg.vocab_size * sizeof *e->logits);
+    if (!e->logits) {
+        snprintf(err, errlen, "out of memory allocating the logits row");
+        return -1;
+    }
+    cuda_engine *ce = NULL;
+    if (cuda_engine_init(&ce, w, kv, e->max_chunk, &dp, err, errlen) != 0) {
+        free(e->logits);
+        e->logits = NULL;
+        return -1;
+    }
+    e->dev = ce;
+    return 0;
+}
+
+#ifndef LLM_CUDA
+/* ---- CPU-only build: the CUDA entry points report that they are not there ---- */
+int cuda_device_count(char *why, size_t whylen)
+{
+    snprintf(why, whylen, "llm-run was built without CUDA; rebuild with make CUDA=1");
+    return 0;
+}
+
+int cuda_engine_init(cuda_engine **out, const model_weights *w, kv_cache *kv, int max_chunk,
+                     const device_policy *dp, char *err, size_t errlen)
+{
+    *out = NULL;
+    snprintf(err, errlen, "llm-run was built without CUDA; rebuild with make CUDA=1");
+    return -1;
+}
+
+int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, int pos0, float *logits_all,
+                        float *logits_last, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "llm-run was built without CUDA");
+    return -1;
+}
+
+int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *logits, int *next, char *err,
+                       size_t errlen)
+{
+    snprintf(err, errlen, "llm-run was built without CUDA");
+    return -1;
+}
+
+size_t cuda_engine_device_bytes(const cuda_engine *ce) { return 0; }
+
+void cuda_engine_free(cuda_engine *ce) {}
+#endif
