@@ -44,3 +44,9 @@ check_stdin() {   # check_stdin NAME PATTERN FILE args...: like check, prompt fr
     BIN="$saved_bin"
 }
 check_stdin "prompt from stdin longer than the context" 'context' "$TMP/long.txt" -m "$GOOD" -n 4 -
+
+# KV memory cap and device (the CUDA merge)
+check "--kv-mem-limit 0" '--kv-mem-limit' -m "$GOOD" "${P[@]}" --kv-mem-limit 0
+check "--kv-mem-limit abc" '--kv-mem-limit' -m "$GOOD" "${P[@]}" --kv-mem-limit abc
+check "--kv-mem-limit too small for the cache" '--kv-mem-limit' -m "$GOOD" "${P[@]}" --kv-mem-limit 0.000000001
+check "--device bogus" '--device.*bogus' -m "$GOOD" "${P[@]}" --device bogus
