@@ -63,6 +63,8 @@ static void usage(FILE *f)
 "and generates text, sending every layer's KV-cache writes through an eviction policy.\n"
 "The prompt comes from -p TEXT, PROMPT_FILE, or standard input (-).\n"
 "Scoring: llm-run score rouge|em|self-bleu ... (see llm-run score --help).\n"
+"Sweeps: llm-run eval --task T --data FILE --policies a,b --budgets x,y --out DIR, and\n"
+"llm-run eval-merge DIR... (see llm-run eval --help).\n"
 "\n"
 "model and prompt:\n"
 "  -m, --model DIR          model folder (default: $LLM_MODEL, else ../shared/models/stories260K,\n"
@@ -446,6 +448,8 @@ static void blas_reserve_or_exit(int n_threads)
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "score")) return score_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "eval")) return eval_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "eval-merge")) return eval_merge_main(argc - 1, argv + 1);
     options o;
     /* a closed stdout pipe is a write error reported in one line, not a silent SIGPIPE death */
     signal(SIGPIPE, SIG_IGN);

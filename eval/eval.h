@@ -63,4 +63,207 @@ int score_main(int argc, char **argv);
 /* ======================================================= tasks and sweeps (runner, readers)
  * (section owned by the sweep work) */
 
+/* Sweeps: `llm-run eval --task T --data FILE --model DIR --policies a,b --budgets x,y --out OUT`
+ * runs every (example, policy, budget) with the model loaded once, appends one JSON line per
+ * triple to OUT/results.jsonl (flushed and fsync'ed; a rerun resumes) and writes
+ * OUT/summary.{csv,md,png}. Files: data.c (readers), prompt.c (templates in configs/prompts),
+ * generate.c (prefill + greedy decode under a policy), ppl.c (teacher-forced stream: NLL,
+ * KL and top-1 agreement against the full cache), results.c, summary.c, sweep.c, merge.c. */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct policy_ops;
+
+typedef enum {
+    EVAL_TASK_XSUM = 0,      /* summarisation, ROUGE (H2O's HELM request file or {document, summary}) */
+    EVAL_TASK_CNNDM,         /* summarisation, ROUGE ({article, highlights}) */
+    EVAL_TASK_LITM,          /* 10-document QA, best-subspan EM (Lost in the Middle records) */
+    EVAL_TASK_WIKITEXT,      /* perplexity ({"text": row} jsonl, or raw text lines) */
+    EVAL_TASK_TINYSTORIES,   /* perplexity (text lines, or {"text": ...} jsonl) */
+    EVAL_TASK_COUNT
+} eval_task;
+
+const char *eval_task_name(eval_task t);               /* "xsum", ... */
+int eval_task_from_name(const char *name);             /* -1 when unknown */
+int eval_task_is_ppl(eval_task t);                     /* wikitext, tinystories */
+
+typedef struct { char *title, *text; } eval_doc;
+
+/* One record of a data file. Strings are malloc'd UTF-8 (NULL when the task has none). */
+typedef struct {
+    char id[64];        /* the record's own "id"/"idx" when it has one, else "" (the loader
+                           then sets "lineN", N = line number in the file) */
+    char *document;     /* xsum/cnndm: the article; wikitext/tinystories: the text row */
+    char *reference;    /* xsum/cnndm: the reference summary */
+    char *question;     /* litm */
+    eval_doc *docs;     /* litm: the search results, in the file's order */
+    int n_docs;
+    char **answers;     /* litm: gold answers */
+    int n_answers;
+    int gold_index;     /* litm: index of the doc with "isgold": true, else -1 */
+} eval_example;
+
+/* Parses one line of a data file (no trailing newline needed; need not be NUL-terminated) for
+ * task. xsum: {"article": HELM request "###\nArticle: DOC\n\nSummarize ...", "summary_gt"} (the
+ * document is cut out of the request) or {"document", "summary"}; cnndm: {"article",
+ * "highlights"} (or "summary_gt"); litm: {"question", "answers": [..], "ctxs": [{"title",
+ * "text", "isgold"}..]}; wikitext/tinystories: {"text": ...} when the line starts with '{',
+ * else the raw line. Any bytes are safe input (fuzzed).
+ * Returns 0, or -1 with err set ("litm: \"answers\" is not a list of strings"; the loader
+ * prefixes file and line); *out is zeroed on error (nothing to free). Free with
+ * eval_example_free. */
+int eval_parse_example(eval_task task, const char *line, size_t len, eval_example *out,
+                       char *err, size_t errlen);
+void eval_example_free(eval_example *ex);
+
+/* Reads a data file (plain or gzip-compressed, via zlib) for task: one example per non-empty
+ * line. Errors name the file and line. *ex is malloc'd [*n]; free with eval_examples_free. */
+int eval_load_examples(eval_task task, const char *path, eval_example **ex, int *n,
+                       char *err, size_t errlen);
+void eval_examples_free(eval_example *ex, int n);
+
+/* ------------------------------------------------------------------------- prompt.c */
+
+/* A prompt protocol loaded from configs/prompts/STYLE.json (EVAL.md: "buzz", "helm", "litm").
+ * Templates use {document}, {question}, {search_results}; search_results = docs rendered with
+ * doc_format ({k}: 1-based index, {title}, {text}) joined with doc_join. */
+typedef struct {
+    char name[64];
+    char *tmpl[EVAL_TASK_COUNT];   /* NULL: the style has no template for that task */
+    char *doc_format, *doc_join;
+    char *stop;                    /* stop string (HELM "###"), or NULL */
+    int bos;                       /* 1: BOS before the prompt (BUZZ, LITM), 0: none (H2O) */
+    int max_new[EVAL_TASK_COUNT];  /* default --max-new-tokens per task (0: none given) */
+} eval_prompt_style;
+
+/* Loads a style by name (looked up as configs/prompts/NAME.json in the current directory, then
+ * next to the executable) or by path (anything with a '/' or ending in .json). */
+int eval_prompt_load(const char *name_or_path, eval_prompt_style *ps, char *err, size_t errlen);
+void eval_prompt_free(eval_prompt_style *ps);
+
+/* The prompt of ex for task with every document cut to at most word_cap words (whitespace-
+ * separated; -1: no cut). *truncated = 1 when a word was dropped. malloc'd, NULL on OOM or
+ * when the style has no template for the task. */
+char *eval_prompt_render(const eval_prompt_style *ps, eval_task task, const eval_example *ex,
+                         int word_cap, int *truncated);
+
+/* --------------------------------------------------------- the model (generate.c, ppl.c) */
+
+struct tokenizer;
+struct tok_decoder;
+typedef struct eval_model eval_model;
+
+/* Loads DIR (model_load + model_to_f32 + tokenizer.model). NULL with err set. */
+eval_model *eval_model_load(const char *dir, int threads, char *err, size_t errlen);
+void eval_model_free(eval_model *m);
+int eval_model_context(const eval_model *m);           /* max_position_embeddings */
+int eval_model_vocab(const eval_model *m);
+int eval_model_bos(const eval_model *m);
+/* Tokenizes text; prepends BOS when bos. *ids malloc'd. */
+int eval_tokenize(const eval_model *m, const char *text, int bos, int **ids, int *n,
+                  char *err, size_t errlen);
+
+/* KV memory of one run, as `llm-run --json` reports it (bytes are f32 K+V of all layers). */
+typedef struct {
+    int capacity;                  /* kv.cap[0] */
+    double peak_bytes, avg_bytes;  /* live KV: peak and time average */
+    double full_peak_bytes, full_avg_bytes; /* the full cache on the same run */
+    long long evictions;
+} eval_kv_stats;
+
+/* One policy configuration: the policy, its parameters (budget in pp.budget, --rope in
+ * pp.rope_shifted) and prefill chunk (0: whole prompt). */
+typedef struct {
+    const struct policy_ops *ops;
+    double budget;
+    int rope_shifted;
+    int budget_ref_prompt;
+    int prefill_chunk;
+    uint64_t seed;
+} eval_policy_cfg;
+
+typedef struct {
+    char *text;              /* malloc'd generated text (cut before the stop string) */
+    int n_prompt, n_gen;
+    const char *stop;        /* "eos", "stop", "length" */
+    double prefill_ms, decode_ms;
+    eval_kv_stats kv;
+} eval_gen_result;
+
+/* Greedy generation (llm-run's main loop): prefill tokens[0..n_prompt) (in chunks when asked),
+ * then argmax decode for up to max_new tokens, stopping at EOS/BOS or when the decoded text
+ * contains stop (when non-NULL). Positions must fit the model's context (the caller fits the
+ * prompt). Returns 0, or -1 with err set (kv_init, engine errors). */
+int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, const char *stop,
+                  const eval_policy_cfg *pc, eval_gen_result *r, char *err, size_t errlen);
+
+/* Teacher-forced perplexity (BUZZ eval_long_ppl.py protocol, EVAL.md): tokens[0] is prefilled,
+ * then tokens[1..n-2] are decoded one per step with the policy evicting after every step; the
+ * logits at step t predict tokens[t+1]. The cache is sized for n_prompt = 1, max_new = n - 1,
+ * so a fractional budget is a fraction of n. Per predicted token: NLL (natural log); when
+ * ref_logp ([n-1][vocab] log-probabilities of the full cache on the same stream) is given,
+ * KL(full || policy) in nats and top-1 agreement (argmax, lowest id on ties). save_logp
+ * (NULL or [n-1][vocab]) receives this run's log-probabilities. */
+typedef struct {
+    int n_pred;                    /* n - 1 */
+    double nll_sum, kl_sum;
+    int agree;                     /* predictions whose argmax equals the reference's */
+    double ms;
+    eval_kv_stats kv;
+} eval_ppl_result;
+
+int eval_ppl_stream(eval_model *m, const int *tokens, int n, const eval_policy_cfg *pc,
+                    const float *ref_logp, float *save_logp, eval_ppl_result *r,
+                    char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ results.c */
+
+/* OUT/results.jsonl, opened for appending. Resume: complete lines are kept and their keys
+ * ("id"|"policy"|"budget") remembered; a torn last line (no newline, or not JSON) is cut off. */
+typedef struct {
+    char path[1100];
+    int fd;
+    off_t size;              /* bytes of complete lines */
+    char **keys;             /* done keys */
+    int n_keys, cap_keys;
+    int n_torn;              /* 1 when a torn last line was cut */
+} eval_results;
+
+int eval_results_open(eval_results *r, const char *dir, char *err, size_t errlen);
+int eval_results_done(const eval_results *r, const char *key);
+/* Appends line (one JSON object, no newline) + "\n" and fsyncs. On a write error the file is
+ * cut back to its last complete line and -1 returned with err naming the file. */
+int eval_results_append(eval_results *r, const char *key, const char *line, char *err,
+                        size_t errlen);
+void eval_results_close(eval_results *r);
+/* Remembers key as done without writing (eval-merge's dedup set; r may have no file). */
+int eval_results_mark(eval_results *r, const char *key);
+/* The key of a result: id|policy|budget (budget printed with %.6g). */
+void eval_result_key(char *out, size_t outlen, const char *id, const char *policy, double budget);
+
+/* Reads every complete JSON line of path; *lines malloc'd strings. Missing file → 0 lines. */
+int eval_read_lines(const char *path, char ***lines, int *n, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ summary.c */
+
+/* Writes DIR/summary.csv and DIR/summary.md from DIR/results.jsonl: per (policy, budget) the
+ * mean of every metric with a 95% confidence interval (Student t over examples), KV memory
+ * relative to the full cache (peak and average) and tokens/s; then DIR/summary.png through
+ * scripts/plot_sweep.py (a missing python3/matplotlib is a warning on stderr, not an error). */
+int eval_write_summary(const char *dir, char *err, size_t errlen);
+/* Draws DIR/summary.png from DIR/summary.csv with scripts/plot_sweep.py (next to the executable,
+ * else in the current directory): metric vs budget, one line per policy (BUZZ paper Fig. 5).
+ * Returns 0, or -1 after a one-line warning on stderr (python3 or matplotlib missing). */
+int eval_plot_summary(const char *dir);
+/* Two-sided 95% Student-t critical value for df degrees of freedom (df >= 1). */
+double eval_t95(int df);
+
+/* -------------------------------------------------------------------- sweep.c, merge.c */
+
+/* `llm-run eval ...` (argv[0] = "eval"); returns the process exit code. */
+int eval_main(int argc, char **argv);
+/* `llm-run eval-merge [--out OUT] DIR...` (argv[0] = "eval-merge"). */
+int eval_merge_main(int argc, char **argv);
+
 #endif

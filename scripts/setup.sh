@@ -14,9 +14,10 @@ if [ "${1:-}" = "--fuzz" ]; then
     if apt-cache show libclang-rt-dev >/dev/null 2>&1; then DEB_PKGS+=(libclang-rt-dev); fi
 fi
 # Python packages used by the tests' reference checks (the fixtures themselves are committed).
+# matplotlib draws the sweeps' summary.png (scripts/plot_sweep.py).
 # Not here: rouge-score, rouge==1.0.1, nltk — only scripts/make_rouge_fixtures.py needs them, to
 # regenerate tests/fixtures/eval (the metrics in eval/ are C: cJSON and libm only).
-PY_PKGS=(numpy)
+PY_PKGS=(numpy matplotlib)
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do

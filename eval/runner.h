@@ -1,0 +1,25 @@
+/* runner.h — private to eval/: the model of a sweep and the KV helpers shared by generate.c
+ * and ppl.c. */
+#ifndef LLM_EVAL_RUNNER_H
+#define LLM_EVAL_RUNNER_H
+
+#include "eval/eval.h"
+#include "eviction/eviction.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+struct eval_model {
+    model_weights w;      /* F32 (model_to_f32) */
+    tokenizer *tok;
+    tok_decoder *dec;
+    int threads;
+};
+
+/* kv_init for a policy configuration with n_prompt + max_new tokens. */
+int eval_kv_init(eval_model *m, kv_cache *kv, const eval_policy_cfg *pc, int n_prompt, int max_new,
+                 char *err, size_t errlen);
+/* The KV statistics of a finished run, as main.c reports them: full_tokens is what the full
+ * cache would hold at the end, full_avg_tokens its time average over the same samples. */
+void eval_kv_report(const kv_cache *kv, int full_tokens, double full_avg_tokens, eval_kv_stats *s);
+
+#endif
