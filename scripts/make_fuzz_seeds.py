@@ -111,3 +111,26 @@ put("preset", "scissorhands", '{"policy": "scissorhands", "budget": 0.5}')
 put("preset", "tova", '{"policy": "tova", "budget": 9}')
 put("preset", "ada", '{"policy": "ada_snapkv", "budget": 0.4}')
 put("preset", "bad", '{"policy": "full", "budget": -1}')
+
+# ---------------------------------------------------------------- data-set lines (eval)
+# first byte: the task (eval_task: 0 xsum, 1 cnndm, 2 litm, 3 wikitext, 4 tinystories), then
+# one line in that task's format (synthetic records: the data sets are not redistributed)
+def ev(task, line):
+    return bytes([task]) + line.encode("utf-8")
+
+
+put("eval", "xsum-helm", ev(0, json.dumps({
+    "article": "###\nArticle: The cat sat on the mat. It was a sunny day.\n\nSummarize the above "
+               "article in 1 sentence.\n", "summary_gt": "A cat sat.", "id": "x1"})))
+put("eval", "xsum-plain", ev(0, json.dumps({"document": "A dog ran.", "summary": "Dog.", "idx": 7})))
+put("eval", "cnndm", ev(1, json.dumps({"article": "(CNN) Rain fell.", "highlights": "Rain.\nWet.",
+                                       "id": "abc"})))
+put("eval", "litm", ev(2, json.dumps({
+    "question": "who wrote x", "answers": ["Ann", "Ann B."],
+    "ctxs": [{"title": "T%d" % i, "text": "text %d" % i, "isgold": i == 1} for i in range(3)]})))
+put("eval", "litm-nogold", ev(2, json.dumps({"question": "q", "answers": [],
+                                             "ctxs": [{"title": "", "text": "t"}]})))
+put("eval", "wikitext-json", ev(3, json.dumps({"text": " = Robert Boulter = \n"})))
+put("eval", "wikitext-raw", ev(3, " @-@ raw line with unicode \u00e9"))
+put("eval", "tinystories", ev(4, "Once upon a time, there was a little girl named Lily."))
+put("eval", "bad-answers", ev(2, '{"question": "q", "answers": "Ann", "ctxs": []}'))
