@@ -12,10 +12,15 @@ CXXFLAGS += -std=c++17 -Wall -Wextra -I. -MMD -MP
 LDLIBS  += -lsentencepiece -lcjson -lz -lopenblas -lm -lstdc++ -fopenmp -lpthread
 LDFLAGS +=
 
+# SANITIZE=1: AddressSanitizer (with LeakSanitizer) + UBSan into build-san/; any report ends the
+# program with a non-zero exit (no recovery), so a test that hits one fails. Reports inside
+# the uninstrumented libraries (OpenBLAS, OpenMP, SentencePiece) are suppressed by
+# tests/sanitizer/*.supp (exported by tests/run_all.sh).
 ifeq ($(SANITIZE),1)
-  CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer
-  CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
-  LDFLAGS  += -fsanitize=address,undefined
+  SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+  CFLAGS   += $(SAN_FLAGS)
+  CXXFLAGS += $(SAN_FLAGS)
+  LDFLAGS  += $(SAN_FLAGS)
   BUILD    ?= build-san
 endif
 # CUDA=1: the same ./llm-run with the CUDA backend too (kernels/cuda/*.cu), objects in
@@ -49,7 +54,13 @@ endif
 TEST_C   := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_C:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all lib test check demo clean setup bench
+# Fuzz targets (fuzz/fuzz_NAME.c). `make check` builds each with the normal compiler and
+# fuzz/replay.c into $(BUILD)/fuzz/replay_NAME, which tests/test_fuzz_corpus.sh runs on the
+# committed corpus fuzz/corpus/NAME. `make fuzz` builds them with clang + libFuzzer.
+FUZZ_NAMES  := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/fuzz/replay_%)
+
+.PHONY: all lib test check demo clean setup bench fuzz fuzz-build
 all: llm-run
 
 # Objects are linked directly (not through an archive): the policy registry refers to the
@@ -97,9 +108,13 @@ bench: setup
 test: setup
 	@$(MAKE) --no-print-directory check
 
+$(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c $(LIB_OBJ) $(LDLIBS)
+
 # The suite tests the CPU backend (LLM_DEVICE=cpu) unless told otherwise: on a GPU machine
 # `--device auto` would move some runs to the GPU; tests/test_cuda.sh tests the GPU explicitly.
-check: llm-run $(TEST_BIN)
+check: llm-run $(TEST_BIN) $(FUZZ_REPLAY)
 	@BUILD=$(BUILD) LLM_DEVICE=$${LLM_DEVICE:-cpu} tests/run_all.sh
 
 # The main job on the default model (../shared/models/stories260K, or a downloaded copy).
@@ -110,7 +125,42 @@ demo: setup
 setup:
 	@scripts/setup.sh
 
-clean:
-	rm -rf build build-san build-cuda llm-run
+# ------------------------------------------------------------------------------- fuzzing
+# `make fuzz`: installs clang + libFuzzer (scripts/setup.sh --fuzz), builds every target with
+# -fsanitize=fuzzer,address,undefined into build-fuzz/ and runs each for FUZZ_TIME seconds
+# (fuzz/run.sh: new inputs go to build-fuzz/corpus/NAME, crashes to build-fuzz/crash/).
+# FUZZ=NAME runs one target.
+FUZZ_CC    ?= clang
+FUZZ_CXX   ?= clang++
+FUZZ_TIME  ?= 60
+FUZZ_BUILD := build-fuzz
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS   := -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -std=c11 -D_GNU_SOURCE -Wall -Wextra \
+                 -Wno-unused-parameter -fopenmp -I. -MMD -MP
+FUZZ_CXXFLAGS := -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -std=c++17 -Wall -Wextra -I. -MMD -MP
+FUZZ_LIB_OBJ  := $(LIB_C:%.c=$(FUZZ_BUILD)/%.o) $(LIB_CC:%.cc=$(FUZZ_BUILD)/%.o)
+FUZZ_BIN      := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ_BUILD)/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@.o $<
+	$(FUZZ_CXX) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $@.o $(FUZZ_LIB_OBJ) $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz:
+	@scripts/setup.sh --fuzz
+	@$(MAKE) --no-print-directory fuzz-build
+	@FUZZ_TIME=$(FUZZ_TIME) fuzz/run.sh $(FUZZ)
+
+clean:
+	rm -rf build build-san build-cuda build-fuzz llm-run
+
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

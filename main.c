@@ -424,7 +424,9 @@ static int npy_stream_rows(npy_stream *s, const float *rows, int64_t n)
     return fflush(s->f);
 }
 
-/* Appends m bytes of piece to the growing text (and streams them to stdout when echo). */
+/* Appends m bytes of piece to the growing text (and streams them to stdout when echo).
+ * Returns 0, -1 when out of memory, -2 when stdout cannot be written (closed pipe, full disk;
+ * errno set). */
 static int append_text(char **text, size_t *len, size_t *cap, const char *piece, int m, int echo)
 {
     if (m <= 0) return 0;
@@ -438,11 +440,21 @@ static int append_text(char **text, size_t *len, size_t *cap, const char *piece,
     memcpy(*text + *len, piece, (size_t)m);
     *len += (size_t)m;
     (*text)[*len] = '\0';
-    if (echo) {
-        fwrite(piece, 1, (size_t)m, stdout);
-        fflush(stdout);
-    }
+    if (echo && (fwrite(piece, 1, (size_t)m, stdout) != (size_t)m || fflush(stdout) != 0))
+        return -2;
     return 0;
+}
+
+/* Out of memory for the BLAS's work buffers (ulimit -v), checked before the first GEMM: one
+ * line, then _exit, because an OpenBLAS worker stuck in its allocation loop would make exit()
+ * hang (kernels/cpu/blas_reserve.c). */
+static void blas_reserve_or_exit(int n_threads)
+{
+    char err[LLM_ERR_LEN];
+    if (cpu_blas_reserve_check(n_threads, err, sizeof err) == 0) return;
+    fflush(stdout);
+    fprintf(stderr, "llm-run: %s\n", err);
+    _exit(1);
 }
 
 int main(int argc, char **argv)
@@ -451,6 +463,8 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "eval")) return eval_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "eval-merge")) return eval_merge_main(argc - 1, argv + 1);
     options o;
+    /* a closed stdout pipe is a write error reported in one line, not a silent SIGPIPE death */
+    signal(SIGPIPE, SIG_IGN);
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
 
@@ -601,6 +615,8 @@ int main(int argc, char **argv)
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
 
+    if (!use_cuda) blas_reserve_or_exit(o.threads);
+
     /* prefill, in chunks when asked (eviction between chunks keeps peak KV ≤ capacity + chunk) */
     double t0 = now_s();
     for (int off = 0; off < n_prompt && !g_interrupted; off += chunk) {
@@ -635,7 +651,8 @@ int main(int argc, char **argv)
         }
         gen[n_gen++] = next;
         int m = tok_decoder_push(dec, next, piece, sizeof piece);
-        if (append_text(&out_text, &text_len, &text_cap, piece, m, !o.json) != 0) goto oom;
+        if ((rc = append_text(&out_text, &text_len, &text_cap, piece, m, !o.json)) != 0)
+            goto append_err;
         if (n_gen == max_new) break;
         if (engine_decode(&eng, next, pos, err, sizeof err) != 0) {
             fprintf(stderr, "llm-run: %s\n", err);
@@ -646,7 +663,7 @@ int main(int argc, char **argv)
     }
     double t_decode = now_s() - t1;
     int m = tok_decoder_flush(dec, piece, sizeof piece);
-    if (append_text(&out_text, &text_len, &text_cap, piece, m, !o.json) != 0) goto oom;
+    if ((rc = append_text(&out_text, &text_len, &text_cap, piece, m, !o.json)) != 0) goto append_err;
     if (g_interrupted) fprintf(stderr, "\nllm-run: interrupted after %d tokens\n", n_gen);
 
     /* report */
@@ -724,10 +741,20 @@ write_err:
     fprintf(stderr, "llm-run: %s: write failed: %s\n", o.logits_out, strerror(errno));
     status = 1;
     goto done;
+append_err:
+    if (rc == -2) {
+        fprintf(stderr, "llm-run: stdout: write failed: %s\n", strerror(errno));
+        status = 1;
+        goto done;
+    }
 oom:
     fprintf(stderr, "llm-run: out of memory\n");
     status = 1;
 done:
+    if (status == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
+        fprintf(stderr, "llm-run: stdout: write failed: %s\n", strerror(errno));
+        status = 1;
+    }
     if (ns.f && fclose(ns.f) != 0 && status == 0) {
         fprintf(stderr, "llm-run: %s: write failed: %s\n", o.logits_out, strerror(errno));
         status = 1;

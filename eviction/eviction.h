@@ -157,6 +157,10 @@ int policy_params_set(policy_params *p, const policy_ops *ops, const char *name,
  * included). *ops is set from "policy" when present (else must be given). */
 int policy_preset_load(const char *path, const policy_ops **ops, policy_params *p, char *err,
                        size_t errlen);
+/* The same on the preset's text already in memory, text[0..len) (no NUL needed). path names
+ * the input in errors and is kept in p->set[].origin: it must outlive p. */
+int policy_preset_parse(const char *text, size_t len, const char *path, const policy_ops **ops,
+                        policy_params *p, char *err, size_t errlen);
 
 /* Looks a policy up by name; NULL when unknown. */
 const policy_ops *policy_find(const char *name);

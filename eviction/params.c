@@ -20,13 +20,24 @@ static const char *lookup(const policy_params *p, const char *name)
     return NULL;
 }
 
-/* Prefixes an error about a preset value with the preset's path. */
+/* Control characters of a value (a preset string or a flag with "\n" in it) become '?', so the
+ * error stays one line. Returns -1. */
+static int one_line(char *err, size_t errlen)
+{
+    for (char *c = err; err && errlen && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    return -1;
+}
+
+/* Prefixes an error about a preset value with the preset's path; keeps it one line. */
 static void name_origin(char *err, size_t errlen)
 {
-    if (!lookup_origin) return;
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s", err);
-    snprintf(err, errlen, "%s: %s", lookup_origin, tmp);
+    if (lookup_origin) {
+        char tmp[512];
+        snprintf(tmp, sizeof tmp, "%s", err);
+        snprintf(err, errlen, "%s: %s", lookup_origin, tmp);
+    }
+    one_line(err, errlen);
 }
 
 int policy_param_int(const policy_params *p, const char *name, int def, int lo, int hi, int *out,
@@ -115,11 +126,11 @@ int policy_params_set(policy_params *p, const policy_ops *ops, const char *name,
     if (!resolved) {
         snprintf(err, errlen, "--%s: policy %s has no such parameter (see --list-policies)", name,
                  ops->name);
-        return -1;
+        return one_line(err, errlen);
     }
     if (p->n_set >= POLICY_MAX_SET || strlen(value) >= sizeof p->set[0].value) {
         snprintf(err, errlen, "--%s: too many parameters or value too long", name);
-        return -1;
+        return one_line(err, errlen);
     }
     snprintf(p->set[p->n_set].name, sizeof p->set[0].name, "%s", resolved);
     snprintf(p->set[p->n_set].value, sizeof p->set[0].value, "%s", value);
@@ -150,12 +161,20 @@ int policy_preset_load(const char *path, const policy_ops **ops, policy_params *
         snprintf(err, errlen, "%s: cannot read policy preset (too large or unreadable)", path);
         return -1;
     }
-    buf[n] = '\0';
-    const char *endp = NULL;
-    cJSON *root = cJSON_ParseWithOpts(buf, &endp, 1);
+    int rc = policy_preset_parse(buf, (size_t)n, path, ops, p, err, errlen);
     free(buf);
+    return rc;
+}
+
+int policy_preset_parse(const char *text, size_t len, const char *path, const policy_ops **ops,
+                        policy_params *p, char *err, size_t errlen)
+{
+    const char *endp = text;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &endp, 0);
+    while (root && endp < text + len && (*endp == ' ' || *endp == '\t' || *endp == '\r' || *endp == '\n'))
+        endp++;
     int rc = -1;
-    if (!root || !cJSON_IsObject(root)) {
+    if (!root || endp != text + len || !cJSON_IsObject(root)) {
         snprintf(err, errlen, "%s: malformed JSON policy preset (expected an object)", path);
         goto out;
     }
@@ -187,7 +206,7 @@ int policy_preset_load(const char *path, const policy_ops **ops, policy_params *
         if (strcmp(it->string, "budget") == 0) {
             char *e;
             double b = strtod(val, &e);
-            if (*e || !(b > 0)) {
+            if (*e || !(b > 0) || isinf(b)) {
                 snprintf(err, errlen, "%s: \"budget\": must be a number > 0, got %s", path, val);
                 goto out;
             }
@@ -218,5 +237,5 @@ int policy_preset_load(const char *path, const policy_ops **ops, policy_params *
     rc = 0;
 out:
     cJSON_Delete(root);
-    return rc;
+    return rc ? one_line(err, errlen) : 0;
 }

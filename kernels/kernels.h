@@ -13,6 +13,11 @@
  * inside them (matmul splits its rows over the threads). */
 void cpu_set_threads(int n);
 int cpu_num_cores(void);
+/* Whether the BLAS can get its work buffers for n_threads threads (≤ 0: the BLAS's own thread
+ * count) (kernels/cpu/blas_reserve.c: OpenBLAS hangs instead of failing when it cannot, and
+ * exit() then hangs too: a caller that gets -1 should _exit). Returns 0, or -1 with
+ * "out of memory: ..." in err. */
+int cpu_blas_reserve_check(int n_threads, char *err, size_t errlen);
 
 /* The SIMD kernel family in use: "scalar", "avx2" (AVX2+FMA+F16C) or "avx512" (AVX-512F),
  * the widest the CPU supports unless the environment sets LLM_SIMD to one of those names. */

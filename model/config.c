@@ -12,11 +12,14 @@
 
 #define CONFIG_MAX_BYTES (16 << 20)
 
+/* Formats the one-line error (control characters from the input become '?'). */
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (err && errlen) vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    for (char *c = err; err && errlen && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return -1;
 }
 
@@ -77,6 +80,8 @@ static int get_float(const cJSON *root, const char *key, float *out, const char 
     if (!v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return fail(err, errlen, "%s: %s must be a number", path, key);
+    if (!isfinite((float)v->valuedouble))
+        return fail(err, errlen, "%s: %s=%g is out of the float range", path, key, v->valuedouble);
     *out = (float)v->valuedouble;
     return 0;
 }
@@ -101,8 +106,8 @@ static int parse_rope_scaling(const cJSON *root, model_config *c, const char *pa
         return fail(err, errlen, "%s: rope_scaling type \"%.64s\" is not supported (only linear)",
                     path, t->valuestring);
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
-    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
-        return fail(err, errlen, "%s: rope_scaling.factor must be a number", path);
+    if (!cJSON_IsNumber(f) || !isfinite((float)f->valuedouble))
+        return fail(err, errlen, "%s: rope_scaling.factor must be a number in the float range", path);
     if (f->valuedouble < 1.0)
         return fail(err, errlen, "%s: rope_scaling.factor=%g must be >= 1", path, f->valuedouble);
     c->rope_scaling_factor = (float)f->valuedouble;
@@ -184,14 +189,20 @@ int config_load(const char *path, model_config *cfg, char *err, size_t errlen) {
     size_t len = 0;
     char *text = slurp(path, &len, err, errlen);
     if (!text) return -1;
+    int rc = config_parse(text, len, path, cfg, err, errlen);
+    free(text);
+    return rc;
+}
+
+int config_parse(const char *text, size_t len, const char *path, model_config *cfg,
+                 char *err, size_t errlen) {
     const char *end = text;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    while (root && end < text + len && strchr(" \t\r\n", *end) && *end) end++;
+    while (root && end < text + len && *end && strchr(" \t\r\n", *end)) end++;
     if (!root || end != text + len || !cJSON_IsObject(root)) {
         if (root && end == text + len) fail(err, errlen, "%s: not a JSON object", path);
         else fail(err, errlen, "%s: malformed JSON near byte %ld", path, (long)(end - text));
         cJSON_Delete(root);
-        free(text);
         return -1;
     }
     model_config c = {
@@ -203,7 +214,6 @@ int config_load(const char *path, model_config *cfg, char *err, size_t errlen) {
     int head_dim_given = hd && !cJSON_IsNull(hd);
     if (rc == 0) rc = validate(&c, head_dim_given, path, err, errlen);
     cJSON_Delete(root);
-    free(text);
     if (rc == 0) *cfg = c;
     return rc;
 }

@@ -38,6 +38,10 @@ typedef struct {
  * n_kv_heads divides n_heads, head_dim even, rms_norm_eps > 0, rope_theta > 0,
  * rope_scaling null or linear with factor >= 1. Unknown fields are ignored. */
 int config_load(const char *path, model_config *cfg, char *err, size_t errlen);
+/* The same on config.json's text already in memory: text[0..len) (no NUL needed); path names
+ * the input in errors. config_load reads the file and calls this. */
+int config_parse(const char *text, size_t len, const char *path, model_config *cfg,
+                 char *err, size_t errlen);
 
 /* ------------------------------------------------------------- safetensors (safetensors.c) */
 
@@ -68,8 +72,33 @@ typedef struct {
  * BF16 (others are an error naming the tensor), offsets inside the data buffer, entries
  * non-overlapping, nbytes = product(shape) * dtype size. "__metadata__" is skipped. */
 int st_open(const char *path, st_file *f, char *err, size_t errlen);
+/* The same validation on a safetensors image already in memory: buf[0..size) is the whole file
+ * (st_open passes its mmap; the fuzz target passes its input). name is used in errors and
+ * copied to f->path. Tensor data pointers point into buf, which must outlive f; f->map stays
+ * NULL. Free with st_close. */
+int st_parse(const void *buf, size_t size, const char *name, st_file *f, char *err, size_t errlen);
 const st_tensor *st_find(const st_file *f, const char *name); /* NULL when absent */
 void st_close(st_file *f);
+
+/* -------------------------------------- sharded index (weights.c): model.safetensors.index.json */
+
+struct cJSON;
+typedef struct {
+    struct cJSON *root;               /* the parsed index; owns weight_map */
+    const struct cJSON *weight_map;   /* tensor name -> shard file name */
+    int n_shards;
+    char **shards;                    /* the distinct shard file names, sorted */
+} st_index;
+
+/* Parses the text of a Hugging Face model.safetensors.index.json, text[0..len) (no NUL needed;
+ * path names it in errors): "weight_map" must be an object whose values are non-empty file
+ * names inside the model folder (not absolute, no ".." component). Free with st_index_free
+ * (also after a failure; a no-op then). */
+int st_index_parse(const char *text, size_t len, const char *path, st_index *ix,
+                   char *err, size_t errlen);
+/* The shard file name weight_map gives for tensor, or NULL when it lists none. */
+const char *st_index_shard(const st_index *ix, const char *tensor);
+void st_index_free(st_index *ix);
 
 /* ------------------------------------------------------------------- weights (weights.c) */
 

@@ -35,11 +35,15 @@ const char *dtype_name(dtype_t dt) {
     return "?";
 }
 
+/* Formats the one-line error; control characters (a tensor name with "\n" in it) become '?'
+ * so the message stays one line. */
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (err && errlen) vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    for (char *c = err; err && errlen && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return -1;
 }
 
@@ -145,8 +149,7 @@ static int check_layout(st_file *f, char *err, size_t errlen) {
     return 0;
 }
 
-static int parse_header(st_file *f, char *err, size_t errlen) {
-    const uint8_t *base = f->map;
+static int parse_header(st_file *f, const uint8_t *base, char *err, size_t errlen) {
     if (f->size < 8) return fail(err, errlen, "%s: %zu bytes, too short for a safetensors header", f->path, f->size);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | base[i];
@@ -187,6 +190,18 @@ static int parse_header(st_file *f, char *err, size_t errlen) {
     return rc ? rc : check_layout(f, err, errlen);
 }
 
+int st_parse(const void *buf, size_t size, const char *name, st_file *f, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (strlen(name) >= sizeof f->path) return fail(err, errlen, "%.200s...: path too long", name);
+    strcpy(f->path, name);
+    f->size = size;
+    if (parse_header(f, buf, err, errlen) != 0) {
+        st_close(f);
+        return -1;
+    }
+    return 0;
+}
+
 int st_open(const char *path, st_file *f, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     if (strlen(path) >= sizeof f->path) return fail(err, errlen, "%.200s...: path too long", path);
@@ -206,11 +221,11 @@ int st_open(const char *path, st_file *f, char *err, size_t errlen) {
     void *map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) return fail(err, errlen, "%s: mmap failed: %s", path, strerror(errno));
-    f->map = map;
-    if (parse_header(f, err, errlen) != 0) {
-        st_close(f);
+    if (st_parse(map, (size_t)st.st_size, path, f, err, errlen) != 0) {
+        munmap(map, (size_t)st.st_size);
         return -1;
     }
+    f->map = map;
     return 0;
 }
 

@@ -14,11 +14,14 @@
 
 #define INDEX_MAX_BYTES (64 << 20)
 
+/* Formats the one-line error (control characters from the input become '?'). */
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (err && errlen) vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    for (char *c = err; err && errlen && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return -1;
 }
 
@@ -70,9 +73,8 @@ uint16_t f32_to_f16(float f) {
 typedef struct {
     const char *dir;
     char index_path[1100];
-    cJSON *index;              /* parsed index.json, NULL for a single file */
-    const cJSON *weight_map;
-    char **shard_names;        /* [m->n_files], parallel to m->files when sharded */
+    int sharded;               /* 1: files come from the index (ix), parallel to ix.shards */
+    st_index ix;
     model_weights *m;
 } loader;
 
@@ -113,39 +115,98 @@ static char *read_text(const char *path, size_t *len, char *err, size_t errlen) 
     return buf;
 }
 
+/* A shard name that would leave the model folder: absolute, or with a ".." component. */
+static int escapes_dir(const char *name) {
+    if (name[0] == '/') return 1;
+    for (const char *c = name; *c;) {
+        size_t n = strcspn(c, "/");
+        if (n == 2 && c[0] == '.' && c[1] == '.') return 1;
+        c += n + (c[n] == '/');
+    }
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int st_index_parse(const char *text, size_t len, const char *path, st_index *ix,
+                   char *err, size_t errlen) {
+    memset(ix, 0, sizeof *ix);
+    ix->root = cJSON_ParseWithLength(text, len);
+    if (!ix->root) return fail(err, errlen, "%s: malformed JSON", path);
+    ix->weight_map = cJSON_GetObjectItemCaseSensitive(ix->root, "weight_map");
+    if (!cJSON_IsObject(ix->weight_map)) {
+        st_index_free(ix);
+        return fail(err, errlen, "%s: missing \"weight_map\" object", path);
+    }
+    int n_entries = cJSON_GetArraySize(ix->weight_map);
+    ix->shards = calloc((size_t)(n_entries ? n_entries : 1), sizeof *ix->shards);
+    if (!ix->shards) {
+        st_index_free(ix);
+        return fail(err, errlen, "%s: out of memory", path);
+    }
+    for (const cJSON *e = ix->weight_map->child; e; e = e->next) {
+        if (!cJSON_IsString(e) || !e->valuestring[0]) {
+            fail(err, errlen, "%s: weight_map[\"%.256s\"] is not a file name", path, e->string);
+            ix->n_shards = 0;   /* nothing strdup'd yet */
+            st_index_free(ix);
+            return -1;
+        }
+        if (escapes_dir(e->valuestring)) {
+            fail(err, errlen, "%s: weight_map[\"%.256s\"]: shard \"%.256s\" is outside the model folder",
+                 path, e->string, e->valuestring);
+            ix->n_shards = 0;
+            st_index_free(ix);
+            return -1;
+        }
+        ix->shards[ix->n_shards++] = e->valuestring;   /* borrowed until deduplicated */
+    }
+    /* sorted and deduplicated: O(n log n), a hostile index with many shards cannot stall */
+    qsort(ix->shards, (size_t)ix->n_shards, sizeof *ix->shards, cmp_str);
+    int n = 0;
+    for (int i = 0; i < ix->n_shards; i++)
+        if (n == 0 || strcmp(ix->shards[n - 1], ix->shards[i])) ix->shards[n++] = ix->shards[i];
+    ix->n_shards = n;
+    for (int i = 0; i < n; i++)
+        if (!(ix->shards[i] = strdup(ix->shards[i]))) {
+            ix->n_shards = i;
+            st_index_free(ix);
+            return fail(err, errlen, "%s: out of memory", path);
+        }
+    return 0;
+}
+
+const char *st_index_shard(const st_index *ix, const char *tensor) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ix->weight_map, tensor);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+void st_index_free(st_index *ix) {
+    if (!ix) return;
+    for (int i = 0; ix->shards && i < ix->n_shards; i++) free(ix->shards[i]);
+    free(ix->shards);
+    cJSON_Delete(ix->root);
+    memset(ix, 0, sizeof *ix);
+}
+
 /* Parses index.json and opens each distinct shard named in its weight_map once. */
 static int open_shards(loader *L, char *err, size_t errlen) {
     size_t len;
     char *text = read_text(L->index_path, &len, err, errlen);
     if (!text) return -1;
-    L->index = cJSON_ParseWithLength(text, len);
+    int rc = st_index_parse(text, len, L->index_path, &L->ix, err, errlen);
     free(text);
-    if (!L->index) return fail(err, errlen, "%s: malformed JSON", L->index_path);
-    L->weight_map = cJSON_GetObjectItemCaseSensitive(L->index, "weight_map");
-    if (!cJSON_IsObject(L->weight_map))
-        return fail(err, errlen, "%s: missing \"weight_map\" object", L->index_path);
-
-    int n_entries = cJSON_GetArraySize(L->weight_map);
+    if (rc) return -1;
+    L->sharded = 1;
     model_weights *m = L->m;
-    m->files = calloc((size_t)(n_entries ? n_entries : 1), sizeof *m->files);
-    L->shard_names = calloc((size_t)(n_entries ? n_entries : 1), sizeof *L->shard_names);
-    if (!m->files || !L->shard_names) return fail(err, errlen, "%s: out of memory", L->index_path);
-    for (const cJSON *e = L->weight_map->child; e; e = e->next) {
-        if (!cJSON_IsString(e) || !e->valuestring[0])
-            return fail(err, errlen, "%s: weight_map[\"%.256s\"] is not a file name", L->index_path, e->string);
-        int seen = 0;
-        for (int i = 0; i < m->n_files && !seen; i++) seen = !strcmp(L->shard_names[i], e->valuestring);
-        if (seen) continue;
+    m->files = calloc((size_t)(L->ix.n_shards ? L->ix.n_shards : 1), sizeof *m->files);
+    if (!m->files) return fail(err, errlen, "%s: out of memory", L->index_path);
+    for (int i = 0; i < L->ix.n_shards; i++) {
         char path[1024];
-        if (join(path, sizeof path, L->dir, e->valuestring, err, errlen)) return -1;
+        if (join(path, sizeof path, L->dir, L->ix.shards[i], err, errlen)) return -1;
         if (!is_file(path)) return fail(err, errlen, "%s: shard %s is missing", L->index_path, path);
-        if (!(L->shard_names[m->n_files] = strdup(e->valuestring)))
-            return fail(err, errlen, "%s: out of memory", L->index_path);
-        if (st_open(path, &m->files[m->n_files], err, errlen)) {
-            free(L->shard_names[m->n_files]);
-            L->shard_names[m->n_files] = NULL;
-            return -1;
-        }
+        if (st_open(path, &m->files[m->n_files], err, errlen)) return -1;
         m->n_files++;
     }
     return 0;
@@ -170,24 +231,22 @@ static int open_files(loader *L, char *err, size_t errlen) {
  * or NULL when a sharded index does not list it. */
 static const st_tensor *lookup(const loader *L, const char *name, const st_file **file) {
     *file = NULL;
-    if (!L->index) {
+    if (!L->sharded) {
         *file = &L->m->files[0];
         return st_find(*file, name);
     }
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(L->weight_map, name);
-    if (!cJSON_IsString(v)) return NULL;
-    for (int i = 0; i < L->m->n_files; i++)
-        if (!strcmp(L->shard_names[i], v->valuestring)) {
-            *file = &L->m->files[i];
-            return st_find(*file, name);
-        }
-    return NULL;
+    const char *shard = st_index_shard(&L->ix, name);
+    if (!shard) return NULL;
+    char *const *hit = bsearch(&shard, L->ix.shards, (size_t)L->m->n_files, sizeof *L->ix.shards, cmp_str);
+    if (!hit) return NULL;
+    *file = &L->m->files[hit - L->ix.shards];
+    return st_find(*file, name);
 }
 
 /* Whether the checkpoint lists tensor name (a sharded index may list it in a shard that
  * lacks it; bind() reports that). */
 static int listed(const loader *L, const char *name) {
-    if (L->index) return cJSON_GetObjectItemCaseSensitive(L->weight_map, name) != NULL;
+    if (L->sharded) return cJSON_GetObjectItemCaseSensitive(L->ix.weight_map, name) != NULL;
     return st_find(&L->m->files[0], name) != NULL;
 }
 
@@ -257,9 +316,7 @@ int model_load(const char *dir, model_weights *m, char *err, size_t errlen) {
     if (rc == 0) rc = config_load(path, &m->cfg, err, errlen);
     if (rc == 0) rc = open_files(&L, err, errlen);
     if (rc == 0) rc = bind_all(&L, err, errlen);
-    for (int i = 0; L.shard_names && i < m->n_files; i++) free(L.shard_names[i]);
-    free(L.shard_names);
-    cJSON_Delete(L.index);
+    st_index_free(&L.ix);
     if (rc) model_free(m);
     return rc;
 }

@@ -2,10 +2,17 @@
 # Installs what llm-run's build and tests need, from Debian's packages and PyPI.
 # Idempotent: does nothing (and prints nothing) when everything is present.
 # Needs root (or sudo) only when a Debian package is missing.
+# `scripts/setup.sh --fuzz` (used by `make fuzz`) also installs clang, its libFuzzer and
+# sanitizer runtimes and LLVM's OpenMP; the normal build and `make test` do not need them.
 set -euo pipefail
 
 DEB_PKGS=(build-essential libsentencepiece-dev libcjson-dev libopenblas-dev libcmocka-dev
-          zlib1g-dev jq python3 python3-pip)
+          zlib1g-dev jq valgrind python3 python3-pip)
+if [ "${1:-}" = "--fuzz" ]; then
+    DEB_PKGS+=(clang libomp-dev)
+    # libFuzzer's runtime (libclang_rt.fuzzer) is its own package from LLVM 14 in Debian 12
+    if apt-cache show libclang-rt-dev >/dev/null 2>&1; then DEB_PKGS+=(libclang-rt-dev); fi
+fi
 # Python packages used by the tests' reference checks (the fixtures themselves are committed).
 # matplotlib draws the sweeps' summary.png (scripts/plot_sweep.py).
 # Not here: rouge-score, rouge==1.0.1, nltk — only scripts/make_rouge_fixtures.py needs them, to

@@ -5,6 +5,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${BUILD:-build}"
 export LLM_SHARED="${LLM_SHARED:-../shared}"
+# sanitizer builds (make check SANITIZE=1): suppressions for the uninstrumented libraries only
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizer/lsan.supp:print_suppressions=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-suppressions=$PWD/tests/sanitizer/ubsan.supp:print_stacktrace=1}"
 pass=0; fail=0; failed=()
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 for t in "$BUILD"/tests/test_* tests/test_*.sh; do

@@ -492,6 +492,14 @@ check "policy parameter bad choice (--policy h2o --h2o-score bogus)" 'h2o-score|
 check "--logits-out into a nonexistent directory" 'no-such-dir/logits\.npy' -m "$GOOD" "${P[@]}" --logits-out "$TMP/no-such-dir/logits.npy"
 check "--logits-out is a directory" 'prompt-dir' -m "$GOOD" "${P[@]}" --logits-out "$TMP/prompt-dir"
 
+# ---------------------------------------------------------------------------------------------
+# more cases (issue 7): tests/bad_inputs/*.sh, sourced here (they use check, fresh, st_edit)
+for f in tests/bad_inputs/*.sh; do
+    echo "--- $f"
+    # shellcheck source=/dev/null
+    . "$f"
+done
+
 echo
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
