@@ -41,11 +41,9 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
     dp->want_probs = (ops->stats & KV_STAT_DECODE_PROBS) != 0;
     dp->want_colsum = (ops->stats & KV_STAT_PREFILL_COLSUM) != 0;
     char e[256];
-    if (p->rope_shifted) {
-        snprintf(why, whylen, "--rope shifted is not ported to the CUDA backend yet");
-        return -1;
-    }
-    if (ops->attend || ops->logit_scale) {
+    dp->rope_shifted = p->rope_shifted != 0;
+    dp->logit_scale = ops->logit_scale != NULL;
+    if (ops->attend) {
         snprintf(why, whylen, "policy %s changes the attention itself and is not ported to the CUDA backend yet",
                  ops->name);
         return -1;
@@ -88,7 +86,7 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->n_sink = n_sink;
         dp->n_recent = n_recent;
         dp->mean = mean == 1;
-    } else if (!strcmp(ops->name, "buzz")) {
+    } else if (!strcmp(ops->name, "buzz") || !strcmp(ops->name, "buzz_logn")) {
         /* A round (or the degenerate streaming compaction) fires exactly when a region holds
          * more than its capacity (cap = min(k + w + T, run), eviction/policy_buzz.c), and
          * between rounds post_attn only adds the step's probabilities to the scores: the device

@@ -96,8 +96,11 @@ sys.exit(0 if err.max() <= tol else 1)
 PY
 }
 field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["kv"]["evictions"] if sys.argv[2]=="ev" else d["tokens"])' "$1" "$2"; }
-# policy | budget | extra flags: device (full, local, streaming, h2o), rounds (buzz), host-assisted
-# (h2o evict-first, snapkv, scissorhands); chunked prefill; F32 model: 1e-4 relative
+# policy | budget | extra flags: device (full, local, streaming, h2o), rounds (buzz, buzz_logn),
+# host-assisted (h2o evict-first, snapkv, scissorhands, buzz --buzz-score current); chunked
+# prefill; --rope shifted (keys cached before RoPE, rotated by rank; the 21-token prompt is
+# longer than the capacity 14 of h2o 0.3 and 22 of budget 0.5, so chunks evict); buzz_logn's
+# logit scale; F32 model: 1e-4 relative
 while IFS='|' read -r pol b extra; do
     [ -n "$pol" ] || continue
     args=(-m "$MODEL" -p "$PROMPT" -n 24 --temp 0 --policy "$pol" --budget "$b" $extra --json)
@@ -115,9 +118,10 @@ while IFS='|' read -r pol b extra; do
     else
         bad "$tag: logits $msg, evictions cpu $evc gpu $evg"
     fi
-    if [ "$pol" = full ]; then cp "$TMP/g.npy" "$TMP/full.npy"
-    elif [ "$b" = 1.0 ] && [ -f "$TMP/full.npy" ]; then
-        if msg=$(compare "$TMP/g.npy" "$TMP/full.npy" 0); then ok "$tag: identity with full on the emulated GPU ($msg)"
+    rope=absolute; case "$extra" in *"--rope shifted"*) rope=shifted ;; esac
+    if [ "$pol" = full ]; then cp "$TMP/g.npy" "$TMP/full-$rope.npy"
+    elif [ "$b" = 1.0 ] && [ -f "$TMP/full-$rope.npy" ]; then
+        if msg=$(compare "$TMP/g.npy" "$TMP/full-$rope.npy" 0); then ok "$tag: identity with full on the emulated GPU ($msg)"
         else bad "$tag: identity with full on the emulated GPU: $msg"; fi
     fi
 done <<'LIST'
@@ -133,6 +137,16 @@ buzz|0.5|--prefill-chunk 7
 h2o|0.5|--h2o-order evict-first
 snapkv|0.5|
 scissorhands|0.5|--prefill-chunk 7
+full|1.0|--rope shifted
+h2o|1.0|--rope shifted
+streaming|0.5|--rope shifted
+h2o|0.3|--rope shifted --prefill-chunk 7
+buzz|0.5|--rope shifted --prefill-chunk 7
+snapkv|0.5|--rope shifted --prefill-chunk 7
+scissorhands|0.5|--rope shifted
+buzz_logn|0.5|
+buzz_logn|0.5|--prefill-chunk 7 --rope shifted
+buzz_logn|0.5|--buzz-score current
 LIST
 # the cache does not fit the (emulated) free GPU memory: one line, before allocating it
 if EMU_GPU_FREE=200000000 timeout 300 "$EMU" -m "$MODEL" -p "$PROMPT" -n 4 --device cuda >"$TMP/o" 2>"$TMP/e"; then

@@ -14,7 +14,7 @@ __global__ void __launch_bounds__(DC_THREADS)
 attn_decode_split_kernel(const float *q, const T *kc, const T *vc, const size_t *off,
                          const int *len, int G, int head_dim, float scale, int split_len,
                          int n_split, float *part_acc, float *part_ml, float *slog,
-                         int slog_stride)
+                         int slog_stride, const float *head_scale)
 {
     extern __shared__ float sm[];
     __shared__ float red[32];
@@ -24,7 +24,8 @@ attn_decode_split_kernel(const float *q, const T *kc, const T *vc, const size_t 
     const int L = len[g], j0 = s * split_len, j1 = min(L, j0 + split_len), nj = j1 - j0;
     if (nj <= 0) return; /* uniform over the block */
     const T *K = kc + off[g] * head_dim, *V = vc + off[g] * head_dim;
-    for (int d = tid; d < head_dim; d += DC_THREADS) qs[d] = q[(size_t)h * head_dim + d] * scale;
+    const float sc = head_scale ? head_scale[g] : scale;
+    for (int d = tid; d < head_dim; d += DC_THREADS) qs[d] = q[(size_t)h * head_dim + d] * sc;
     __syncthreads();
     /* logits: one warp per slot, lanes over head_dim, shuffle reduction */
     const int lane = tid & 31, warp = tid >> 5, n_warps = DC_THREADS / 32;
@@ -87,12 +88,13 @@ template <typename T>
 static cudaError_t decode_go(const float *q, const void *kc, const void *vc, const size_t *off,
                              const int *len, int n_heads, int G, int head_dim, float scale,
                              int split_len, int n_split, float *part_acc, float *part_ml,
-                             float *slog, int slog_stride, cudaStream_t s)
+                             float *slog, int slog_stride, cudaStream_t s,
+                             const float *head_scale)
 {
     size_t smem = ((size_t)head_dim + split_len) * sizeof(float);
     attn_decode_split_kernel<T><<<dim3(n_heads, n_split), DC_THREADS, smem, s>>>(
         q, (const T *)kc, (const T *)vc, off, len, G, head_dim, scale, split_len, n_split,
-        part_acc, part_ml, slog, slog_stride);
+        part_acc, part_ml, slog, slog_stride, head_scale);
     return cudaPeekAtLastError();
 }
 
@@ -100,12 +102,13 @@ cudaError_t launch_attn_decode(const float *q, const void *kc, const void *vc, i
                                const size_t *off, const int *len, int n_heads, int G,
                                int head_dim, float scale, int split_len, int n_split,
                                float *part_acc, float *part_ml, float *slog, int slog_stride,
-                               float *out, float *lse, cudaStream_t s)
+                               float *out, float *lse, cudaStream_t s, const float *head_scale)
 {
     if (head_dim < 1 || head_dim > 1024 || split_len < 1 || split_len > DC_MAX_SPLIT || n_split < 1)
         return cudaErrorInvalidValue;
     cudaError_t e = CU_DISPATCH(kv_dt, decode_go, q, kc, vc, off, len, n_heads, G, head_dim, scale,
-                                split_len, n_split, part_acc, part_ml, slog, slog_stride, s);
+                                split_len, n_split, part_acc, part_ml, slog, slog_stride, s,
+                                head_scale);
     if (e != cudaSuccess) return e;
     attn_decode_combine_kernel<<<n_heads, DC_THREADS, 0, s>>>(len, G, head_dim, split_len, n_split,
                                                               part_acc, part_ml, out, lse);

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(PF_THREADS)
 attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, const size_t *off,
                     const int *len, const float *k_new, const float *v_new, int kv_stride, int n,
                     int G, int head_dim, float scale, float *out, int out_stride, float *lse,
-                    int lse_stride)
+                    int lse_stride, const float *head_scale)
 {
     extern __shared__ float sm[];
     const int ld = head_dim + 1;             /* padded row stride of Ks */
@@ -43,10 +43,11 @@ attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, cons
     const int h = blockIdx.x, g = h / G, i0 = blockIdx.y * PF_BQ, tid = threadIdx.x;
     const int n_live = len[g], col = g * head_dim;
     const T *Kl = kc + off[g] * head_dim, *Vl = vc + off[g] * head_dim;
+    const float sc = head_scale ? head_scale[g] : scale;
 
     for (int e = tid; e < PF_BQ * head_dim; e += PF_THREADS) {
         int r = e / head_dim, d = e - r * head_dim, i = i0 + r;
-        Qs[e] = i < n ? q[(size_t)i * q_stride + (size_t)h * head_dim + d] * scale : 0.0f;
+        Qs[e] = i < n ? q[(size_t)i * q_stride + (size_t)h * head_dim + d] * sc : 0.0f;
     }
     const int r = tid / PF_TPR, sub = tid % PF_TPR, i = i0 + r;
     float m = -INFINITY, l = 0.0f, acc[PF_MAXD / PF_TPR];
@@ -119,7 +120,7 @@ static cudaError_t prefill_go(const float *q, int q_stride, const void *kc, cons
                               const size_t *off, const int *len, const float *k_new,
                               const float *v_new, int kv_stride, int n, int n_heads, int G,
                               int head_dim, float scale, float *out, int out_stride, float *lse,
-                              int lse_stride, cudaStream_t s)
+                              int lse_stride, cudaStream_t s, const float *head_scale)
 {
     size_t smem = ((size_t)PF_BK * (head_dim + 1) + (size_t)(PF_BQ + PF_BK) * head_dim + PF_BQ * PF_BK) *
                   sizeof(float);
@@ -130,7 +131,7 @@ static cudaError_t prefill_go(const float *q, int q_stride, const void *kc, cons
     attn_prefill_kernel<T><<<grid, PF_THREADS, smem, s>>>(q, q_stride, (const T *)kc, (const T *)vc,
                                                           off, len, k_new, v_new, kv_stride, n, G,
                                                           head_dim, scale, out, out_stride, lse,
-                                                          lse_stride);
+                                                          lse_stride, head_scale);
     return cudaPeekAtLastError();
 }
 
@@ -138,12 +139,13 @@ cudaError_t launch_attn_prefill(const float *q, int q_stride, const void *kc, co
                                 int kv_dt, const size_t *off, const int *len, const float *k_new,
                                 const float *v_new, int kv_stride, int n, int n_heads, int G,
                                 int head_dim, float scale, float *out, int out_stride, float *lse,
-                                int lse_stride, cudaStream_t s)
+                                int lse_stride, cudaStream_t s, const float *head_scale)
 {
     if (head_dim < 1 || head_dim > PF_MAXD) return cudaErrorInvalidValue;
     if (n < 1) return cudaSuccess;
     return CU_DISPATCH(kv_dt, prefill_go, q, q_stride, kc, vc, off, len, k_new, v_new, kv_stride,
-                       n, n_heads, G, head_dim, scale, out, out_stride, lse, lse_stride, s);
+                       n, n_heads, G, head_dim, scale, out, out_stride, lse, lse_stride, s,
+                       head_scale);
 }
 
 /* ------------------------------------------------------------------ column sums */
@@ -159,7 +161,8 @@ template <typename T>
 __global__ void __launch_bounds__(CS_BC)
 attn_colsum_kernel(const float *q, int q_stride, const T *kc, const size_t *off, const int *len,
                    const float *k_new, int kv_stride, int n, int G, int head_dim, float scale,
-                   const float *lse, int lse_stride, float *colsum, int cand_stride)
+                   const float *lse, int lse_stride, float *colsum, int cand_stride,
+                   const float *head_scale)
 {
     extern __shared__ float sm[];
     float *Kt = sm;                         /* [head_dim][CS_BC] */
@@ -169,6 +172,7 @@ attn_colsum_kernel(const float *q, int q_stride, const T *kc, const size_t *off,
     const int n_live = len[g], n_cand = n_live + n, col = g * head_dim;
     if (j0 >= n_cand) return; /* uniform over the block */
     const T *Kl = kc + off[g] * head_dim;
+    const float sc = head_scale ? head_scale[g] : scale;
     for (int e = tid; e < CS_BC * head_dim; e += CS_BC) {
         int c = e / head_dim, d = e - c * head_dim, jj = j0 + c;
         Kt[d * CS_BC + c] = jj < n_cand ? cand_elem(Kl, k_new, kv_stride, col, n_live, jj, d, head_dim)
@@ -184,7 +188,7 @@ attn_colsum_kernel(const float *q, int q_stride, const T *kc, const size_t *off,
             __syncthreads(); /* Kt written / previous Qs, Ls no longer read */
             for (int e = tid; e < CS_BR * head_dim; e += CS_BC) {
                 int r = e / head_dim, d = e - r * head_dim, i = i0 + r;
-                Qs[e] = i < n ? q[(size_t)i * q_stride + (size_t)h * head_dim + d] * scale : 0.0f;
+                Qs[e] = i < n ? q[(size_t)i * q_stride + (size_t)h * head_dim + d] * sc : 0.0f;
             }
             for (int r = tid; r < CS_BR; r += CS_BC)
                 Ls[r] = i0 + r < n ? lse[(size_t)h * lse_stride + i0 + r] : 0.0f;
@@ -209,7 +213,7 @@ static cudaError_t colsum_go(const float *q, int q_stride, const void *kc, const
                              const int *len, const float *k_new, int kv_stride, int n,
                              int n_kv_heads, int G, int head_dim, float scale, const float *lse,
                              int lse_stride, int n_cand_max, float *colsum, int cand_stride,
-                             cudaStream_t s)
+                             cudaStream_t s, const float *head_scale)
 {
     size_t smem = ((size_t)head_dim * CS_BC + (size_t)CS_BR * head_dim + CS_BR) * sizeof(float);
     cudaError_t e = cudaFuncSetAttribute(attn_colsum_kernel<T>,
@@ -218,7 +222,7 @@ static cudaError_t colsum_go(const float *q, int q_stride, const void *kc, const
     dim3 grid(n_kv_heads, (n_cand_max + CS_BC - 1) / CS_BC);
     attn_colsum_kernel<T><<<grid, CS_BC, smem, s>>>(q, q_stride, (const T *)kc, off, len, k_new,
                                                     kv_stride, n, G, head_dim, scale, lse,
-                                                    lse_stride, colsum, cand_stride);
+                                                    lse_stride, colsum, cand_stride, head_scale);
     return cudaPeekAtLastError();
 }
 
@@ -226,11 +230,12 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
                                const size_t *off, const int *len, const float *k_new,
                                int kv_stride, int n, int n_kv_heads, int G, int head_dim,
                                float scale, const float *lse, int lse_stride, int n_cand_max,
-                               float *colsum, int cand_stride, cudaStream_t s)
+                               float *colsum, int cand_stride, cudaStream_t s,
+                               const float *head_scale)
 {
     if (head_dim < 1 || head_dim > PF_MAXD) return cudaErrorInvalidValue;
     if (n < 1 || n_cand_max < 1) return cudaSuccess;
     return CU_DISPATCH(kv_dt, colsum_go, q, q_stride, kc, off, len, k_new, kv_stride, n,
                        n_kv_heads, G, head_dim, scale, lse, lse_stride, n_cand_max, colsum,
-                       cand_stride, s);
+                       cand_stride, s, head_scale);
 }

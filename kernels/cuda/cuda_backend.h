@@ -39,6 +39,10 @@ typedef struct {
     int mean;          /* h2o --h2o-score mean */
     int want_probs;    /* KV_STAT_DECODE_PROBS */
     int want_colsum;   /* KV_STAT_PREFILL_COLSUM */
+    int rope_shifted;  /* --rope shifted: keys stored before RoPE, rotated by rank in the
+                          attention (a rotated-key scratch, POLICIES.md §1.7) */
+    int logit_scale;   /* the policy's logit_scale hook (buzz_logn): per-(layer, KV head)
+                          scales computed on the host, passed to the attention kernels */
 } device_policy;
 
 /* Which policy runs where on the GPU (model/device.c: the table there). kv: NULL before

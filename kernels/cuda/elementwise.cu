@@ -71,6 +71,78 @@ cudaError_t launch_rope(float *x, int n, int n_heads, int head_dim, const float 
     return cudaPeekAtLastError();
 }
 
+__global__ void rope_rank_kernel(float *x, int n_heads, int div, int head_dim, const float *cos_t,
+                                 const float *sin_t, const int *base, int delta)
+{
+    int half = head_dim / 2, i = blockIdx.x, h = blockIdx.y;
+    size_t row = (size_t)(base[h / div] + delta + i);
+    const float *c = cos_t + row * half, *sn = sin_t + row * half;
+    float *v = x + ((size_t)i * n_heads + h) * head_dim;
+    for (int d = threadIdx.x; d < half; d += blockDim.x) {
+        float a = v[d], b = v[d + half];
+        v[d] = a * c[d] - b * sn[d];
+        v[d + half] = b * c[d] + a * sn[d];
+    }
+}
+
+cudaError_t launch_rope_rank(float *x, int n, int n_heads, int div, int head_dim,
+                             const float *cos_t, const float *sin_t, const int *base, int delta,
+                             cudaStream_t s)
+{
+    if (n < 1) return cudaSuccess;
+    if (div < 1) return cudaErrorInvalidValue;
+    int threads = head_dim / 2 < 128 ? (head_dim / 2 + 31) / 32 * 32 : 128;
+    rope_rank_kernel<<<dim3(n, n_heads), threads, 0, s>>>(x, n_heads, div, head_dim, cos_t, sin_t,
+                                                         base, delta);
+    return cudaPeekAtLastError();
+}
+
+/* grid (n_kv_heads, min(max_len, 65535)), 32 threads: block (g, y) rotates slots y, y + gridDim.y,
+ * ...; the rank of a slot is counted by the block over the region's positions. */
+template <typename T>
+__global__ void rope_live_kernel(T *kr, const T *kc, const int32_t *pos, const size_t *off,
+                                 const int *len, int head_dim, const float *cos_t,
+                                 const float *sin_t)
+{
+    __shared__ float red[32];
+    const int g = blockIdx.x, L = len[g], half = head_dim / 2;
+    const int32_t *P = pos + off[g];
+    for (int j = blockIdx.y; j < L; j += gridDim.y) {
+        const int32_t pj = P[j];
+        float cnt = 0.0f;
+        for (int i = threadIdx.x; i < L; i += blockDim.x) cnt += P[i] < pj ? 1.0f : 0.0f;
+        const size_t rank = (size_t)block_sum(cnt, red);
+        const float *c = cos_t + rank * half, *sn = sin_t + rank * half;
+        const T *src = kc + (off[g] + (size_t)j) * head_dim;
+        T *dst = kr + (off[g] + (size_t)j) * head_dim;
+        for (int d = threadIdx.x; d < half; d += blockDim.x) {
+            float a = to_f32(src[d]), b = to_f32(src[d + half]);
+            dst[d] = from_f32<T>(a * c[d] - b * sn[d]);
+            dst[d + half] = from_f32<T>(b * c[d] + a * sn[d]);
+        }
+    }
+}
+
+template <typename T>
+static cudaError_t rope_live_go(void *kr, const void *kc, const int32_t *pos, const size_t *off,
+                                const int *len, int n_kv_heads, int head_dim, const float *cos_t,
+                                const float *sin_t, int max_len, cudaStream_t s)
+{
+    int gy = max_len < 65535 ? max_len : 65535;
+    rope_live_kernel<T><<<dim3(n_kv_heads, gy), 32, 0, s>>>((T *)kr, (const T *)kc, pos, off, len,
+                                                           head_dim, cos_t, sin_t);
+    return cudaPeekAtLastError();
+}
+
+cudaError_t launch_rope_live(void *kr, const void *kc, int kv_dt, const int32_t *pos,
+                             const size_t *off, const int *len, int n_kv_heads, int head_dim,
+                             const float *cos_t, const float *sin_t, int max_len, cudaStream_t s)
+{
+    if (max_len < 1) return cudaSuccess;
+    return CU_DISPATCH(kv_dt, rope_live_go, kr, kc, pos, off, len, n_kv_heads, head_dim, cos_t,
+                       sin_t, max_len, s);
+}
+
 __global__ void swiglu_kernel(float *gate, const float *up, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;

@@ -223,12 +223,18 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
     else if (upload_weight(ce, &ce->lm_head, &w->lm_head, "lm_head.weight", err, errlen))
         return -1;
 
-    /* RoPE tables for every position of the run, made by the CPU code (same numbers) */
+    ce->max_cap = 0;
+    for (int i = 0; i < n_lh; i++)
+        if (kv->cap[i] > ce->max_cap) ce->max_cap = kv->cap[i];
+    /* RoPE tables for every position of the run, made by the CPU code (same numbers); in
+     * shifted mode for every rank too (ranks never exceed capacity + chunk, model/forward.c) */
     ce->n_rope = kv->prompt_tokens + kv->max_new + 1;
+    ce->n_rope_rows = ce->n_rope;
+    if (ce->dp.rope_shifted && ce->max_cap + M + 1 > ce->n_rope_rows) ce->n_rope_rows = ce->max_cap + M + 1;
     {
-        size_t half = (size_t)hd / 2, nt = (size_t)ce->n_rope * half;
+        size_t half = (size_t)hd / 2, nt = (size_t)ce->n_rope_rows * half;
         float *cs = (float *)malloc(nt * sizeof(float)), *sn = (float *)malloc(nt * sizeof(float));
-        int *pos = (int *)malloc((size_t)ce->n_rope * sizeof(int));
+        int *pos = (int *)malloc((size_t)ce->n_rope_rows * sizeof(int));
         if (!cs || !sn || !pos) {
             free(cs);
             free(sn);
@@ -236,8 +242,8 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
             snprintf(err, errlen, "out of host memory (RoPE tables)");
             return -1;
         }
-        for (int i = 0; i < ce->n_rope; i++) pos[i] = i;
-        rope_tables(cs, sn, pos, ce->n_rope, hd, c->rope_theta, c->rope_scaling_factor);
+        for (int i = 0; i < ce->n_rope_rows; i++) pos[i] = i;
+        rope_tables(cs, sn, pos, ce->n_rope_rows, hd, c->rope_theta, c->rope_scaling_factor);
         void *a = NULL, *b = NULL;
         int rc = dalloc(ce, &a, nt * sizeof(float), err, errlen);
         if (!rc) rc = dalloc(ce, &b, nt * sizeof(float), err, errlen);
@@ -254,9 +260,6 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
     }
 
     /* activations and scratch */
-    ce->max_cap = 0;
-    for (int i = 0; i < n_lh; i++)
-        if (kv->cap[i] > ce->max_cap) ce->max_cap = kv->cap[i];
     ce->logit_rows = M < 64 ? M : 64;
     int rows = M > ce->logit_rows ? M : ce->logit_rows;
     int widest = dim > qdim ? dim : qdim;
@@ -308,6 +311,18 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
         HALLOC(ce->h_pk, (size_t)M * kvdim * sizeof(float));
         HALLOC(ce->h_pv, (size_t)M * kvdim * sizeof(float));
     }
+    if (ce->dp.rope_shifted) {
+        DALLOC(ce->krn, (size_t)M * kvdim * sizeof(float));
+        if (ce->dp.mode == DEV_POLICY_HOST) {
+            HALLOC(ce->h_krl, (size_t)Hkv * (ce->max_cap + 1) * hd * sizeof(float));
+            HALLOC(ce->h_krn, (size_t)Hkv * M * hd * sizeof(float));
+            HALLOC(ce->h_krstage, (size_t)(ce->max_cap + 1) * hd * sizeof(float));
+        }
+    }
+    if (ce->dp.logit_scale) {
+        HALLOC(ce->h_hscale, (size_t)n_lh * sizeof(float));
+        DALLOC(ce->hscale_d, (size_t)n_lh * sizeof(float));
+    }
 
     /* the KV cache: check that it fits BEFORE allocating it (leave 256 MiB for cuBLAS
      * workspaces and the gather scratch) */
@@ -320,6 +335,7 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
     ce->kv_dt = (int)kv_dtype;
     ce->kv_es = dtype_size(kv_dtype);
     size_t kv_bytes = n_slots * hd * 2 * ce->kv_es + n_slots * (sizeof(int32_t) + sizeof(float));
+    if (ce->dp.rope_shifted) kv_bytes += n_slots * hd * ce->kv_es; /* the rotated-key scratch */
     size_t free_b = 0, total_b = 0;
     CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     size_t reserve = (size_t)256 << 20;
@@ -338,6 +354,7 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
     }
     DALLOC(ce->kc, n_slots * hd * ce->kv_es);
     DALLOC(ce->vc, n_slots * hd * ce->kv_es);
+    if (ce->dp.rope_shifted) DALLOC(ce->kr, n_slots * hd * ce->kv_es);
     DALLOC(ce->pos, n_slots * sizeof(int32_t));
     if ((ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O) || ce->dp.mode == DEV_POLICY_ROUNDS)
         DALLOC(ce->score, n_slots * sizeof(float));
@@ -398,7 +415,8 @@ static int mlp_block(cuda_engine *ce, const dlayer *dl, int n, char *err, size_t
     return 0;
 }
 
-/* rmsnorm → q, k, v → RoPE at positions pos0.. for n rows of x (layer l). */
+/* rmsnorm → q, k, v → RoPE at positions pos0.. for n rows of x (layer l); --rope shifted: no
+ * RoPE here (keys are cached before RoPE; shifted_rotate rotates by rank). */
 static int qkv_rope(cuda_engine *ce, const dlayer *dl, int n, int pos0, char *err, size_t errlen)
 {
     const model_config *c = &ce->w->cfg;
@@ -413,9 +431,55 @@ static int qkv_rope(cuda_engine *ce, const dlayer *dl, int n, int pos0, char *er
                  pos0 + n - 1, ce->n_rope - 1);
         return -1;
     }
+    if (ce->dp.rope_shifted) return 0;
     LAUNCH(launch_rope(ce->q, n, c->n_heads, c->head_dim, ce->rope_cos, ce->rope_sin, pos0, ce->st));
     LAUNCH(launch_rope(ce->k, n, c->n_kv_heads, c->head_dim, ce->rope_cos, ce->rope_sin, pos0, ce->st));
     return 0;
+}
+
+/* --rope shifted (POLICIES.md §1.7), layer l, as model/forward.c: ce->kr = the live keys of
+ * every KV head rotated by their rank in position order; the n query rows rotated at ranks
+ * len[g] + delta + i (prefill: delta 0, decode after the write: delta -1, i = 0); for a
+ * prefill (krn != 0) ce->krn = the chunk's keys at ranks len[g] + i. max_len: an upper bound
+ * of the layer's live lengths. */
+static int shifted_rotate(cuda_engine *ce, int l, int n, int delta, int krn, int max_len,
+                          char *err, size_t errlen)
+{
+    const model_config *c = &ce->w->cfg;
+    const int hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv;
+    const int i0 = kv_idx(ce->kv, l, 0);
+    LAUNCH(launch_rope_live(ce->kr, ce->kc, ce->kv_dt, ce->pos, ce->off + i0, ce->len + i0, Hkv, hd,
+                            ce->rope_cos, ce->rope_sin, max_len, ce->st));
+    LAUNCH(launch_rope_rank(ce->q, n, H, G, hd, ce->rope_cos, ce->rope_sin, ce->len + i0, delta, ce->st));
+    if (krn) {
+        CUDA_TRY(cudaMemcpyAsync(ce->krn, ce->k, (size_t)n * Hkv * hd * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, ce->st));
+        LAUNCH(launch_rope_rank(ce->krn, n, Hkv, 1, hd, ce->rope_cos, ce->rope_sin, ce->len + i0, 0, ce->st));
+    }
+    return 0;
+}
+
+/* The policy's logit scale (buzz_logn, POLICIES.md §4.9) for layer l: scale · logit_scale(n_keys)
+ * per KV head, n_keys = the host mirror's live length + extra (prefill: the chunk's tokens;
+ * decode: 1 when the device appends the token, 0 when the host already counted it), computed
+ * by the policy's own hook as model/forward.c does; uploaded on the stream. NULL without one. */
+static const float *head_scales(cuda_engine *ce, int l, int extra, float scale, char *err,
+                                size_t errlen)
+{
+    if (!ce->dp.logit_scale) return NULL;
+    kv_cache *kv = ce->kv;
+    const int i0 = kv_idx(kv, l, 0);
+    for (int g = 0; g < kv->n_kv_heads; g++)
+        ce->h_hscale[i0 + g] = scale * kv->ops->logit_scale(kv, kv_len(kv, l, g) + extra);
+    cudaError_t e = cudaMemcpyAsync(ce->hscale_d + i0, ce->h_hscale + i0,
+                                    (size_t)kv->n_kv_heads * sizeof(float), cudaMemcpyHostToDevice,
+                                    ce->st);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "%s:%d: cudaMemcpyAsync (logit scales): %s", __FILE__, __LINE__,
+                 cudaGetErrorString(e));
+        return NULL;
+    }
+    return ce->hscale_d + i0;
 }
 
 extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, int pos0,
@@ -449,19 +513,29 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
         const size_t *off_l = ce->off + kv_idx(kv, l, 0);
         int *len_l = ce->len + kv_idx(kv, l, 0);
         if (qkv_rope(ce, dl, n, pos0, err, errlen)) return -1;
-        /* exact causal attention over the live slots + the chunk */
-        LAUNCH(launch_attn_prefill(ce->q, qdim, ce->kc, ce->vc, ce->kv_dt, off_l, len_l, ce->k, ce->v,
-                                   kvdim, n, H, G, hd, scale, ce->att, qdim, ce->lse, ce->max_chunk,
-                                   ce->st));
         int max_cand = 0;
         for (int g = 0; g < Hkv; g++) {
             ce->h_nlive[g] = kv_len(kv, l, g);
             if (ce->h_nlive[g] + n > max_cand) max_cand = ce->h_nlive[g] + n;
         }
+        /* the keys as the attention sees them: the cache (absolute), or rotated by rank */
+        const void *katt = ce->kc;
+        const float *knew = ce->k;
+        if (ce->dp.rope_shifted) {
+            if (shifted_rotate(ce, l, n, 0, 1, max_cand - n, err, errlen)) return -1;
+            katt = ce->kr;
+            knew = ce->krn;
+        }
+        const float *hs = NULL;
+        if (ce->dp.logit_scale && !(hs = head_scales(ce, l, n, scale, err, errlen))) return -1;
+        /* exact causal attention over the live slots + the chunk */
+        LAUNCH(launch_attn_prefill(ce->q, qdim, katt, ce->vc, ce->kv_dt, off_l, len_l, knew, ce->v,
+                                   kvdim, n, H, G, hd, scale, ce->att, qdim, ce->lse, ce->max_chunk,
+                                   ce->st, hs));
         if (ce->dp.want_colsum) {
-            LAUNCH(launch_attn_colsum(ce->q, qdim, ce->kc, ce->kv_dt, off_l, len_l, ce->k, kvdim, n,
+            LAUNCH(launch_attn_colsum(ce->q, qdim, katt, ce->kv_dt, off_l, len_l, knew, kvdim, n,
                                       Hkv, G, hd, scale, ce->lse, ce->max_chunk, max_cand, ce->colsum,
-                                      ce->cand_stride, ce->st));
+                                      ce->cand_stride, ce->st, hs));
             CUDA_TRY(cudaMemcpyAsync(ce->h_colsum, ce->colsum, (size_t)Hkv * ce->cand_stride * sizeof(float),
                                      cudaMemcpyDeviceToHost, ce->st));
         }
@@ -541,10 +615,19 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
                                    ce->len + i0, NULL, ce->k, ce->v, Hkv, hd, pos, ce->st));
         else if (ce_host_pre_attn(ce, l, pos, err, errlen))
             return -1;
-        LAUNCH(launch_attn_decode(ce->q, ce->kc, ce->vc, ce->kv_dt, ce->off + i0, ce->len + i0, H, G,
+        /* --rope shifted: the live keys (the new one included) and the query by rank */
+        const void *katt = ce->kc;
+        if (ce->dp.rope_shifted) {
+            if (shifted_rotate(ce, l, 1, -1, 0, max_len, err, errlen)) return -1;
+            katt = ce->kr;
+        }
+        const float *hs = NULL;
+        if (ce->dp.logit_scale && !(hs = head_scales(ce, l, device_policy ? 1 : 0, scale, err, errlen)))
+            return -1;
+        LAUNCH(launch_attn_decode(ce->q, katt, ce->vc, ce->kv_dt, ce->off + i0, ce->len + i0, H, G,
                                   hd, scale, ce->split_len, ce->n_split, ce->part_acc, ce->part_ml,
                                   ce->dp.want_probs ? ce->slog : NULL, ce->slog_stride, ce->att,
-                                  ce->lse, ce->st));
+                                  ce->lse, ce->st, hs));
         if (device_policy) {
             if (ce->score && ce->dp.want_probs)
                 LAUNCH(launch_score_accum(ce->slog, ce->slog_stride, ce->lse, ce->off + i0,

@@ -70,6 +70,17 @@ struct cuda_engine {
     float *h_pq, *h_pk, *h_pv;  /* [max_chunk][qdim], [max_chunk][kvdim] x2 */
     int32_t *h_pos_before;      /* [n_kv_heads][cand_stride] */
     int *slot_of;               /* [n_rope] position → slot map */
+    /* --rope shifted: kr = the keys rotated by rank (the cache's layout, kv_dt), krn = the
+     * chunk's keys rotated by rank [max_chunk][kvdim]; the RoPE tables have n_rope_rows ≥ the
+     * largest rank + 1 rows. Host-assisted prefill: h_krl [n_kv_heads][max_cap + 1][head_dim],
+     * h_krn [n_kv_heads][max_chunk][head_dim] f32, h_krstage [max_cap + 1][head_dim] kv_dt. */
+    void *kr;
+    float *krn;
+    int n_rope_rows;
+    float *h_krl, *h_krn;
+    void *h_krstage;
+    /* policies with a logit scale: h_hscale [n_layers][n_kv_heads] (pinned), hscale_d (device) */
+    float *h_hscale, *hscale_d;
 };
 
 #define LAUNCH(expr)                                                                           \
@@ -91,6 +102,7 @@ int ce_upload_layer_meta(cuda_engine *ce, int l, char *err, size_t errlen);
 int ce_host_prefill(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errlen);
 int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
 int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
+int ce_upload_layer_pos(cuda_engine *ce, int l, char *err, size_t errlen);
 int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
 
 #endif

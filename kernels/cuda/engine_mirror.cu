@@ -44,6 +44,59 @@ int ce_upload_layer_meta(cuda_engine *ce, int l, char *err, size_t errlen)
     return 0;
 }
 
+/* Uploads the host mirror's positions of layer l (--rope shifted with host-assisted policies:
+ * the rank rotation reads the device positions, which the host hooks' moves do not update). */
+int ce_upload_layer_pos(cuda_engine *ce, int l, char *err, size_t errlen)
+{
+    kv_cache *kv = ce->kv;
+    int i0 = kv_idx(kv, l, 0), i1 = kv_idx(kv, l, kv->n_kv_heads - 1);
+    size_t s0 = kv->off[i0], s1 = kv->off[i1] + (size_t)kv->cap[i1] + 1;
+    CUDA_TRY(cudaMemcpyAsync(ce->pos + s0, kv->pos + s0, (s1 - s0) * sizeof(int32_t),
+                             cudaMemcpyHostToDevice, ce->st));
+    return 0;
+}
+
+/* --rope shifted, host-assisted prefill: the rotated keys the attention used (ce->kr's live
+ * rows, ce->krn) to the host in kv_prefill_chunk's layout, so on_prefill hooks that score keys
+ * (kv_cand_key) see what the CPU engine gives them. */
+static int shifted_keys_to_host(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errlen)
+{
+    const model_config *cf = &ce->w->cfg;
+    kv_cache *kv = ce->kv;
+    const int n = c->n_new, Hkv = cf->n_kv_heads, hd = cf->head_dim, l = c->layer;
+    const size_t live_stride = (size_t)ce->max_cap + 1;
+    for (int g = 0; g < Hkv; g++) {
+        int n_live = kv_len(kv, l, g);
+        if (n_live < 1) continue;
+        size_t at = kv->off[kv_idx(kv, l, g)] * hd * ce->kv_es;
+        CUDA_TRY(cudaMemcpyAsync(ce->h_krstage, (const char *)ce->kr + at, (size_t)n_live * hd * ce->kv_es,
+                                 cudaMemcpyDeviceToHost, ce->st));
+        CUDA_TRY(cudaStreamSynchronize(ce->st));
+        float *dst = ce->h_krl + (size_t)g * live_stride * hd;
+        size_t m = (size_t)n_live * hd;
+        if (ce->kv_dt == CU_F32) memcpy(dst, ce->h_krstage, m * sizeof(float));
+        else
+            for (size_t i = 0; i < m; i++) {
+                uint16_t b = ((const uint16_t *)ce->h_krstage)[i];
+                dst[i] = ce->kv_dt == CU_F16 ? f16_to_f32(b) : bf16_to_f32(b);
+            }
+    }
+    /* the chunk's rotated keys [n][kvdim] → [Hkv][max_chunk][hd] (h_pv as the staging buffer,
+     * refilled with the values by the caller afterwards) */
+    CUDA_TRY(cudaMemcpyAsync(ce->h_pv, ce->krn, (size_t)n * Hkv * hd * sizeof(float),
+                             cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    for (int g = 0; g < Hkv; g++)
+        for (int i = 0; i < n; i++)
+            memcpy(ce->h_krn + ((size_t)g * ce->max_chunk + i) * hd,
+                   ce->h_pv + ((size_t)i * Hkv + g) * hd, (size_t)hd * sizeof(float));
+    c->k_live_rot = ce->h_krl;
+    c->rot_live_stride = (int)live_stride;
+    c->k_new_rot = ce->h_krn;
+    c->rot_new_stride = ce->max_chunk;
+    return 0;
+}
+
 /* Host-assisted prefill: the CPU's kv_prefill on the host mirror with the chunk's q/k/v copied
  * back (the host mirror keeps real K/V rows, so hooks that read keys work as on the CPU); the
  * keep-lists are recovered from the positions (candidates: the live slots, then the chunk). */
@@ -53,6 +106,7 @@ int ce_host_prefill(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errl
     kv_cache *kv = ce->kv;
     const int n = c->n_new, Hkv = cf->n_kv_heads, qdim = cf->n_heads * cf->head_dim;
     const int kvdim = Hkv * cf->head_dim, l = c->layer, cs = ce->cand_stride;
+    if (ce->dp.rope_shifted && shifted_keys_to_host(ce, c, err, errlen)) return -1;
     CUDA_TRY(cudaMemcpyAsync(ce->h_pq, ce->q, (size_t)n * qdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaMemcpyAsync(ce->h_pk, ce->k, (size_t)n * kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaMemcpyAsync(ce->h_pv, ce->v, (size_t)n * kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
@@ -126,6 +180,7 @@ int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
     CUDA_TRY(cudaMemcpyAsync(ce->slot_d, ce->h_slots, (size_t)Hkv * sizeof(int), cudaMemcpyHostToDevice, ce->st));
     CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
                              cudaMemcpyHostToDevice, ce->st));
+    if (ce->dp.rope_shifted && ce_upload_layer_pos(ce, l, err, errlen)) return -1;
     LAUNCH(launch_kv_write(ce->kc, ce->vc, ce->kv_dt, ce->pos, NULL, ce->off + i0, ce->len + i0,
                            ce->slot_d, ce->k, ce->v, Hkv, hd, pos, ce->st));
     /* h_slots is reused by the next layer: wait for its upload */
@@ -177,6 +232,7 @@ int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
     }
     CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
                              cudaMemcpyHostToDevice, ce->st));
+    if (ce->dp.rope_shifted) return ce_upload_layer_pos(ce, l, err, errlen);
     return 0;
 }
 

@@ -26,6 +26,19 @@ cudaError_t launch_rmsnorm(const float *x, const float *w, float *out, int n, in
  * numbers); rotate_half pairs (d, d + head_dim/2). */
 cudaError_t launch_rope(float *x, int n, int n_heads, int head_dim, const float *cos_t,
                         const float *sin_t, int row0, cudaStream_t s);
+/* --rope shifted (POLICIES.md §1.7): RoPE in place on x [n][n_heads][head_dim] at ranks, head h
+ * of row i at table row base[h / div] + delta + i (base: device [n_heads / div], e.g. the live
+ * lengths len[g] of the KV heads with div = G for queries, 1 for keys). */
+cudaError_t launch_rope_rank(float *x, int n, int n_heads, int div, int head_dim,
+                             const float *cos_t, const float *sin_t, const int *base, int delta,
+                             cudaStream_t s);
+/* --rope shifted: kr[off[g] + j] = key slot j of KV head g (kc, stored before RoPE) rotated by
+ * its rank among the len[g] live slots in position order (rank = #{i : pos[i] < pos[j]},
+ * positions unique in a region), for j < len[g]; kr/kc in kv_dt, the same layout. max_len: an
+ * upper bound of len[]. As model/forward.c rotated_live_keys. */
+cudaError_t launch_rope_live(void *kr, const void *kc, int kv_dt, const int32_t *pos,
+                             const size_t *off, const int *len, int n_kv_heads, int head_dim,
+                             const float *cos_t, const float *sin_t, int max_len, cudaStream_t s);
 /* gate[i] = silu(gate[i]) * up[i], i < n (SwiGLU). */
 cudaError_t launch_swiglu(float *gate, const float *up, size_t n, cudaStream_t s);
 /* y[i] += x[i] (residual). */
@@ -40,22 +53,25 @@ cudaError_t launch_cast(const float *x, void *y, int dt, size_t n, cudaStream_t 
  * stride kv_stride (f32). Query row i of head h (KV head h / G) attends to all live slots of
  * its KV head and to chunk tokens 0..i. Tiled (16 query rows × 16 keys), online softmax.
  * out [n] rows of stride out_stride; lse[h * lse_stride + i] = log Σ_j exp(s_ij) with
- * s_ij = scale · q_i·k_j (the row log-sum-exp, for the column-sum pass). head_dim ≤ 256. */
+ * s_ij = scale · q_i·k_j (the row log-sum-exp, for the column-sum pass). head_dim ≤ 256.
+ * head_scale (device [n_kv_heads] or NULL): the scale of KV head g's query heads instead of
+ * `scale` (a policy's logit scale, buzz_logn: scale · λ(n_keys), POLICIES.md §4.9). */
 cudaError_t launch_attn_prefill(const float *q, int q_stride, const void *kc, const void *vc,
                                 int kv_dt, const size_t *off, const int *len, const float *k_new,
                                 const float *v_new, int kv_stride, int n, int n_heads, int G,
                                 int head_dim, float scale, float *out, int out_stride, float *lse,
-                                int lse_stride, cudaStream_t s);
+                                int lse_stride, cudaStream_t s, const float *head_scale = nullptr);
 /* Prefill column sums (POLICIES.md §1.5) without the N×N matrix: a second QKᵀ pass that uses
  * the row LSE: colsum[g * cand_stride + j] = Σ_{h ∈ group g} Σ_i exp(s_ij − lse_hi) over the
  * chunk's rows i that see candidate j (candidates: the live slots of g, then the chunk's
  * tokens). Fixed summation order (deterministic, no atomics). n_cand_max: the largest
- * len[g] + n. Arguments as launch_attn_prefill. */
+ * len[g] + n. Arguments as launch_attn_prefill (head_scale: the same as there). */
 cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int kv_dt,
                                const size_t *off, const int *len, const float *k_new,
                                int kv_stride, int n, int n_kv_heads, int G, int head_dim,
                                float scale, const float *lse, int lse_stride, int n_cand_max,
-                               float *colsum, int cand_stride, cudaStream_t s);
+                               float *colsum, int cand_stride, cudaStream_t s,
+                               const float *head_scale = nullptr);
 
 /* ---- attn_decode.cu ---- */
 /* Decode attention (flash-decoding): the query heads q [n_heads][head_dim] of one token over
@@ -63,12 +79,14 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * slots (n_split pieces: enough for the largest capacity + 1). Pass 1 writes per-piece
  * partials (part_acc [n_heads][n_split][head_dim], part_ml [n_heads][n_split][2]) and, when
  * slog is not NULL, the scaled logits slog[h * slog_stride + j]; pass 2 combines the pieces in
- * fixed order into out [n_heads][head_dim] and lse [n_heads]. head_dim ≤ 1024. */
+ * fixed order into out [n_heads][head_dim] and lse [n_heads]. head_dim ≤ 1024. head_scale
+ * (device [n_kv_heads] or NULL): per-KV-head scale instead of `scale` (launch_attn_prefill). */
 cudaError_t launch_attn_decode(const float *q, const void *kc, const void *vc, int kv_dt,
                                const size_t *off, const int *len, int n_heads, int G,
                                int head_dim, float scale, int split_len, int n_split,
                                float *part_acc, float *part_ml, float *slog, int slog_stride,
-                               float *out, float *lse, cudaStream_t s);
+                               float *out, float *lse, cudaStream_t s,
+                               const float *head_scale = nullptr);
 /* In place: slog[h][j] = exp(slog[h][j] − lse[h]) for j < len[h / G] (the probabilities
  * p_h(j) of the step, POLICIES.md §1.5). max_len: an upper bound of len[]. */
 cudaError_t launch_decode_probs(float *slog, int slog_stride, const float *lse, const int *len,
