@@ -105,9 +105,13 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
                !strcmp(ops->name, "subgen")) {
         /* hooks that only move slots within their regions: replayable on the device */
         dp->mode = DEV_POLICY_HOST;
+    } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {
+        /* hooks that re-partition a layer's arena among its heads (kv->cap/off change,
+         * eviction/policy_snapkv.c snap_relayout): the device gathers the whole layer */
+        dp->mode = DEV_POLICY_HOST;
+        dp->relayout = 1;
     } else {
-        snprintf(why, whylen, "policy %s is not ported to the CUDA backend yet%s", ops->name,
-                 !strncmp(ops->name, "ada_", 4) ? " (it re-lays out the cache regions per head)" : "");
+        snprintf(why, whylen, "policy %s is not ported to the CUDA backend yet", ops->name);
         return -1;
     }
     if (kv && dp->evict == EV_STREAMING && dp->n_sink >= cap) {

@@ -43,6 +43,9 @@ typedef struct {
                           attention (a rotated-key scratch, POLICIES.md §1.7) */
     int logit_scale;   /* the policy's logit_scale hook (buzz_logn): per-(layer, KV head)
                           scales computed on the host, passed to the attention kernels */
+    int relayout;      /* host-assisted policies whose hooks re-partition a layer's regions
+                          (kv->cap/off change: ada_*): the device gathers the whole layer into
+                          the new layout */
 } device_policy;
 
 /* Which policy runs where on the GPU (model/device.c: the table there). kv: NULL before

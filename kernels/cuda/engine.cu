@@ -287,7 +287,8 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
         HALLOC(ce->h_colsum, (size_t)Hkv * ce->cand_stride * sizeof(float));
     }
     DALLOC(ce->tok_d, (size_t)M * sizeof(int));
-    DALLOC(ce->src_d, (size_t)ce->cand_stride * sizeof(int));
+    DALLOC(ce->src_d, (size_t)(ce->dp.relayout ? Hkv : 1) * ce->cand_stride * sizeof(int));
+    if (ce->dp.relayout) HALLOC(ce->h_off_before, (size_t)Hkv * sizeof(size_t));
     DALLOC(ce->slot_d, (size_t)Hkv * sizeof(int));
     DALLOC(ce->next_d, sizeof(int));
     HALLOC(ce->h_tok, (size_t)M * sizeof(int));
@@ -327,6 +328,13 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
     /* the KV cache: check that it fits BEFORE allocating it (leave 256 MiB for cuBLAS
      * workspaces and the gather scratch) */
     size_t n_slots = kv->n_slots, tmp_rows = (size_t)(ce->max_cap + 1 > M ? ce->max_cap + 1 : M);
+    if (ce->dp.relayout) /* a whole layer's arena (its size never changes) */
+        for (int l = 0; l < kv->n_layers; l++) {
+            int a = kv_idx(kv, l, 0), b = kv_idx(kv, l, Hkv - 1);
+            size_t rows = kv->off[b] + (size_t)kv->cap[b] + 1 - kv->off[a];
+            if (rows > tmp_rows) tmp_rows = rows;
+        }
+    ce->tmp_rows = tmp_rows;
     /* K/V in the projection's dtype, except BF16 models store K/V in F16: the same bytes, 3 more
      * mantissa bits. bf16 K/V measured 1.5e-2 relative logit error against the CPU (h2o 0.5,
      * emulated), over issue 4's 1e-2; f16 K/V 1.1e-3. LLaMA keys and values stay far below
@@ -555,10 +563,17 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
         } else if (ce_host_prefill(ce, &chunk, err, errlen)) {
             return -1;
         }
-        for (int g = 0; g < Hkv; g++)
-            if (ce_gather_region(ce, l, g, ce->h_keep + (size_t)g * ce->cand_stride, ce->h_nkeep[g],
-                              ce->h_nlive[g], err, errlen))
+        if (ce->relayout_pending) { /* the policy re-partitioned the layer (ada_*) */
+            ce->relayout_pending = 0;
+            if (ce_gather_layer(ce, l, ce->h_off_before, ce->h_keep, ce->cand_stride, ce->h_nkeep,
+                                ce->h_nlive, err, errlen))
                 return -1;
+        } else {
+            for (int g = 0; g < Hkv; g++)
+                if (ce_gather_region(ce, l, g, ce->h_keep + (size_t)g * ce->cand_stride, ce->h_nkeep[g],
+                                     ce->h_nlive[g], err, errlen))
+                    return -1;
+        }
         if (ce_upload_layer_meta(ce, l, err, errlen)) return -1;
         /* after a prefill the slots are in position order: the rings restart at slot 0 */
         CUDA_TRY(cudaMemsetAsync(ce->ring + kv_idx(kv, l, 0), 0, (size_t)Hkv * sizeof(int), ce->st));

@@ -81,6 +81,11 @@ struct cuda_engine {
     void *h_krstage;
     /* policies with a logit scale: h_hscale [n_layers][n_kv_heads] (pinned), hscale_d (device) */
     float *h_hscale, *hscale_d;
+    /* re-laying out policies (dp.relayout): the offsets of a layer's regions before a host
+     * hook [n_kv_heads]; relayout_pending: ce_host_prefill saw the layout change */
+    size_t *h_off_before;
+    int relayout_pending;
+    size_t tmp_rows; /* rows of tmpk/tmpv */
 };
 
 #define LAUNCH(expr)                                                                           \
@@ -102,6 +107,8 @@ int ce_upload_layer_meta(cuda_engine *ce, int l, char *err, size_t errlen);
 int ce_host_prefill(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errlen);
 int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
 int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
+int ce_gather_layer(cuda_engine *ce, int l, const size_t *old_off, const int *src, int stride,
+                    const int *n, const int *n_live, char *err, size_t errlen);
 int ce_upload_layer_pos(cuda_engine *ce, int l, char *err, size_t errlen);
 int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
 

@@ -26,6 +26,62 @@ int ce_gather_region(cuda_engine *ce, int l, int g, const int *src, int n, int n
     return 0;
 }
 
+/* A layer re-laid out by a host hook (dp.relayout, ada_*: eviction/policy_snapkv.c
+ * snap_relayout moved regions and rewrote kv->cap/off): for every KV head g, rows
+ * src[g * stride + i], i < n[g] (src < n_live[g]: live slot src of the region at its OLD offset
+ * old_off[g]; else chunk row src − n_live[g] of ce->k/ce->v) are gathered into the scratch at
+ * the head's NEW offset (relative to the layer's first slot; the arena's start and size never
+ * change), the arena is copied back in one piece (regions overlap old ones: gathering in place
+ * would race), and the new offsets, capacities, positions, scores and lengths are uploaded.
+ * src: host pinned. */
+int ce_gather_layer(cuda_engine *ce, int l, const size_t *old_off, const int *src, int stride,
+                    const int *n, const int *n_live, char *err, size_t errlen)
+{
+    kv_cache *kv = ce->kv;
+    const int hd = kv->head_dim, Hkv = kv->n_kv_heads, kvdim = Hkv * hd;
+    const int i0 = kv_idx(kv, l, 0), i1 = kv_idx(kv, l, Hkv - 1);
+    const size_t base = kv->off[i0], rows = kv->off[i1] + (size_t)kv->cap[i1] + 1 - base;
+    if (rows > ce->tmp_rows) {
+        snprintf(err, errlen, "policy %s: layer %d's regions grew to %zu slots, over the scratch of %zu",
+                 kv->ops->name, l, rows, ce->tmp_rows);
+        return -1;
+    }
+    CUDA_TRY(cudaMemcpyAsync(ce->src_d, src, (size_t)Hkv * stride * sizeof(int), cudaMemcpyHostToDevice, ce->st));
+    for (int g = 0; g < Hkv; g++) {
+        if (n[g] < 1) continue;
+        size_t at = (kv->off[i0 + g] - base) * hd * ce->kv_es;
+        LAUNCH(launch_kv_gather((char *)ce->tmpk + at, (char *)ce->tmpv + at, ce->kc, ce->vc, ce->kv_dt,
+                                old_off[g], ce->src_d + (size_t)g * stride, n[g], n_live[g], ce->k,
+                                ce->v, kvdim, g * hd, hd, ce->st));
+    }
+    size_t bytes = rows * hd * ce->kv_es, at = base * hd * ce->kv_es;
+    CUDA_TRY(cudaMemcpyAsync((char *)ce->kc + at, ce->tmpk, bytes, cudaMemcpyDeviceToDevice, ce->st));
+    CUDA_TRY(cudaMemcpyAsync((char *)ce->vc + at, ce->tmpv, bytes, cudaMemcpyDeviceToDevice, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->off + i0, kv->off + i0, (size_t)Hkv * sizeof(size_t), cudaMemcpyHostToDevice, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->cap + i0, kv->cap + i0, (size_t)Hkv * sizeof(int), cudaMemcpyHostToDevice, ce->st));
+    if (ce_upload_layer_meta(ce, l, err, errlen)) return -1;
+    /* src is reused by the next call: wait for this upload */
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    return 0;
+}
+
+/* Did a host hook re-partition layer l (offsets other than ce->h_off_before)? */
+static int layer_moved(const cuda_engine *ce, int l)
+{
+    const kv_cache *kv = ce->kv;
+    if (!ce->dp.relayout) return 0;
+    for (int g = 0; g < kv->n_kv_heads; g++)
+        if (kv->off[kv_idx(kv, l, g)] != ce->h_off_before[g]) return 1;
+    return 0;
+}
+
+static void save_offsets(cuda_engine *ce, int l)
+{
+    const kv_cache *kv = ce->kv;
+    if (!ce->dp.relayout) return;
+    for (int g = 0; g < kv->n_kv_heads; g++) ce->h_off_before[g] = kv->off[kv_idx(kv, l, g)];
+}
+
 /* Uploads the host mirror's positions, scores (device-scored policies) and lengths of layer l. */
 int ce_upload_layer_meta(cuda_engine *ce, int l, char *err, size_t errlen)
 {
@@ -120,7 +176,9 @@ int ce_host_prefill(cuda_engine *ce, kv_prefill_chunk *c, char *err, size_t errl
     c->q_new = ce->h_pq;
     c->k_new = ce->h_pk;
     c->v_new = ce->h_pv;
+    save_offsets(ce, l);
     if (kv_prefill(kv, c, err, errlen) != 0) return -1;
+    ce->relayout_pending = layer_moved(ce, l);
     for (int g = 0; g < Hkv; g++) {
         int n_keep = kv_len(kv, l, g);
         if (kv_moves_from_positions(ce->h_pos_before + (size_t)g * cs, ce->h_nlive[g] + n,
@@ -149,10 +207,15 @@ int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
     CUDA_TRY(cudaMemcpyAsync(hk, ce->k, (size_t)kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaMemcpyAsync(hv, ce->v, (size_t)kvdim * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     CUDA_TRY(cudaStreamSynchronize(ce->st));
+    /* every region's positions before any hook (a re-laying out hook of head 0 moves the
+     * others' too), then the hooks */
     for (int g = 0; g < Hkv; g++) {
-        int n0 = kv_len(kv, l, g);
-        int32_t *before = ce->h_pos_before + (size_t)g * cs;
-        memcpy(before, kv_positions(kv, l, g), (size_t)n0 * sizeof(int32_t));
+        ce->h_nlive[g] = kv_len(kv, l, g);
+        memcpy(ce->h_pos_before + (size_t)g * cs, kv_positions(kv, l, g),
+               (size_t)ce->h_nlive[g] * sizeof(int32_t));
+    }
+    save_offsets(ce, l);
+    for (int g = 0; g < Hkv; g++) {
         int slot = kv_decode_slot(kv, l, g, pos, hq + (size_t)g * G * hd, hk + (size_t)g * hd,
                                   hv + (size_t)g * hd);
         if (slot < 0 || slot > kv->cap[kv_idx(kv, l, g)]) {
@@ -161,7 +224,26 @@ int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
             return -1;
         }
         kv_write(kv, l, g, slot, pos, hk + (size_t)g * hd, hv + (size_t)g * hd);
+    }
+    const int moved = layer_moved(ce, l);
+    for (int g = 0; g < Hkv; g++) {
+        int n0 = ce->h_nlive[g];
+        const int32_t *before = ce->h_pos_before + (size_t)g * cs;
         int n1 = kv_len(kv, l, g), ws;
+        if (moved) {
+            /* the layer was re-partitioned: gather every head (old slots + the new token) */
+            memcpy(ce->h_cand, before, (size_t)n0 * sizeof(int32_t));
+            ce->h_cand[n0] = pos;
+            if (kv_moves_from_positions(ce->h_cand, n0 + 1, kv_positions(kv, l, g), n1, ce->slot_of,
+                                        ce->n_rope, ce->h_keep + (size_t)g * cs) != 0) {
+                snprintf(err, errlen, "policy %s: pre-attention re-layout not replayable (layer %d head %d)",
+                         kv->ops->name, l, g);
+                return -1;
+            }
+            ce->h_nkeep[g] = n1;
+            ce->h_slots[g] = -1;
+            continue;
+        }
         int r = kv_decode_replay(before, n0, pos, kv_positions(kv, l, g), n1, ce->slot_of,
                                  ce->n_rope, ce->h_cand, ce->h_src, &ws);
         if (r < 0) {
@@ -176,6 +258,9 @@ int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
         }
         ce->h_slots[g] = ws;
     }
+    if (moved && ce_gather_layer(ce, l, ce->h_off_before, ce->h_keep, cs, ce->h_nkeep, ce->h_nlive,
+                                 err, errlen))
+        return -1;
     int i0 = kv_idx(kv, l, 0);
     CUDA_TRY(cudaMemcpyAsync(ce->slot_d, ce->h_slots, (size_t)Hkv * sizeof(int), cudaMemcpyHostToDevice, ce->st));
     CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
@@ -215,9 +300,26 @@ int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
         memcpy(ce->h_pos_before + (size_t)g * cs, kv_positions(kv, l, g),
                (size_t)ce->h_nlive[g] * sizeof(int32_t));
     }
+    save_offsets(ce, l);
     for (int g = 0; g < Hkv; g++)
         kv_post_attn(kv, l, g, pos, probs ? probs + (size_t)g * G * stride : NULL, stride);
     if (kv->ops->post_attn_layer) kv->ops->post_attn_layer(kv, l, pos, probs, stride);
+    if (layer_moved(ce, l)) {
+        /* the layer was re-partitioned (ada_*): gather every head into the new layout */
+        for (int g = 0; g < Hkv; g++) {
+            int n1 = kv_len(kv, l, g);
+            if (kv_moves_from_positions(ce->h_pos_before + (size_t)g * cs, ce->h_nlive[g],
+                                        kv_positions(kv, l, g), n1, ce->slot_of, ce->n_rope,
+                                        ce->h_keep + (size_t)g * cs) != 0) {
+                snprintf(err, errlen, "policy %s: a re-laid out slot holds a position that was not "
+                                      "cached before its hook (layer %d head %d)", kv->ops->name, l, g);
+                return -1;
+            }
+            ce->h_nkeep[g] = n1;
+        }
+        return ce_gather_layer(ce, l, ce->h_off_before, ce->h_keep, cs, ce->h_nkeep, ce->h_nlive,
+                               err, errlen);
+    }
     for (int g = 0; g < Hkv; g++) {
         int n0 = ce->h_nlive[g], n1 = kv_len(kv, l, g);
         const int32_t *before = ce->h_pos_before + (size_t)g * cs, *P = kv_positions(kv, l, g);
