@@ -43,11 +43,7 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
     char e[256];
     dp->rope_shifted = p->rope_shifted != 0;
     dp->logit_scale = ops->logit_scale != NULL;
-    if (ops->attend) {
-        snprintf(why, whylen, "policy %s changes the attention itself and is not ported to the CUDA backend yet",
-                 ops->name);
-        return -1;
-    }
+    dp->host_attend = ops->attend != NULL;
     int cap = kv ? kv->cap[0] : 0;
     if (!strcmp(ops->name, "full")) {
         dp->mode = DEV_POLICY_DEVICE;
@@ -102,7 +98,7 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
                !strcmp(ops->name, "l2norm") || !strcmp(ops->name, "hashevict") ||
                !strcmp(ops->name, "random") || !strcmp(ops->name, "tova") ||
                !strcmp(ops->name, "snapkv") || !strcmp(ops->name, "pyramidkv") ||
-               !strcmp(ops->name, "subgen")) {
+               !strcmp(ops->name, "subgen") || !strcmp(ops->name, "subgen_stream")) {
         /* hooks that only move slots within their regions: replayable on the device */
         dp->mode = DEV_POLICY_HOST;
     } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {

@@ -101,7 +101,8 @@ field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["
 # prefill; --rope shifted (keys cached before RoPE, rotated by rank; the 21-token prompt is
 # longer than the capacity 14 of h2o 0.3 and 22 of budget 0.5, so chunks evict); buzz_logn's
 # logit scale; ada_* (per-head capacities: the layer's regions re-laid out by the host hooks at
-# prefill and, capped, at decode re-compressions); F32 model: 1e-4 relative
+# prefill and, capped, at decode re-compressions); subgen_stream (its own decode attention on the
+# host); F32 model: 1e-4 relative
 while IFS='|' read -r pol b extra; do
     [ -n "$pol" ] || continue
     args=(-m "$MODEL" -p "$PROMPT" -n 24 --temp 0 --policy "$pol" --budget "$b" $extra --json)
@@ -152,6 +153,8 @@ ada_snapkv|0.5|--snap-window 4
 ada_snapkv|0.5|--snap-window 4 --prefill-chunk 7
 ada_pyramidkv|0.5|--snap-window 4 --rope shifted --prefill-chunk 7
 ada_snapkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4
+subgen_stream|0.5|
+subgen_stream|0.3|--prefill-chunk 7
 LIST
 # the cache does not fit the (emulated) free GPU memory: one line, before allocating it
 if EMU_GPU_FREE=200000000 timeout 300 "$EMU" -m "$MODEL" -p "$PROMPT" -n 4 --device cuda >"$TMP/o" 2>"$TMP/e"; then

@@ -46,6 +46,8 @@ typedef struct {
     int relayout;      /* host-assisted policies whose hooks re-partition a layer's regions
                           (kv->cap/off change: ada_*): the device gathers the whole layer into
                           the new layout */
+    int host_attend;   /* the policy's own decode attention (ops->attend, subgen_stream): run
+                          on the host mirror with the query copied back, the output uploaded */
 } device_policy;
 
 /* Which policy runs where on the GPU (model/device.c: the table there). kv: NULL before

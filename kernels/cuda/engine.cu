@@ -320,6 +320,13 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
             HALLOC(ce->h_krstage, (size_t)(ce->max_cap + 1) * hd * sizeof(float));
         }
     }
+    if (ce->dp.host_attend) {
+        if (ce->dp.mode != DEV_POLICY_HOST) {
+            snprintf(err, errlen, "policy %s: its own attention needs the host-assisted path", kv->ops->name);
+            return -1;
+        }
+        HALLOC(ce->h_att, (size_t)qdim * sizeof(float));
+    }
     if (ce->dp.logit_scale) {
         HALLOC(ce->h_hscale, (size_t)n_lh * sizeof(float));
         DALLOC(ce->hscale_d, (size_t)n_lh * sizeof(float));
@@ -639,10 +646,19 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
         const float *hs = NULL;
         if (ce->dp.logit_scale && !(hs = head_scales(ce, l, device_policy ? 1 : 0, scale, err, errlen)))
             return -1;
-        LAUNCH(launch_attn_decode(ce->q, katt, ce->vc, ce->kv_dt, ce->off + i0, ce->len + i0, H, G,
-                                  hd, scale, ce->split_len, ce->n_split, ce->part_acc, ce->part_ml,
-                                  ce->dp.want_probs ? ce->slog : NULL, ce->slog_stride, ce->att,
-                                  ce->lse, ce->st, hs));
+        if (ce->dp.host_attend) {
+            /* the policy's own attention (subgen_stream, §8.3) on the host mirror's K/V and
+             * state, with the query ce_host_pre_attn copied back (h_qkv) */
+            for (int g = 0; g < Hkv; g++)
+                kv->ops->attend(kv, l, g, ce->h_qkv + (size_t)g * G * hd, scale, ce->h_att + (size_t)g * G * hd);
+            CUDA_TRY(cudaMemcpyAsync(ce->att, ce->h_att, (size_t)H * hd * sizeof(float),
+                                     cudaMemcpyHostToDevice, ce->st));
+        } else {
+            LAUNCH(launch_attn_decode(ce->q, katt, ce->vc, ce->kv_dt, ce->off + i0, ce->len + i0, H, G,
+                                      hd, scale, ce->split_len, ce->n_split, ce->part_acc, ce->part_ml,
+                                      ce->dp.want_probs ? ce->slog : NULL, ce->slog_stride, ce->att,
+                                      ce->lse, ce->st, hs));
+        }
         if (device_policy) {
             if (ce->score && ce->dp.want_probs)
                 LAUNCH(launch_score_accum(ce->slog, ce->slog_stride, ce->lse, ce->off + i0,

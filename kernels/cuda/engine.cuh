@@ -86,6 +86,7 @@ struct cuda_engine {
     size_t *h_off_before;
     int relayout_pending;
     size_t tmp_rows; /* rows of tmpk/tmpv */
+    float *h_att;    /* dp.host_attend: [n_heads * head_dim] the host attention's output */
 };
 
 #define LAUNCH(expr)                                                                           \
