@@ -11,19 +11,35 @@
  *   streaming       device (sink + ring victim, swap-last)      host keep-list, device gather
  *   h2o             device (score += probs, argmin with ties    host keep-list from device
  *   (attend-first)  to the older token, swap-last)              column sums, device gather
- *   buzz            device: append, score += probs; host: the   host keep-list from device
- *                   CPU post_attn only on round steps (a region column sums, device gather
+ *   buzz,           device: append, score += probs; host: the   host keep-list from device
+ *   buzz_logn       CPU post_attn only on round steps (a region column sums, device gather
  *                   over capacity), scores copied back, moves
- *                   replayed (--buzz-score current: as below)
+ *                   replayed (--buzz-score current: as below);
+ *                   buzz_logn: scale · λ(n_keys) per (layer,
+ *                   KV head) from the policy's logit_scale hook
+ *                   on the host into the attention kernels
  *   scissorhands, l2norm, hashevict, random, tova,              host-assisted: the CPU policy
  *   snapkv, pyramidkv, subgen, h2o --h2o-order evict-first      code on the host mirror (real
  *                   host-assisted: q/k/v and the step's         K/V rows, chunk q/k/v copied
  *                   probabilities copied back every layer of    back), device gather from the
  *                   every step, the CPU hooks run, the device   recovered keep-lists
  *                   replays their slot moves
- *   ada_snapkv, ada_pyramidkv (re-layout of the regions), buzz_logn (logit scale), subgen_stream
- *   (own attention), and --rope shifted: REFUSED on --device cuda (one line; --device auto runs
- *   them on the CPU)
+ *   ada_snapkv,     host-assisted as above; when a hook         the same; a re-partitioned
+ *   ada_pyramidkv   re-partitions a layer's regions (kv->cap/   layer is gathered whole
+ *                   off change) the device gathers the whole
+ *                   layer into the new layout (scratch of one
+ *                   layer's arena) and takes the new offsets
+ *   subgen_stream   host-assisted as above, and its own         host-assisted (exact attention
+ *                   attention (ops->attend) runs on the host    on the device)
+ *                   mirror; the output is uploaded
+ *
+ *   --rope shifted (POLICIES.md §1.7), every policy above but subgen_stream (which refuses it on
+ *   both backends): keys cached before RoPE; per layer a kernel writes the live keys rotated by
+ *   their rank in position order into a scratch of the cache's layout (one more K-sized
+ *   buffer), queries (and a prefill chunk's keys) are rotated at ranks len + i; host-assisted
+ *   prefill hooks get the rotated keys copied back (kv_cand_key), as on the CPU.
+ *   Nothing is refused for its policy any more; a policy this function does not know is REFUSED
+ *   (one line; --device auto runs it on the CPU).
  */
 #include "kernels/cuda/cuda_backend.h"
 #include "eviction/eviction.h"
