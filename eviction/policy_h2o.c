@@ -240,18 +240,31 @@ static int h2o_pre_attn(kv_cache *kv, int layer, int g, int t, const float *q, c
     return victim;
 }
 
+/* Slots per block of the score accumulation in h2o_post_attn. */
+#define H2O_BLK 256
+
 static void h2o_post_attn(kv_cache *kv, int layer, int g, int t, const float *probs, int stride)
 {
     h2o_state *s = kv->pstate;
     int idx = kv_idx(kv, layer, g), n = kv->len[idx];
     int G = kv->n_heads / kv->n_kv_heads;
     float *score = kv_scores(kv, layer, g);
-    /* accumulate the group's probabilities, the new token's self-attention included */
+    /* accumulate the group's probabilities, the new token's self-attention included:
+     * score[j] += (p_0[j] + p_1[j] + ... + p_{G-1}[j]), summed in head order. Blocks of
+     * H2O_BLK slots with the head loop outside the slot loop, so the compiler vectorizes
+     * over j (the same additions in the same order as one slot at a time). */
     if (probs)
-        for (int j = 0; j < n; j++) {
-            float sum = 0.0f;
-            for (int h = 0; h < G; h++) sum += probs[(size_t)h * stride + j];
-            score[j] += sum;
+        for (int j0 = 0; j0 < n; j0 += H2O_BLK) {
+            int m = n - j0 < H2O_BLK ? n - j0 : H2O_BLK;
+            float sum[H2O_BLK];
+            const float *p = probs + j0;
+            for (int j = 0; j < m; j++) sum[j] = p[j];
+            for (int h = 1; h < G; h++) {
+                const float *ph = p + (size_t)h * stride;
+                for (int j = 0; j < m; j++) sum[j] += ph[j];
+            }
+            float *sc = score + j0;
+            for (int j = 0; j < m; j++) sc[j] += sum[j];
         }
     /* attend-first: back to capacity by evicting the minimum outside sinks and t − R + 1 .. t */
     if (s->evict_first || n <= kv->cap[idx]) return;

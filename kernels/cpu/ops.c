@@ -5,6 +5,11 @@
 #include <omp.h>
 #include <unistd.h>
 
+/* Prefill-sized RMSNorm and SwiGLU (at least this many elements) split their rows / elements
+ * over the OpenMP threads: each element is computed exactly as on one thread, so the results
+ * do not change; decode-sized calls (one token) stay on the calling thread (no fork). */
+#define OPS_PAR_MIN (1 << 16)
+
 /* OpenBLAS (any threading flavour) exports this. */
 void openblas_set_num_threads(int num_threads);
 
@@ -36,6 +41,7 @@ static inline float weight_at(const weight_t *w, int i)
 void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim, float eps)
 {
     const float *w = weight->dtype == DT_F32 ? (const float *)weight->data : NULL;
+#pragma omp parallel for schedule(static) if ((size_t)n * dim >= OPS_PAR_MIN)
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * dim;
         float *o = out + (size_t)r * dim;
@@ -83,6 +89,7 @@ void rope_apply(float *x, int n, int n_heads, int head_dim, const float *cos_t, 
 
 void swiglu(float *gate, const float *up, size_t n)
 {
+#pragma omp parallel for schedule(static) if (n >= OPS_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
         gate[i] = g / (1.0f + expf(-g)) * up[i];

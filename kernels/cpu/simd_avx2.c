@@ -67,7 +67,11 @@ T static void matvec_f16(float *y, const uint16_t *W, const float *x, int r0, in
 /* BF16 rows without widening shuffles: a 32-byte load holds 16 bf16 as 8 dwords; dword k
  * shifted left 16 is element 2k as f32, and masked with 0xffff0000 it is element 2k+1. x is
  * deinterleaved to match once per call (xp: per block of 16, the 8 even then the 8 odd
- * entries), so a row costs per 16 weights one load, a shift, an and and two FMAs. */
+ * entries), so a row costs per 16 weights one load, a shift, an and and two FMAs.
+ * Rows go one at a time on purpose: variants taking 2 or 4 rows per loop (sharing each load
+ * of xp, with or without software prefetch) ran 1.4x faster from the L2 but 2.8x slower from
+ * DRAM on the bench machine (AMD EPYC VM, 49 MB matrix, one thread: 9 vs 26 GB/s), whose
+ * memory only streams at full rate for one sequential stream per core. */
 #define BF16_XP_MAX 8192
 T static void matvec_bf16(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols)
 {
