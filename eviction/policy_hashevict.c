@@ -197,12 +197,8 @@ static int he_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
         policy_param_enum(p, "hash-prefill", "simulate|recent_global", PREFILL_SIMULATE, &prefill,
                           err, errlen))
         return -1;
-    /* [DECISION] C_min = sink + recent + 1 (15 with the defaults, §1.2): the capacity is raised
-     * to it, so the protected sets always leave one evictable slot and no flag combination is
-     * an error; the raised capacity shows in the reported peak. */
-    int cap = kv_budget_capacity(p, n_prompt, max_new, sink + recent + 1);
+    int cap = kv_set_protected_capacity(kv, p, n_prompt, max_new, sink, recent); /* C_min, §1.2 */
     int n = kv->n_layers * kv->n_kv_heads, d = kv->head_dim;
-    for (int i = 0; i < n; i++) kv->cap[i] = cap;
 
     he_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;

@@ -100,10 +100,7 @@ static int rnd_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_
     if (policy_param_int(p, "rnd-sink", 4, 0, 1 << 20, &sink, err, errlen) ||
         policy_param_int(p, "rnd-recent", 10, 0, 1 << 20, &recent, err, errlen))
         return -1;
-    /* [DECISION] C_min = sink + recent + 1 (15 with the defaults, §1.2): the capacity is raised
-     * to it, so one slot is always evictable and no flag combination is an error. */
-    int cap = kv_budget_capacity(p, n_prompt, max_new, sink + recent + 1);
-    kv_set_uniform_capacity(kv, cap);
+    int cap = kv_set_protected_capacity(kv, p, n_prompt, max_new, sink, recent); /* C_min, §1.2 */
     rnd_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     kv->pstate = s;
