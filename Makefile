@@ -32,7 +32,7 @@ endif
 BUILD ?= build
 
 # Every .c under these directories is part of the library linked by the binary and the tests.
-LIB_DIRS := model tokenizer kernels/cpu eviction eval
+LIB_DIRS := model tokenizer kernels kernels/cpu eviction eval
 LIB_C    := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_CC   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cc))
 LIB_OBJ  := $(LIB_C:%.c=$(BUILD)/%.o) $(LIB_CC:%.cc=$(BUILD)/%.o)
@@ -46,7 +46,7 @@ ifeq ($(CUDA),1)
   NVCCFLAGS += -std=c++17 $(CUDA_ARCH) -I. -MMD -MP -Xcompiler -Wall,-Wextra,-Wno-unused-parameter \
                -Xptxas -warn-spills,-warn-lmem-usage,-warn-double-usage
   CFLAGS  += -DLLM_CUDA=1
-  LIB_CU  := $(wildcard kernels/cuda/*.cu)
+  LIB_CU  := $(wildcard kernels/cuda/*.cu) $(wildcard model/cuda/*.cu)
   LIB_OBJ += $(LIB_CU:%.cu=$(BUILD)/%.o)
   LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
 endif

@@ -8,7 +8,7 @@
 #include "eval/eval.h"
 #include "eviction/eviction.h"
 #include "eviction/kv_device.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "model/cuda/cuda_engine.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

@@ -238,13 +238,8 @@ static inline void kv_set_uniform_capacity(kv_cache *kv, int cap)
  * C_min = sink + recent + 1 so one slot is always evictable and no flag combination is an
  * error (POLICIES.md §1.2; the raised capacity shows in the reported peak). Sets it uniformly
  * for every (layer, KV head) and returns it. */
-static inline int kv_set_protected_capacity(kv_cache *kv, const policy_params *p, int n_prompt,
-                                            int max_new, int sink, int recent)
-{
-    int cap = kv_budget_capacity(p, n_prompt, max_new, sink + recent + 1);
-    kv_set_uniform_capacity(kv, cap);
-    return cap;
-}
+int kv_set_protected_capacity(kv_cache *kv, const policy_params *p, int n_prompt,
+                              int max_new, int sink, int recent);
 
 /* Bytes of K and V for one token in all layers and heads (f32 storage). */
 size_t kv_bytes_per_token(const kv_cache *kv);

@@ -222,3 +222,11 @@ size_t kv_bytes_allocated(const kv_cache *kv)
 {
     return kv->n_slots * (size_t)kv->head_dim * 2 * sizeof(float);
 }
+
+int kv_set_protected_capacity(kv_cache *kv, const policy_params *p, int n_prompt,
+                              int max_new, int sink, int recent)
+{
+    int cap = kv_budget_capacity(p, n_prompt, max_new, sink + recent + 1);
+    kv_set_uniform_capacity(kv, cap);
+    return cap;
+}

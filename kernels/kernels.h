@@ -7,7 +7,51 @@
 #ifndef LLM_KERNELS_H
 #define LLM_KERNELS_H
 
-#include "model/model.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------ dtypes and weights (kernels/dtype.c) */
+
+/* Storage types of weights and caches. F32/F16/BF16 are per element; the others are ggml's
+ * block formats (ggml-common.h), kept quantized in memory: a row of n elements is n / block
+ * blocks of block_bytes each (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: 32 elements; Q4_K, Q5_K, Q6_K: 256). */
+typedef enum {
+    DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2,
+    DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K,
+    DT_COUNT
+} dtype_t;
+
+/* Bytes per element of F32/F16/BF16; 0 for the block formats (use dtype_row_bytes). */
+size_t dtype_size(dtype_t dt);
+/* "F32", "F16", "BF16", "Q8_0", ... ("?" when out of range). */
+const char *dtype_name(dtype_t dt);
+/* The dtype called name (case-insensitive, as dtype_name prints it), or -1. */
+int dtype_from_name(const char *name);
+/* Elements per block: 1 for F32/F16/BF16, 32 or 256 for the block formats. */
+int dtype_block(dtype_t dt);
+/* Bytes per block (per element for F32/F16/BF16). */
+size_t dtype_block_bytes(dtype_t dt);
+/* Bytes of a row of n elements (n a multiple of dtype_block); 0 when it is not. */
+size_t dtype_row_bytes(dtype_t dt, int64_t n);
+/* 1 for the block formats. */
+int dtype_is_quant(dtype_t dt);
+
+/* A weight matrix as stored: row-major [rows][cols] (HF Linear: [out][in]); a row of a block
+ * format is cols / dtype_block blocks (rows are contiguous, dtype_row_bytes(dtype, cols) apart). */
+typedef struct {
+    dtype_t dtype;
+    const void *data;
+    int rows, cols;
+} weight_t;
+
+/* Bytes of w's data. */
+size_t weight_bytes(const weight_t *w);
+
+/* Scalar conversions (exact for f16/bf16 → f32). */
+float f16_to_f32(uint16_t h);
+float bf16_to_f32(uint16_t b);
+uint16_t f32_to_bf16(float f);   /* round to nearest even */
+uint16_t f32_to_f16(float f);    /* round to nearest even */
 
 /* Sets the number of OpenMP threads the CPU kernels use (≥ 1); the BLAS runs single-threaded
  * inside them (matmul splits its rows over the threads). */

@@ -41,7 +41,7 @@
  *   Nothing is refused for its policy any more; a policy this function does not know is REFUSED
  *   (one line; --device auto runs it on the CPU).
  */
-#include "kernels/cuda/cuda_backend.h"
+#include "model/cuda/cuda_engine.h"
 #include "eviction/eviction.h"
 #include "model/model.h"
 

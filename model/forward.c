@@ -6,7 +6,7 @@
 #include "model/model.h"
 
 #include "eviction/eviction.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "model/cuda/cuda_engine.h"
 #include "kernels/kernels.h"
 
 #include <math.h>

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/kernels.h"   /* dtype_t, weight_t, f16/bf16 conversions */
+
 #define LLM_ERR_LEN 512
 
 /* ---------------------------------------------------------------- config.json (config.c) */
@@ -44,11 +46,6 @@ int config_parse(const char *text, size_t len, const char *path, model_config *c
                  char *err, size_t errlen);
 
 /* ------------------------------------------------------------- safetensors (safetensors.c) */
-
-typedef enum { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2 } dtype_t;
-
-size_t dtype_size(dtype_t dt);          /* bytes per element */
-const char *dtype_name(dtype_t dt);     /* "F32", "F16", "BF16" */
 
 typedef struct {
     char name[256];
@@ -102,13 +99,6 @@ void st_index_free(st_index *ix);
 
 /* ------------------------------------------------------------------- weights (weights.c) */
 
-/* A weight matrix as stored in the file: row-major [rows][cols] (HF Linear: [out][in]). */
-typedef struct {
-    dtype_t dtype;
-    const void *data;
-    int rows, cols;
-} weight_t;
-
 typedef struct {
     weight_t attn_norm;              /* [1][dim]  input_layernorm */
     weight_t wq, wk, wv, wo;         /* [n_heads*hd][dim], [n_kv*hd][dim] x2, [dim][n_heads*hd] */
@@ -161,12 +151,6 @@ size_t model_weight_bytes(const model_weights *m, int per_token);
 
 void model_free(model_weights *m);
 
-/* Scalar conversions (exact for f16/bf16 → f32). */
-float f16_to_f32(uint16_t h);
-float bf16_to_f32(uint16_t b);
-uint16_t f32_to_bf16(float f);   /* round to nearest even */
-uint16_t f32_to_f16(float f);    /* round to nearest even */
-
 /* ------------------------------------------------------------------------ npy (npy.c) */
 
 /* Writes a float32 C-order .npy of shape [rows][cols]. */
@@ -218,7 +202,7 @@ int engine_init(engine *e, const model_weights *w, struct kv_cache *kv, int max_
 void engine_free(engine *e);
 
 /* --device cuda (model/device.c): the same run state with the weights, activations and KV cache
- * on the GPU (kernels/cuda/cuda_backend.h). The weights stay in their file dtype (do not call
+ * on the GPU (model/cuda/cuda_engine.h). The weights stay in their file dtype (do not call
  * model_to_f32). Errors: the policy is not ported (one line), no device, device memory (a KV
  * cache that does not fit stops here, before it is allocated, suggesting a budget). */
 int engine_init_cuda(engine *e, const model_weights *w, struct kv_cache *kv, int max_chunk,

@@ -17,24 +17,6 @@
 
 #define ST_MAX_HEADER (100u << 20)
 
-size_t dtype_size(dtype_t dt) {
-    switch (dt) {
-    case DT_F32: return 4;
-    case DT_F16: return 2;
-    case DT_BF16: return 2;
-    }
-    return 0;
-}
-
-const char *dtype_name(dtype_t dt) {
-    switch (dt) {
-    case DT_F32: return "F32";
-    case DT_F16: return "F16";
-    case DT_BF16: return "BF16";
-    }
-    return "?";
-}
-
 /* Formats the one-line error; control characters (a tensor name with "\n" in it) become '?'
  * so the message stays one line. */
 static int fail(char *err, size_t errlen, const char *fmt, ...) {

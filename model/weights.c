@@ -25,49 +25,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
-/* ------------------------------------------------------------------- scalar conversions */
-
-static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-
-float f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return bits_f32(sign | 0x7f800000 | man << 13);   /* inf, nan */
-    if (exp != 0) return bits_f32(sign | (exp + 112) << 23 | man << 13);
-    if (man == 0) return bits_f32(sign);                               /* ±0 */
-    int e = 113;                                                       /* subnormal: normalize */
-    while (!(man & 0x400)) { man <<= 1; e--; }
-    return bits_f32(sign | (uint32_t)e << 23 | (man & 0x3ff) << 13);
-}
-
-float bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
-
-uint16_t f32_to_bf16(float f) {
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)(u >> 16 | 0x40);  /* quiet nan */
-    return (uint16_t)((u + 0x7fff + (u >> 16 & 1)) >> 16);
-}
-
-uint16_t f32_to_f16(float f) {
-    uint32_t u = f32_bits(f), sign = (u >> 16) & 0x8000, a = u & 0x7fffffff;
-    if (a > 0x7f800000) return (uint16_t)(sign | 0x7e00 | (a >> 13 & 0x3ff));  /* nan */
-    if (a >= 0x477ff000) return (uint16_t)(sign | 0x7c00);   /* >= 65520 rounds to inf */
-    if (a <= 0x33000000) return (uint16_t)sign;              /* <= 2^-25 rounds to 0 */
-    uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000, h, rem, half;
-    if (e < 113) {                          /* f16 subnormal: units of 2^-24 */
-        uint32_t shift = 126 - e;           /* 14..24 */
-        h = m >> shift;
-        rem = m & ((1u << shift) - 1);
-        half = 1u << (shift - 1);
-    } else {
-        h = (e - 112) << 10 | (a >> 13 & 0x3ff);
-        rem = a & 0x1fff;
-        half = 0x1000;
-    }
-    if (rem > half || (rem == half && (h & 1))) h++;   /* carry into the exponent is right */
-    return (uint16_t)(sign | h);
-}
-
 /* ---------------------------------------------------------------------------- loading */
 
 typedef struct {

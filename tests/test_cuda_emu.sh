@@ -50,7 +50,7 @@ finish() { echo "$pass passed, $failn failed"; [ "$failn" -eq 0 ]; exit $?; }
 
 # ---------------------------------------------------------------- the whole engine, emulated
 # build/emu/llm-run-emu: the CUDA=1 objects of the C code + tests/cuda_emu/engine_emu.cc (the
-# kernels, kernels/cuda/engine.cu and engine_mirror.cu, a host CUDA runtime and cublasGemmEx);
+# kernels, model/cuda/engine.cu and engine_mirror.cu, a host CUDA runtime and cublasGemmEx);
 # --device cuda then runs the device engine end to end, compared with --device cpu.
 LLM_SHARED=${LLM_SHARED:-$ROOT/../shared}
 MODEL=$LLM_SHARED/models/stories260K
@@ -63,7 +63,7 @@ if command -v nvcc >/dev/null || [ -x "$CUDA_HOME/bin/nvcc" ]; then
     PATH=$PATH:$CUDA_HOME/bin timeout 1800 make -j2 CUDA=1 BUILD=$CB "$CB/llm-run" >"$OUTD/make.log" 2>&1 ||
         { bad "make CUDA=1 failed (see $OUTD/make.log)"; finish; }
 fi
-objs=$(ls $CB/main.o $CB/model/*.o $CB/tokenizer/*.o $CB/kernels/cpu/*.o $CB/eviction/*.o $CB/eval/*.o 2>/dev/null)
+objs=$(ls $CB/main.o $CB/model/*.o $CB/tokenizer/*.o $CB/kernels/*.o $CB/kernels/cpu/*.o $CB/eviction/*.o $CB/eval/*.o 2>/dev/null)
 if [ -z "$objs" ] || [ ! -f $CB/model/device.o ]; then
     echo "skipped: emulated engine: no $CB objects and no nvcc to build them (make CUDA=1)"; finish
 fi

@@ -1,5 +1,5 @@
 /* Tests for the host side of the device KV cache (eviction/kv_device.c) and the assumptions
- * the CUDA engine (kernels/cuda/engine.cu) builds on. None of this needs a GPU: the "device"
+ * the CUDA engine (model/cuda/engine.cu) builds on. None of this needs a GPU: the "device"
  * K/V is simulated here by a plain array that is only changed the way the engine changes the
  * real one (keep-list gathers through a scratch, writes at a slot, replayed moves), and must
  * end up equal to the reference CPU cache (eviction/kv_cache.c) row for row.
@@ -27,7 +27,7 @@
 
 #include "eviction/eviction.h"
 #include "eviction/kv_device.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "model/cuda/cuda_engine.h"
 
 #define D 4
 #define L 2

@@ -23,6 +23,7 @@ static void matvec_rows(const cpu_simd_ops *s, float *y, const float *x, const w
     case DT_F32: s->matvec_f32(y, w->data, x, r0, r1, w->cols); break;
     case DT_F16: s->matvec_f16(y, w->data, x, r0, r1, w->cols); break;
     case DT_BF16: s->matvec_bf16(y, w->data, x, r0, r1, w->cols); break;
+    default: break;
     }
 }
 
@@ -146,5 +147,6 @@ void widen_row(float *out, const weight_t *w, int row)
     }
     case DT_F16: cpu_simd()->widen_f16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
     case DT_BF16: cpu_simd()->widen_bf16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
+    default: break;
     }
 }

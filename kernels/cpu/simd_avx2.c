@@ -4,7 +4,7 @@
 #include "kernels/cpu/simd.h"
 
 #ifdef LLM_SIMD_X86
-#include "model/model.h"
+#include "kernels/kernels.h"
 
 #include <immintrin.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * the SIMD families are tested against and the path on CPUs without them (and non-x86). */
 #include "kernels/cpu/simd.h"
 
-#include "model/model.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <string.h>

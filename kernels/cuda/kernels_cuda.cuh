@@ -1,5 +1,5 @@
 /* kernels/cuda/kernels_cuda.cuh — the launchers of the CUDA kernels (internal to kernels/cuda;
- * the engine calls them, the C world sees cuda_backend.h only).
+ * the engine calls them, the C world sees model/cuda/cuda_engine.h only).
  *
  * Conventions (as kernels/kernels.h): activations f32 row-major; a token's heads contiguous,
  * head vectors [head_dim] contiguous. The KV cache keeps K and V in the storage type `kv_dt`
@@ -12,7 +12,7 @@
 #define LLM_KERNELS_CUDA_CUH
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/cuda_backend.h" /* EV_* */
+#include "kernels/cuda/evict_modes.h" /* EV_* */
 
 /* ---- elementwise.cu ---- */
 /* x[i][:] = embedding row tokens[i] of table [vocab][dim] (storage dt), widened to f32. */

@@ -1,4 +1,4 @@
-/* The whole CUDA backend (kernels + kernels/cuda/engine.cu + engine_mirror.cu) on the CPU: the
+/* The whole CUDA backend (kernels + model/cuda/engine.cu + engine_mirror.cu) on the CPU: the
  * kernels through tests/cuda_emu/emu.h, and the CUDA runtime / cuBLAS calls the engine makes
  * replaced by host versions here (device memory = host memory, every stream synchronous,
  * cublasGemmEx as a plain loop in fp32). Linked with the CUDA=1 objects of the C code into
@@ -17,8 +17,8 @@
 #include "select.inc"
 #include "sample.inc"
 
-#include "kernels/cuda/engine.cu"
-#include "kernels/cuda/engine_mirror.cu"
+#include "model/cuda/engine.cu"
+#include "model/cuda/engine_mirror.cu"
 
 extern "C" {
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }

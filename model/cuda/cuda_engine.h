@@ -1,4 +1,4 @@
-/* kernels/cuda/cuda_backend.h — the C interface of the CUDA backend (kernels/cuda/ .cu files).
+/* model/cuda/cuda_engine.h — the C interface of the CUDA backend (kernels/cuda/ .cu files).
  *
  * The device engine keeps the weights (in their file dtype: F32/F16/BF16), the activations
  * (f32), and the KV cache (K/V in the dtype of k_proj, regions of cap+1 slots per (layer,
@@ -9,8 +9,8 @@
  *
  * Built only with `make CUDA=1` (LLM_CUDA); model/device.c has stubs otherwise. Errors: one line
  * "FILE:LINE: CALL: message" in err, -1 returned; nothing exits. */
-#ifndef LLM_CUDA_BACKEND_H
-#define LLM_CUDA_BACKEND_H
+#ifndef LLM_MODEL_CUDA_ENGINE_H
+#define LLM_MODEL_CUDA_ENGINE_H
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,9 +18,8 @@ extern "C" {
 
 #include "eviction/eviction.h"
 #include "model/model.h"
+#include "kernels/cuda/evict_modes.h" /* EV_*: device_policy.evict */
 
-/* Device eviction modes (launch_evict in kernels/cuda/select.cu). */
-enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3 };
 
 /* Where a policy runs on --device cuda (model/device.c device_policy_plan). */
 enum { DEV_POLICY_REFUSED = -1, DEV_POLICY_DEVICE = 0, DEV_POLICY_HOST = 1, DEV_POLICY_ROUNDS = 2 };

@@ -18,7 +18,7 @@
  * step's probabilities are copied back, the policy's own hooks run on the host mirror, and the
  * slot moves they made (recovered from the positions before and after) are replayed on the
  * device. See model/device.c for which policy runs where. */
-#include "kernels/cuda/engine.cuh"
+#include "model/cuda/engine.cuh"
 
 static int dalloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen)
 {

@@ -1,9 +1,9 @@
-/* Keeping the device KV cache in line with the host kv_cache mirror (kernels/cuda/engine.cuh):
+/* Keeping the device KV cache in line with the host kv_cache mirror (model/cuda/engine.cuh):
  * row gathers for keep-lists and replayed slot moves, the upload of positions/scores/lengths,
  * and the decode/prefill steps of the policies whose selection runs on the host:
  * host-assisted ones (DEV_POLICY_HOST: the CPU hooks every step) and BUZZ (DEV_POLICY_ROUNDS:
  * the CPU round only on round steps). See model/device.c for which policy runs where. */
-#include "kernels/cuda/engine.cuh"
+#include "model/cuda/engine.cuh"
 
 /* Gathers rows src[0..n) of KV head g of layer l (src < n_live: live slot, else chunk row
  * src − n_live of ce->k/ce->v) into the region's first n slots, through the scratch (a parallel

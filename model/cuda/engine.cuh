@@ -1,6 +1,6 @@
-/* kernels/cuda/engine.cuh — the device engine's state, shared by engine.cu (set-up, the
+/* model/cuda/engine.cuh — the device engine's state, shared by engine.cu (set-up, the
  * forward pass) and engine_mirror.cu (keeping the device cache in line with the host kv_cache
- * mirror for the policies whose selection runs on the host). Internal to kernels/cuda. */
+ * mirror for the policies whose selection runs on the host). Internal to model/cuda. */
 #ifndef LLM_CUDA_ENGINE_CUH
 #define LLM_CUDA_ENGINE_CUH
 
@@ -8,6 +8,7 @@
 
 extern "C" {
 #include "eviction/kv_device.h"
+#include "model/cuda/cuda_engine.h"
 #include "kernels/kernels.h"
 }
 
