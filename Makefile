@@ -32,7 +32,7 @@ endif
 BUILD ?= build
 
 # Every .c under these directories is part of the library linked by the binary and the tests.
-LIB_DIRS := model tokenizer kernels kernels/cpu eviction eval
+LIB_DIRS := model tokenizer kernels kernels/cpu eviction eval cli
 LIB_C    := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_CC   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cc))
 LIB_OBJ  := $(LIB_C:%.c=$(BUILD)/%.o) $(LIB_CC:%.cc=$(BUILD)/%.o)

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -16,13 +15,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 eval_model *eval_model_load(const char *dir, int threads, char *err, size_t errlen)
@@ -109,16 +101,55 @@ int eval_kv_init(eval_model *m, kv_cache *kv, const eval_policy_cfg *pc, int n_p
                    n_prompt, max_new, err, errlen);
 }
 
-void eval_kv_report(const kv_cache *kv, int full_tokens, double full_avg_tokens, eval_kv_stats *s)
+void eval_kv_report(const kv_cache *kv, int n_prompt, int n_decode_steps, eval_kv_stats *s)
 {
-    size_t per_tok = kv_bytes_per_token(kv);
-    int n_lh = kv->n_layers * kv->n_kv_heads;
+    kv_stats st;
+    kv_stats_get(kv, n_prompt, n_decode_steps, &st);
     s->capacity = kv->cap[0];
-    s->peak_bytes = kv->live_peak / n_lh * (double)per_tok;
-    s->avg_bytes = (kv->live_samples ? kv->live_sum / kv->live_samples : 0) * (double)per_tok;
-    s->full_peak_bytes = (double)full_tokens * per_tok;
-    s->full_avg_bytes = full_avg_tokens * per_tok;
+    s->peak_bytes = st.peak_bytes;
+    s->avg_bytes = st.avg_bytes;
+    s->full_peak_bytes = st.full_bytes;
+    s->full_avg_bytes = st.full_avg_bytes;
     s->evictions = (long long)kv->evictions;
+}
+
+/* The text of a sweep generation, and the caller's stop string. */
+typedef struct {
+    tok_decoder *dec;
+    const char *stop;
+    char *text;
+    size_t len, cap;
+    int stopped;
+} gen_text;
+
+static int text_push(gen_text *t, const char *piece, int k)
+{
+    if (k <= 0) return 0;
+    if (t->len + (size_t)k + 1 > t->cap) {
+        char *nt = realloc(t->text, t->cap = 2 * t->cap + (size_t)k);
+        if (!nt) return -1;
+        t->text = nt;
+    }
+    memcpy(t->text + t->len, piece, (size_t)k);
+    t->len += (size_t)k;
+    t->text[t->len] = '\0';
+    return 0;
+}
+
+static int gen_on_token(void *ctx, int id, char *err, size_t errlen)
+{
+    gen_text *t = ctx;
+    char piece[TOK_DECODER_BUF];
+    if (text_push(t, piece, tok_decoder_push(t->dec, id, piece, sizeof piece)) != 0) {
+        seterr(err, errlen, "out of memory");
+        return -1;
+    }
+    char *hit = t->stop ? strstr(t->text, t->stop) : NULL;
+    if (!hit) return 0;
+    *hit = '\0';
+    t->len = (size_t)(hit - t->text);
+    t->stopped = 1;
+    return 1;
 }
 
 int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, const char *stop,
@@ -132,77 +163,39 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     engine eng;
     memset(&eng, 0, sizeof eng);
     sampler smp = {0};
+    gen_result g;
+    memset(&g, 0, sizeof g);
+    gen_text t = {.dec = m->dec, .stop = stop, .cap = 1024};
     int rc = -1;
     int chunk = pc->prefill_chunk > 0 && pc->prefill_chunk < n_prompt ? pc->prefill_chunk : n_prompt;
     if (eval_kv_init(m, &kv, pc, n_prompt, max_new, err, errlen) != 0) return -1;
     if (engine_init(&eng, &m->w, &kv, chunk, m->threads, err, errlen) != 0) goto done;
     if (sampler_init(&smp, cfg->vocab_size, 0.0f, 1.0f, 0, pc->seed) != 0) goto oom;
-    size_t cap = 1024, len = 0;
-    r->text = malloc(cap);
-    if (!r->text) goto oom;
-    r->text[0] = '\0';
-
-    double t0 = now_s();
-    for (int off = 0; off < n_prompt; off += chunk) {
-        int k = n_prompt - off < chunk ? n_prompt - off : chunk;
-        if (engine_prefill(&eng, tokens + off, k, off, NULL, err, errlen) != 0) goto done;
-    }
-    r->prefill_ms = (now_s() - t0) * 1e3;
-
+    if (!(t.text = malloc(t.cap))) goto oom;
+    t.text[0] = '\0';
     tok_decoder_reset(m->dec, tokens[n_prompt - 1]);
-    char piece[TOK_DECODER_BUF];
-    int n_steps = 0;
-    double t1 = now_s();
-    for (int pos = n_prompt; r->n_gen < max_new; pos++) {
-        int next = sampler_sample(&smp, eng.logits);
-        if (next == cfg->eos_token_id || next == cfg->bos_token_id) {
-            r->stop = "eos";
-            break;
-        }
-        r->n_gen++;
-        int k = tok_decoder_push(m->dec, next, piece, sizeof piece);
-        if (k > 0) {
-            if (len + (size_t)k + 1 > cap) {
-                char *nt = realloc(r->text, cap = 2 * cap + (size_t)k);
-                if (!nt) goto oom;
-                r->text = nt;
-            }
-            memcpy(r->text + len, piece, (size_t)k);
-            len += (size_t)k;
-            r->text[len] = '\0';
-            if (stop) {
-                char *hit = strstr(r->text, stop);
-                if (hit) {
-                    *hit = '\0';
-                    len = (size_t)(hit - r->text);
-                    r->stop = "stop";
-                    break;
-                }
-            }
-        }
-        if (r->n_gen == max_new) break;
-        if (engine_decode(&eng, next, pos, err, errlen) != 0) goto done;
-        n_steps++;
+    int stop_ids[2] = {cfg->eos_token_id, cfg->bos_token_id};
+    gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = 2};
+    gen_callbacks cb = {.ctx = &t, .on_token = gen_on_token};
+    if (generate(&eng, &smp, tokens, n_prompt, &gp, &cb, &g, err, errlen) != 0) goto done;
+    if (!t.stopped) {
+        char piece[TOK_DECODER_BUF];
+        if (text_push(&t, piece, tok_decoder_flush(m->dec, piece, sizeof piece)) != 0) goto oom;
     }
-    if (strcmp(r->stop, "stop")) {
-        int k = tok_decoder_flush(m->dec, piece, sizeof piece);
-        if (k > 0 && len + (size_t)k + 1 <= cap) {
-            memcpy(r->text + len, piece, (size_t)k);
-            len += (size_t)k;
-            r->text[len] = '\0';
-        }
-    }
-    r->decode_ms = (now_s() - t1) * 1e3;
-    eval_kv_report(&kv, n_prompt + n_steps, n_prompt + n_steps / 2.0, &r->kv);
+    r->text = t.text;
+    t.text = NULL;
+    r->n_gen = g.n_gen;
+    r->stop = g.stop;
+    r->prefill_ms = g.prefill_s * 1e3;
+    r->decode_ms = g.decode_s * 1e3;
+    eval_kv_report(&kv, n_prompt, g.n_decode_steps, &r->kv);
     rc = 0;
     goto done;
 oom:
     seterr(err, errlen, "out of memory");
 done:
-    if (rc != 0) {
-        free(r->text);
-        r->text = NULL;
-    }
+    free(t.text);
+    gen_result_free(&g);
     sampler_free(&smp);
     engine_free(&eng);
     kv_free(&kv);

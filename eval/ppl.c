@@ -92,7 +92,7 @@ int eval_ppl_stream(eval_model *m, const int *tokens, int n, const eval_policy_c
     }
     r->ms = (now_s() - t0) * 1e3;
     /* the full cache holds 1 + t tokens after step t: n - 1 at the end, n/2 on average */
-    eval_kv_report(&kv, n - 1, 1 + (n - 2) / 2.0, &r->kv);
+    eval_kv_report(&kv, 1, n - 2, &r->kv);   /* one token, then n - 2 steps: full n - 1, average 1 + (n - 2) / 2 */
     rc = 0;
 done:
     free(scratch);

@@ -18,8 +18,8 @@ struct eval_model {
 /* kv_init for a policy configuration with n_prompt + max_new tokens. */
 int eval_kv_init(eval_model *m, kv_cache *kv, const eval_policy_cfg *pc, int n_prompt, int max_new,
                  char *err, size_t errlen);
-/* The KV statistics of a finished run, as main.c reports them: full_tokens is what the full
- * cache would hold at the end, full_avg_tokens its time average over the same samples. */
-void eval_kv_report(const kv_cache *kv, int full_tokens, double full_avg_tokens, eval_kv_stats *s);
+/* The KV statistics of a finished run of n_prompt tokens and n_decode_steps decode steps, as
+ * llm-run reports them (kv_stats_get). */
+void eval_kv_report(const kv_cache *kv, int n_prompt, int n_decode_steps, eval_kv_stats *s);
 
 #endif

@@ -243,6 +243,20 @@ int kv_set_protected_capacity(kv_cache *kv, const policy_params *p, int n_prompt
 
 /* Bytes of K and V for one token in all layers and heads (f32 storage). */
 size_t kv_bytes_per_token(const kv_cache *kv);
+/* What a finished run held, as llm-run and eval report it (README "KV-cache eviction"). */
+typedef struct {
+    size_t bytes_per_token;     /* K and V of one token in all layers and heads */
+    double peak_tokens;         /* live tokens per (layer, KV head), mean over them, at the peak */
+    double avg_tokens;          /* ... time average over the samples (prefill, every decode step) */
+    double peak_bytes, avg_bytes;
+    int full_tokens;            /* what the full cache would hold at the end: n_prompt + decode steps */
+    double full_avg_tokens;     /* the full cache's time average over the same samples */
+    double full_bytes, full_avg_bytes;
+} kv_stats;
+
+/* Fills s for a run of n_prompt prompt tokens and n_decode_steps decode steps. */
+void kv_stats_get(const kv_cache *kv, int n_prompt, int n_decode_steps, kv_stats *s);
+
 /* Allocated KV bytes (all regions). */
 size_t kv_bytes_allocated(const kv_cache *kv);
 

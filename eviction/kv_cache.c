@@ -230,3 +230,18 @@ int kv_set_protected_capacity(kv_cache *kv, const policy_params *p, int n_prompt
     kv_set_uniform_capacity(kv, cap);
     return cap;
 }
+
+void kv_stats_get(const kv_cache *kv, int n_prompt, int n_decode_steps, kv_stats *s)
+{
+    int n_lh = kv->n_layers * kv->n_kv_heads;
+    s->bytes_per_token = kv_bytes_per_token(kv);
+    s->peak_tokens = n_lh ? kv->live_peak / n_lh : 0;
+    s->avg_tokens = kv->live_samples ? kv->live_sum / kv->live_samples : 0;
+    s->peak_bytes = s->peak_tokens * (double)s->bytes_per_token;
+    s->avg_bytes = s->avg_tokens * (double)s->bytes_per_token;
+    s->full_tokens = n_prompt + n_decode_steps;
+    /* prompt, then +1 per decode step */
+    s->full_avg_tokens = n_prompt + n_decode_steps / 2.0;
+    s->full_bytes = (double)s->full_tokens * s->bytes_per_token;
+    s->full_avg_bytes = s->full_avg_tokens * s->bytes_per_token;
+}

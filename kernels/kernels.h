@@ -100,6 +100,10 @@ void rope_apply(float *x, int n, int n_heads, int head_dim, const float *cos_t, 
 /* gate[i] = silu(gate[i]) * up[i] for i < n (SwiGLU). */
 void swiglu(float *gate, const float *up, size_t n);
 
+/* y[r][i] += bias[i] for r < n, i < dim (q/k/v/o biases: Qwen2, llama attention_bias).
+ * bias: [1][dim] F32, F16 or BF16. */
+void add_bias(float *y, const weight_t *bias, int n, int dim);
+
 /* y[i] += x[i]. */
 void add_inplace(float *y, const float *x, size_t n);
 

@@ -125,7 +125,57 @@ static int parse_eos(const cJSON *root, model_config *c, const char *path, char 
     return 0;
 }
 
+/* model_type / architectures / hidden_act / biases / sliding window: what we run, or a refusal
+ * naming what we do not (never a silent wrong model). */
+static int parse_arch(const cJSON *root, model_config *c, const char *path, char *err, size_t errlen) {
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const char *type = cJSON_IsString(mt) ? mt->valuestring : "llama";
+    if (mt && !cJSON_IsString(mt) && !cJSON_IsNull(mt)) return fail(err, errlen, "%s: model_type must be a string", path);
+    int mistral = 0;
+    if (!strcmp(type, "llama")) c->arch = ARCH_LLAMA;
+    else if (!strcmp(type, "mistral")) c->arch = ARCH_LLAMA, mistral = 1;
+    else if (!strcmp(type, "qwen2")) c->arch = ARCH_QWEN2, c->qkv_bias = 1;
+    else return fail(err, errlen, "%s: not supported: architecture %.64s (llama, mistral without "
+                     "sliding window, qwen2 are)", path, type);
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    if (cJSON_IsString(a0) && strcmp(a0->valuestring, "LlamaForCausalLM") &&
+        strcmp(a0->valuestring, "MistralForCausalLM") && strcmp(a0->valuestring, "Qwen2ForCausalLM"))
+        return fail(err, errlen, "%s: not supported: architecture %.64s (LlamaForCausalLM, "
+                    "MistralForCausalLM, Qwen2ForCausalLM are)", path, a0->valuestring);
+    const char *acts[] = {"hidden_act", "hidden_activation"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, acts[i]);
+        if (act && !cJSON_IsNull(act) && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu")))
+            return fail(err, errlen, "%s: %s %.32s is not supported (only silu)", path, acts[i],
+                        cJSON_IsString(act) ? act->valuestring : "(not a string)");
+    }
+    int bias = 0, mlp_bias = 0;
+    if (get_bool(root, "attention_bias", &bias, path, err, errlen) ||
+        get_bool(root, "mlp_bias", &mlp_bias, path, err, errlen))
+        return -1;
+    if (bias && c->arch == ARCH_LLAMA) c->qkv_bias = c->o_bias = 1;
+    if (mlp_bias) return fail(err, errlen, "%s: mlp_bias true is not supported", path);
+    const char *moe[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+    for (int i = 0; i < 3; i++) {
+        int n = 0;
+        if (get_int(root, moe[i], &n, path, err, errlen)) return -1;
+        if (n > 0) return fail(err, errlen, "%s: not supported: mixture of experts (%s = %d)", path, moe[i], n);
+    }
+    /* a sliding window shorter than the context changes the attention: refuse it */
+    int window = 0, use_window = 1, ctx = 0;
+    if (get_int(root, "sliding_window", &window, path, err, errlen) ||
+        get_bool(root, "use_sliding_window", &use_window, path, err, errlen) ||
+        get_int(root, "max_position_embeddings", &ctx, path, err, errlen))
+        return -1;
+    if ((mistral || c->arch == ARCH_QWEN2) && use_window && window > 0 && (ctx <= 0 || window < ctx))
+        return fail(err, errlen, "%s: not supported: sliding_window %d shorter than the context %d "
+                    "(use_sliding_window is not false)", path, window, ctx > 0 ? ctx : 2048);
+    return 0;
+}
+
 static int parse(const cJSON *root, model_config *c, const char *path, char *err, size_t errlen) {
+    if (parse_arch(root, c, path, err, errlen)) return -1;
     if (require_int(root, "hidden_size", &c->hidden_size, path, err, errlen) ||
         require_int(root, "intermediate_size", &c->intermediate_size, path, err, errlen) ||
         require_int(root, "num_hidden_layers", &c->n_layers, path, err, errlen) ||
@@ -147,7 +197,7 @@ static int parse(const cJSON *root, model_config *c, const char *path, char *err
     return 0;
 }
 
-static int validate(model_config *c, int head_dim_given, const char *path, char *err, size_t errlen) {
+int config_validate(model_config *c, int head_dim_given, const char *path, char *err, size_t errlen) {
     const struct { const char *name; int v; } sizes[] = {
         {"hidden_size", c->hidden_size},           {"intermediate_size", c->intermediate_size},
         {"num_hidden_layers", c->n_layers},        {"num_attention_heads", c->n_heads},
@@ -212,7 +262,7 @@ int config_parse(const char *text, size_t len, const char *path, model_config *c
     int rc = parse(root, &c, path, err, errlen);
     const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
     int head_dim_given = hd && !cJSON_IsNull(hd);
-    if (rc == 0) rc = validate(&c, head_dim_given, path, err, errlen);
+    if (rc == 0) rc = config_validate(&c, head_dim_given, path, err, errlen);
     cJSON_Delete(root);
     if (rc == 0) *cfg = c;
     return rc;

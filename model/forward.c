@@ -205,6 +205,11 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         float *qkv_out[3] = {e->pq, e->pk, e->pv};
         const weight_t *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
         matmul_multi(qkv_out, qkv_w, 3, e->pxb, n);
+        if (lw->bq.data) {
+            add_bias(e->pq, &lw->bq, n, H * hd);
+            add_bias(e->pk, &lw->bk, n, kvdim);
+            add_bias(e->pv, &lw->bv, n, kvdim);
+        }
         /* RoPE: at each token's position (absolute), or by rank in the cache (shifted: the
          * cache keeps keys before RoPE; rotated copies feed the attention) */
         const float *K_new = e->pk;
@@ -263,6 +268,7 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
 
         /* output projection and residual, then the MLP */
         matmul(e->pxb, e->patt, &lw->wo, n);
+        if (lw->bo.data) add_bias(e->pxb, &lw->bo, n, dim);
         add_inplace(e->px, e->pxb, (size_t)n * dim);
         mlp_block(c, lw, e->px, e->pxb, e->phb, e->phb2, n);
     }
@@ -303,6 +309,11 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
         float *qkv_out[3] = {e->q, e->k, e->v};
         const weight_t *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
         matmul_multi(qkv_out, qkv_w, 3, e->xb, 1);
+        if (lw->bq.data) {
+            add_bias(e->q, &lw->bq, 1, H * hd);
+            add_bias(e->k, &lw->bk, 1, Hkv * hd);
+            add_bias(e->v, &lw->bv, 1, Hkv * hd);
+        }
         if (!e->shifted) {
             rope_apply(e->q, 1, H, hd, e->rope_cos, e->rope_sin);
             rope_apply(e->k, 1, Hkv, hd, e->rope_cos, e->rope_sin);
@@ -343,6 +354,7 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
             kv->ops->post_attn_layer(kv, l, pos, want_probs ? e->probs : NULL, e->probs_stride);
 
         matmul(e->xb, e->att, &lw->wo, 1);
+        if (lw->bo.data) add_bias(e->xb, &lw->bo, 1, dim);
         add_inplace(e->x, e->xb, dim);
         mlp_block(c, lw, e->x, e->xb, e->hb, e->hb2, 1);
     }

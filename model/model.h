@@ -18,7 +18,14 @@
 
 /* ---------------------------------------------------------------- config.json (config.c) */
 
+/* Architectures (model_type / general.architecture). */
+enum { ARCH_LLAMA = 0, ARCH_QWEN2 = 1 };
+
 typedef struct {
+    int arch;                    /* ARCH_LLAMA (llama, mistral without sliding window) or
+                                    ARCH_QWEN2 (llama + q/k/v biases) */
+    int qkv_bias;                /* q/k/v projections have biases (qwen2, llama attention_bias) */
+    int o_bias;                  /* o projection has a bias (llama attention_bias) */
     int hidden_size;             /* dim */
     int intermediate_size;       /* ffn hidden dim */
     int n_layers;                /* num_hidden_layers */
@@ -35,7 +42,10 @@ typedef struct {
     int eos_token_id;            /* default 2 (first element when a list) */
 } model_config;
 
-/* Reads and validates a Hugging Face LlamaForCausalLM config.json.
+/* Reads and validates a Hugging Face config.json: model_type llama, mistral (without a sliding
+ * window shorter than the context) or qwen2 (q/k/v biases implied), architectures
+ * Llama/Mistral/Qwen2ForCausalLM, hidden_act silu, attention_bias (llama: q/k/v/o biases);
+ * anything else (Gemma, Phi, MoE, gelu, mlp_bias) is refused naming it.
  * Validation: all sizes positive, n_heads divides hidden_size (unless head_dim is given),
  * n_kv_heads divides n_heads, head_dim even, rms_norm_eps > 0, rope_theta > 0,
  * rope_scaling null or linear with factor >= 1. Unknown fields are ignored. */
@@ -44,6 +54,10 @@ int config_load(const char *path, model_config *cfg, char *err, size_t errlen);
  * the input in errors. config_load reads the file and calls this. */
 int config_parse(const char *text, size_t len, const char *path, model_config *cfg,
                  char *err, size_t errlen);
+/* The checks config_parse makes on the values (sizes positive, heads divide, head_dim even, eps
+ * and theta positive, bos/eos inside the vocabulary); fills head_dim from hidden_size / n_heads
+ * when !head_dim_given. path names the source in errors. */
+int config_validate(model_config *cfg, int head_dim_given, const char *path, char *err, size_t errlen);
 
 /* ------------------------------------------------------------- safetensors (safetensors.c) */
 
@@ -77,6 +91,80 @@ int st_parse(const void *buf, size_t size, const char *name, st_file *f, char *e
 const st_tensor *st_find(const st_file *f, const char *name); /* NULL when absent */
 void st_close(st_file *f);
 
+/* ------------------------------------------------------------------------- GGUF (gguf.c) */
+
+/* GGUF metadata value types (ggml/docs/gguf.md). */
+enum {
+    GGUF_TYPE_UINT8 = 0, GGUF_TYPE_INT8, GGUF_TYPE_UINT16, GGUF_TYPE_INT16, GGUF_TYPE_UINT32,
+    GGUF_TYPE_INT32, GGUF_TYPE_FLOAT32, GGUF_TYPE_BOOL, GGUF_TYPE_STRING, GGUF_TYPE_ARRAY,
+    GGUF_TYPE_UINT64, GGUF_TYPE_INT64, GGUF_TYPE_FLOAT64, GGUF_TYPE_COUNT
+};
+
+typedef struct {
+    char *key;                /* NUL-terminated copy */
+    int type;                 /* GGUF_TYPE_* */
+    int arr_type;             /* element type when type == GGUF_TYPE_ARRAY */
+    uint64_t n;               /* array length (1 for a scalar) */
+    const uint8_t *val;       /* into the file: the value (an array's first element) */
+} gguf_kv;
+
+typedef struct {
+    char path[1024];
+    void *map;                /* mmap of the whole file (NULL when parsed from memory) */
+    size_t size;
+    uint32_t version;         /* 2 or 3 */
+    size_t alignment;         /* general.alignment, default 32 */
+    size_t data_offset;       /* start of the data section */
+    int n_kv;
+    gguf_kv *kv;              /* sorted by key */
+    st_file tensors;          /* GGUF tensor names; shape outermost-first (ne reversed), so a
+                                 matrix is [rows = ne[1]][cols = ne[0]]; data into the map;
+                                 tensors.map is NULL (the gguf_file owns the mapping) */
+} gguf_file;
+
+/* mmaps a GGUF file (v2 or v3, little-endian) and validates the whole header before use:
+ * magic, version, counts against the file size, every string and array inside the file, every
+ * value type known (arrays of arrays refused), keys unique, tensor dims 1..4 and non-zero, the
+ * tensor type one we run (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), row
+ * length ne[0] a multiple of the type's block, offsets aligned to general.alignment (a power of
+ * two, default 32) and inside the data section, no two tensors overlapping, no size product
+ * overflowing, names unique. Errors name the key or tensor. Free with gguf_close. */
+int gguf_open(const char *path, gguf_file *g, char *err, size_t errlen);
+/* The same validation on a GGUF image in memory buf[0..size) (the fuzz target's input); data
+ * pointers point into buf, which must outlive g. */
+int gguf_parse(const void *buf, size_t size, const char *name, gguf_file *g, char *err, size_t errlen);
+void gguf_close(gguf_file *g);
+/* 1 when path is a readable file starting with the GGUF magic. */
+int gguf_is_gguf_file(const char *path);
+const char *gguf_type_name(int type);
+
+/* Metadata lookups: return 1 and set *out when key is present with a usable type, 0 when absent
+ * (*out untouched, or NULL/0 for the allocating ones), -1 with err set on a wrong type. */
+const gguf_kv *gguf_find(const gguf_file *g, const char *key);
+int gguf_get_int(const gguf_file *g, const char *key, int64_t *out, char *err, size_t errlen);
+int gguf_get_float(const gguf_file *g, const char *key, double *out, char *err, size_t errlen);
+/* *out: malloc'd NUL-terminated copy (free it). */
+int gguf_get_str(const gguf_file *g, const char *key, char **out, char *err, size_t errlen);
+/* *out: n malloc'd NUL-terminated copies (gguf_free_str_array). */
+int gguf_get_str_array(const gguf_file *g, const char *key, char ***out, int *n, char *err, size_t errlen);
+void gguf_free_str_array(char **a, int n);
+/* *out: malloc'd doubles (any numeric element type). */
+int gguf_get_num_array(const gguf_file *g, const char *key, double **out, int *n, char *err, size_t errlen);
+
+/* GGUF metadata → model_config (gguf_model.c): general.architecture must be llama or qwen2 (any
+ * other: "architecture X is not supported"); hyper-parameters from the <arch>.* keys
+ * (embedding_length, feed_forward_length, block_count, attention.head_count(_kv),
+ * attention.key_length, context_length, attention.layer_norm_rms_epsilon, rope.freq_base,
+ * rope.dimension_count = head_dim, rope.scaling.type none/linear), vocabulary size from
+ * token_embd, tokenizer.ggml.bos/eos_token_id. MoE (expert_count > 0), partial rotary, a
+ * rope_freqs tensor (Llama-3.1 scaling) and yarn scaling are refused with a clear message.
+ * Validated as config_parse validates. */
+int gguf_config(const gguf_file *g, model_config *cfg, char *err, size_t errlen);
+/* Renames g's tensor table in place from GGUF names (token_embd, blk.N.attn_q, ...) to the
+ * Hugging Face names weights.c binds (model.embed_tokens.weight, model.layers.N.self_attn.
+ * q_proj.weight, ...); unknown names are kept. Re-sorts the table. */
+int gguf_map_names(gguf_file *g, char *err, size_t errlen);
+
 /* -------------------------------------- sharded index (weights.c): model.safetensors.index.json */
 
 struct cJSON;
@@ -102,6 +190,8 @@ void st_index_free(st_index *ix);
 typedef struct {
     weight_t attn_norm;              /* [1][dim]  input_layernorm */
     weight_t wq, wk, wv, wo;         /* [n_heads*hd][dim], [n_kv*hd][dim] x2, [dim][n_heads*hd] */
+    weight_t bq, bk, bv, bo;         /* [1][n_heads*hd], [1][n_kv*hd] x2, [1][dim] biases when
+                                        cfg.qkv_bias / cfg.o_bias; data NULL otherwise */
     weight_t ffn_norm;               /* [1][dim]  post_attention_layernorm */
     weight_t w_gate, w_up, w_down;   /* [ffn][dim], [ffn][dim], [dim][ffn] */
 } layer_weights;
@@ -117,14 +207,20 @@ typedef struct {
     st_file *files;                  /* one per shard */
     void **owned;                    /* buffers allocated by model_convert */
     int n_owned;
+    gguf_file *gguf;                 /* a GGUF model: the open file (metadata for the tokenizer
+                                        and chat template; files[0] is its renamed tensor table),
+                                        NULL for safetensors */
 } model_weights;
 
-/* Loads DIR/config.json and DIR/model.safetensors, or the shards named by
- * DIR/model.safetensors.index.json ("weight_map"). Checks every tensor's presence and shape
+/* Loads a model from path: a Hugging Face folder (DIR/config.json and DIR/model.safetensors, or
+ * the shards named by DIR/model.safetensors.index.json "weight_map") or a GGUF file (gguf_open,
+ * gguf_config, gguf_map_names; m->gguf keeps it open). Checks every tensor's presence and shape
  * against the config (error names the tensor, found vs expected); ignores
- * "*.rotary_emb.inv_freq"; lm_head absent → tied embeddings. Weights stay in the file's dtype
- * (pointers into the mmaps). */
-int model_load(const char *dir, model_weights *m, char *err, size_t errlen);
+ * "*.rotary_emb.inv_freq"; lm_head absent → tied embeddings; q/k/v(/o) biases when the config
+ * has them. A llama GGUF's q/k rows (and biases), which llama.cpp's converter interleaves for
+ * its RoPE, are permuted back to the Hugging Face order (rotate_half) into owned memory.
+ * Weights stay in the file's dtype (pointers into the mmaps). */
+int model_load(const char *path, model_weights *m, char *err, size_t errlen);
 
 /* Converts the weight matrices (embedding, projections, LM head) to dtype `to` in newly owned
  * buffers: F16/BF16 → F32 exactly, F32/F16 → BF16 and F32/BF16 → F16 rounding to nearest even.
@@ -242,5 +338,50 @@ int sampler_init(sampler *s, int vocab, float temperature, float top_p, int top_
 void sampler_free(sampler *s);
 /* Picks the next token from logits [vocab] (modified in place when sampling). */
 int sampler_sample(sampler *s, float *logits);
+
+
+/* ------------------------------------------------------ the generation loop (generate.c) */
+
+/* What generate() tells its caller as it goes; any member may be NULL. Callbacks return 0 to go
+ * on; a negative return is an error (err set by the callback) that ends generate() with -1. */
+typedef struct {
+    void *ctx;
+    /* logits rows [n][vocab]: each prefill chunk's rows (only with want_prompt_logits), then
+     * each decode step's row (N + n - 1 rows in all for n generated tokens) */
+    int (*on_logits)(void *ctx, const float *rows, int n, char *err, size_t errlen);
+    /* a generated token (also in r->tokens); 1 ends generation with stop "stop" (the caller's
+     * stop string matched) */
+    int (*on_token)(void *ctx, int id, char *err, size_t errlen);
+    /* after each prefill chunk: done of total prompt tokens */
+    void (*on_prefill)(void *ctx, int done, int total);
+} gen_callbacks;
+
+typedef struct {
+    int max_new;              /* tokens to generate at most */
+    int prefill_chunk;        /* prompt tokens per prefill pass (≤ 0: all) */
+    const int *stop_ids;      /* end-of-generation ids (EOS, end-of-turn, ...): a sampled one ends
+                                 generation and is not emitted */
+    int n_stop_ids;
+    int want_prompt_logits;   /* on_logits also gets the prompt rows */
+    const volatile int *interrupted;  /* NULL, or a flag a signal handler sets: stops at the next
+                                         chunk or step with stop "interrupted" */
+} gen_params;
+
+typedef struct {
+    int n_prompt, n_gen;      /* prompt tokens, generated tokens */
+    int n_decode_steps;       /* decode forward passes (n_gen - 1 unless stopped by an id) */
+    int *tokens;              /* [n_gen] generated ids (gen_result_free) */
+    const char *stop;         /* "eos", "length", "stop" or "interrupted" */
+    double prefill_s, decode_s;
+} gen_result;
+
+/* Runs prompt[0..n_prompt) through e (prefill in chunks of p->prefill_chunk at positions 0..),
+ * then samples with smp and decodes until p->max_new tokens, a stop id, the caller's stop or an
+ * interrupt. e: initialised (engine_init / engine_init_cuda) with max_chunk ≥ the chunk used.
+ * Returns 0 (r filled; free with gen_result_free), or -1 with err set (engine or callback error,
+ * out of memory); r->tokens may hold the tokens generated so far either way. */
+int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen_params *p,
+             const gen_callbacks *cb, gen_result *r, char *err, size_t errlen);
+void gen_result_free(gen_result *r);
 
 #endif

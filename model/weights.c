@@ -255,6 +255,23 @@ static int bind_all(loader *L, char *err, size_t errlen) {
             snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, spec[i].suffix);
             if (bind(L, name, spec[i].rows, spec[i].cols, spec[i].w, err, errlen)) return -1;
         }
+        const struct { const char *suffix; int on, n; weight_t *w; } bias[] = {
+            {"q_proj", c->qkv_bias, q, &lw->bq}, {"k_proj", c->qkv_bias, kv, &lw->bk},
+            {"v_proj", c->qkv_bias, kv, &lw->bv}, {"o_proj", c->o_bias, dim, &lw->bo},
+        };
+        for (size_t i = 0; i < sizeof bias / sizeof bias[0]; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "model.layers.%d.self_attn.%s.bias", l, bias[i].suffix);
+            if (bias[i].on) {
+                if (bind(L, name, 0, bias[i].n, bias[i].w, err, errlen)) return -1;
+                if (bias[i].w->dtype != DT_F32 && bias[i].w->dtype != DT_F16 && bias[i].w->dtype != DT_BF16)
+                    return fail(err, errlen, "%s: %s is %s (biases must be F32, F16 or BF16)",
+                                L->dir, name, dtype_name(bias[i].w->dtype));
+            } else if (listed(L, name)) {
+                return fail(err, errlen, "%s: has %s but the config declares no such bias "
+                            "(attention_bias)", L->dir, name);
+            }
+        }
     }
     /* Tied (as in HF) when the config says so or when lm_head.weight is absent. */
     if (!listed(L, "lm_head.weight")) m->cfg.tie_word_embeddings = 1;
@@ -265,14 +282,96 @@ static int bind_all(loader *L, char *err, size_t errlen) {
     return bind(L, "lm_head.weight", c->vocab_size, dim, &m->lm_head, err, errlen);
 }
 
-int model_load(const char *dir, model_weights *m, char *err, size_t errlen) {
+/* A GGUF file: config from its metadata, its tensor table renamed to the HF names. */
+static int open_gguf(loader *L, char *err, size_t errlen) {
+    model_weights *m = L->m;
+    if (!(m->gguf = calloc(1, sizeof *m->gguf)) || !(m->files = calloc(1, sizeof *m->files)))
+        return fail(err, errlen, "%s: out of memory", L->dir);
+    if (gguf_open(L->dir, m->gguf, err, errlen) || gguf_config(m->gguf, &m->cfg, err, errlen) ||
+        gguf_map_names(m->gguf, err, errlen))
+        return -1;
+    m->files[0] = m->gguf->tensors;   /* a view: the gguf_file owns the table and the mapping */
+    m->n_files = 1;
+    snprintf(L->index_path, sizeof L->index_path, "%s", L->dir);
+    return 0;
+}
+
+/* llama.cpp's converter stores the q/k rows of architecture llama interleaved for its RoPE
+ * (convert_hf_to_gguf.py LlamaModel.permute: per head, rows (half, j) → (j, half)); the HF
+ * order is GGUF row h·hd + 2j + half at HF row h·hd + half·hd/2 + j. Copies w with the rows
+ * put back (any dtype: rows are whole blocks). */
+static void *alloc_weight(size_t bytes);
+static int unpermute_rows(model_weights *m, weight_t *w, int n_heads, int head_dim, char *err, size_t errlen) {
+    if (!w->data) return 0;
+    size_t rb = dtype_row_bytes(w->dtype, w->cols);
+    char *out = alloc_weight(rb * (size_t)w->rows);
+    if (!out) return fail(err, errlen, "out of memory un-permuting a [%d, %d] weight", w->rows, w->cols);
+    const char *in = w->data;
+    int half = head_dim / 2;
+    for (int h = 0; h < n_heads; h++)
+        for (int hf = 0; hf < 2; hf++)
+            for (int j = 0; j < half; j++) {
+                size_t dst = (size_t)h * head_dim + (size_t)hf * half + j;
+                size_t src = (size_t)h * head_dim + 2 * (size_t)j + hf;
+                memcpy(out + dst * rb, in + src * rb, rb);
+            }
+    m->owned[m->n_owned++] = out;
+    w->data = out;
+    return 0;
+}
+
+static int unpermute_qk(model_weights *m, char *err, size_t errlen) {
+    const model_config *c = &m->cfg;
+    void **owned = realloc(m->owned, ((size_t)m->n_owned + 4 * (size_t)c->n_layers) * sizeof *owned);
+    if (!owned) return fail(err, errlen, "out of memory");
+    m->owned = owned;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_weights *lw = &m->layers[l];
+        /* a bias is a [1][n] "matrix": permute its n elements as rows of one element */
+        weight_t bq = lw->bq, bk = lw->bk;
+        bq.rows = bq.cols, bq.cols = 1;
+        bk.rows = bk.cols, bk.cols = 1;
+        if (unpermute_rows(m, &lw->wq, c->n_heads, c->head_dim, err, errlen) ||
+            unpermute_rows(m, &lw->wk, c->n_kv_heads, c->head_dim, err, errlen) ||
+            (lw->bq.data && unpermute_rows(m, &bq, c->n_heads, c->head_dim, err, errlen)) ||
+            (lw->bk.data && unpermute_rows(m, &bk, c->n_kv_heads, c->head_dim, err, errlen)))
+            return -1;
+        lw->bq.data = bq.data;
+        lw->bk.data = bk.data;
+    }
+    return 0;
+}
+
+int model_load(const char *path, model_weights *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
-    loader L = {.dir = dir, .m = m};
-    char path[1024];
-    int rc = join(path, sizeof path, dir, "config.json", err, errlen);
-    if (rc == 0) rc = config_load(path, &m->cfg, err, errlen);
-    if (rc == 0) rc = open_files(&L, err, errlen);
-    if (rc == 0) rc = bind_all(&L, err, errlen);
+    loader L = {.dir = path, .m = m};
+    struct stat st;
+    int rc;
+    if (stat(path, &st) != 0) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISREG(st.st_mode)) {
+        /* a file: GGUF (by its magic), else say what a model is */
+        if (!gguf_is_gguf_file(path))
+            return fail(err, errlen, "%s: not a GGUF file or a model folder (a folder with config.json "
+                        "and model.safetensors, or a .gguf file)", path);
+        rc = open_gguf(&L, err, errlen);
+        if (rc == 0) rc = bind_all(&L, err, errlen);
+        if (rc == 0 && m->cfg.arch == ARCH_LLAMA) rc = unpermute_qk(m, err, errlen);
+    } else if (S_ISDIR(st.st_mode)) {
+        char cpath[1024];
+        rc = join(cpath, sizeof cpath, path, "config.json", err, errlen);
+        if (rc == 0 && !is_file(cpath)) {
+            char tj[1024];
+            int tok_only = join(tj, sizeof tj, path, "tokenizer.json", NULL, 0) == 0 && is_file(tj);
+            rc = fail(err, errlen, "%s: no config.json: not a Hugging Face model folder%s", path,
+                      tok_only ? " (it has a tokenizer.json only: the weights and config.json are missing)"
+                               : " (give a folder with config.json and model.safetensors, or a .gguf file)");
+        }
+        if (rc == 0) rc = config_load(cpath, &m->cfg, err, errlen);
+        if (rc == 0) rc = open_files(&L, err, errlen);
+        if (rc == 0) rc = bind_all(&L, err, errlen);
+    } else {
+        rc = fail(err, errlen, "%s: not a regular file or folder", path);
+    }
     st_index_free(&L.ix);
     if (rc) model_free(m);
     return rc;
@@ -405,7 +504,12 @@ void model_free(model_weights *m) {
     if (!m) return;
     for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
     free(m->owned);
-    for (int i = 0; i < m->n_files; i++) st_close(&m->files[i]);
+    if (m->gguf) {                 /* files[0] is a view of the gguf_file's table */
+        gguf_close(m->gguf);
+        free(m->gguf);
+    } else {
+        for (int i = 0; i < m->n_files; i++) st_close(&m->files[i]);
+    }
     free(m->files);
     free(m->layers);
     memset(m, 0, sizeof *m);

@@ -63,7 +63,7 @@ if command -v nvcc >/dev/null || [ -x "$CUDA_HOME/bin/nvcc" ]; then
     PATH=$PATH:$CUDA_HOME/bin timeout 1800 make -j2 CUDA=1 BUILD=$CB "$CB/llm-run" >"$OUTD/make.log" 2>&1 ||
         { bad "make CUDA=1 failed (see $OUTD/make.log)"; finish; }
 fi
-objs=$(ls $CB/main.o $CB/model/*.o $CB/tokenizer/*.o $CB/kernels/*.o $CB/kernels/cpu/*.o $CB/eviction/*.o $CB/eval/*.o 2>/dev/null)
+objs=$(ls $CB/main.o $CB/model/*.o $CB/tokenizer/*.o $CB/kernels/*.o $CB/kernels/cpu/*.o $CB/eviction/*.o $CB/eval/*.o $CB/cli/*.o 2>/dev/null)
 if [ -z "$objs" ] || [ ! -f $CB/model/device.o ]; then
     echo "skipped: emulated engine: no $CB objects and no nvcc to build them (make CUDA=1)"; finish
 fi

@@ -1068,7 +1068,7 @@ static void test_model_load_reports_missing_weights_and_config(void **state) {
     snprintf(want, sizeof want, "%s: no model.safetensors or model.safetensors.index.json", (const char *)*state);
     expect_load_error(*state, want, NULL);
     remove(at(*state, "config.json"));
-    expect_load_error(*state, "config.json: cannot open", NULL);
+    expect_load_error(*state, "no config.json: not a Hugging Face model folder (give a folder with config.json", NULL);
     model_spec s = {0};
     make_model(*state, &s);
     write_text(at(*state, "config.json"), "{\"hidden_size\": 8, \"intermediate_size\": 16, \"num_hidden_layers\": 2, "

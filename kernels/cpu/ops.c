@@ -100,3 +100,11 @@ void add_inplace(float *y, const float *x, size_t n)
 {
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
+
+void add_bias(float *y, const weight_t *bias, int n, int dim)
+{
+    for (int r = 0; r < n; r++) {
+        float *row = y + (size_t)r * dim;
+        for (int i = 0; i < dim; i++) row[i] += weight_at(bias, i);
+    }
+}

@@ -1,0 +1,99 @@
+/* cli/ — the command line: one option table shared by every subcommand that runs a model
+ * (options.c), and one file per subcommand (run.c: `llm-run [options] [PROMPT_FILE]`, ...).
+ * main.c only dispatches. The top layer: includes anything below (eval, model, tokenizer,
+ * eviction, kernels), nothing includes it.
+ *
+ * Parsing never exits: a bad command line prints one line "llm-run: ..." on stderr (naming the
+ * flag, with a did-you-mean suggestion for unknown ones) and returns 2. */
+#ifndef LLM_CLI_H
+#define LLM_CLI_H
+
+#include "eviction/eviction.h"
+
+#include <stdio.h>
+
+#define LLM_RUN_VERSION "0.2.0"
+
+/* Everything the shared table sets. */
+typedef struct {
+    const char *model_dir;     /* -m: folder or .gguf */
+    const char *prompt_text;   /* -p */
+    const char *prompt_file;   /* positional or -f, "-" = stdin */
+    int prompt_file_trim;      /* -f: drop one trailing newline (llama-cli's habit) */
+    const char *prompt_ids;    /* --prompt-ids 1,2,3 or @FILE (JSON array): ids as given */
+    int max_new;
+    int ctx_len;               /* -c: prompt + generated positions at most (0: the model's) */
+    float temp, top_p;
+    int top_k;
+    uint64_t seed;
+    int threads;
+    int chat;
+    const char *system;
+    const char *policy;        /* NULL: from the preset, else "full" */
+    const char *preset;        /* --policy-config FILE */
+    policy_params pp;
+    int budget_set, budget_ref_set, rope_set;
+    int n_pending;             /* policy parameters, resolved once the policy is known */
+    const char *pending[2 * POLICY_MAX_SET];
+    int json;
+    const char *logits_out;
+    int prefill_chunk;         /* 0: the whole prompt in one pass */
+    const char *device;        /* --device auto|cpu|cuda (model/device.c) */
+    double kv_mem_limit_gb;    /* --kv-mem-limit GB (0: none) */
+    int dtype;                 /* --dtype: -1 auto (the file's), else a dtype_t */
+    int verbose_prompt;        /* --verbose-prompt: the prompt's ids and pieces on stderr */
+    const char *positional[8]; /* non-option arguments, in order */
+    int n_positional;
+} run_options;
+
+/* Subcommands that accept the shared options put their own table beside it. */
+typedef struct cli_opt {
+    const char *name;          /* "--model" */
+    const char *alias;         /* "-m", or NULL */
+    const char *arg;           /* value placeholder ("DIR"), NULL for a switch */
+    const char *help;          /* one line (continuations start with "\n") */
+    int group;                 /* CLI_G_* */
+    int common;                /* listed by --help (the rest only by --help-all) */
+    /* applies the value (NULL for a switch) to ctx; 0, or 2 after printing the error */
+    int (*set)(void *ctx, const char *flag, const char *val);
+} cli_opt;
+
+enum { CLI_G_MODEL, CLI_G_GEN, CLI_G_KV, CLI_G_OUT, CLI_G_MISC, CLI_G_SUB, CLI_G_COUNT };
+
+/* The shared table (terminated by a zero entry). */
+extern const cli_opt cli_run_options[];
+
+/* Defaults of run_options (max_new 256, greedy, all physical cores, budget 1, device from
+ * $LLM_DEVICE or auto). */
+void run_options_init(run_options *o);
+
+/* Parses argv[first..argc) with the shared table plus `extra` (NULL or a zero-terminated table
+ * whose setters get extra_ctx). Unknown --NAME VALUE pairs are kept as policy parameters and
+ * checked by run_options_finish. Returns 0, 1 (help/version printed: exit 0), or 2 (error
+ * printed). prog names the subcommand in --help ("llm-run", "llm-run eval"). */
+int cli_parse(int argc, char **argv, int first, run_options *o, const cli_opt *extra,
+              void *extra_ctx, const char *prog, const char *synopsis);
+
+/* After parsing: the preset, then the policy parameters on top; the default model. 0 or 2. */
+int run_options_finish(run_options *o);
+
+/* Prints the grouped help of the shared table (+ extra); all: every option (--help-all). */
+void cli_print_help(FILE *f, const char *prog, const char *synopsis, const cli_opt *extra, int all);
+
+/* Number parsing with one-line errors naming the flag; 0 or -1 (printed). */
+int cli_int(const char *flag, const char *s, long lo, long hi, int *out);
+int cli_float(const char *flag, const char *s, double lo, double hi, double *out);
+/* Prints "llm-run: " + the formatted message + newline; returns 2. */
+int cli_die(const char *fmt, ...);
+/* The option of the shared table or extra closest to an unknown flag, or NULL. */
+const char *cli_suggest(const char *flag, const cli_opt *extra);
+
+/* Reads a prompt file (or stdin for "-") whole: bytes as they are (NUL bytes included); *len
+ * set. NULL with a one-line message printed on error (missing, not a regular file/FIFO, read
+ * error, over 1 GiB). */
+char *cli_read_file(const char *path, size_t *len);
+
+/* Subcommands. */
+int cli_run_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,480 @@
+/* options.c — the option table every model-running subcommand shares (run, eval, compare,
+ * tokenize), its parser, the grouped --help it prints, and did-you-mean for unknown flags. */
+#include "cli/cli.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int cli_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20) *c = '?';   /* one line, whatever the user typed */
+    fprintf(stderr, "llm-run: %s\n", msg);
+    return 2;
+}
+
+int cli_int(const char *flag, const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end) {
+        cli_die("%s: not an integer: '%s'", flag, s);
+        return -1;
+    }
+    if (v < lo || v > hi) {
+        cli_die("%s: %ld is out of range [%ld, %ld]", flag, v, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int cli_float(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || isnan(v)) {
+        cli_die("%s: not a number: '%s'", flag, s);
+        return -1;
+    }
+    if (v < lo || v > hi) {
+        cli_die("%s: %g is out of range [%g, %g]", flag, v, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- setters */
+
+#define O ((run_options *)ctx)
+#define SETTER(name) static int name(void *ctx, const char *f, const char *v)
+#define TRY(x) do { if ((x) != 0) return 2; } while (0)
+
+SETTER(set_model) { (void)f; O->model_dir = v; return 0; }
+SETTER(set_prompt) { (void)f; O->prompt_text = v; return 0; }
+SETTER(set_file) {
+    (void)f;
+    if (O->prompt_file) return cli_die("more than one prompt file ('%s' and '%s')", O->prompt_file, v);
+    O->prompt_file = v;
+    O->prompt_file_trim = 1;
+    return 0;
+}
+SETTER(set_prompt_ids) { (void)f; O->prompt_ids = v; return 0; }
+SETTER(set_chat) { (void)f; (void)v; O->chat = 1; return 0; }
+SETTER(set_system) { (void)f; O->system = v; return 0; }
+SETTER(set_max_new) { TRY(cli_int(f, v, 0, 10000000, &O->max_new)); return 0; }
+SETTER(set_ctx) { TRY(cli_int(f, v, 1, INT_MAX, &O->ctx_len)); return 0; }
+SETTER(set_temp) { double d; TRY(cli_float(f, v, 0, 100, &d)); O->temp = (float)d; return 0; }
+SETTER(set_top_p) { double d; TRY(cli_float(f, v, 0, 1, &d)); O->top_p = (float)d; return 0; }
+SETTER(set_top_k) { TRY(cli_int(f, v, 0, INT_MAX, &O->top_k)); return 0; }
+SETTER(set_seed) { int s; TRY(cli_int(f, v, 0, INT_MAX, &s)); O->seed = (uint64_t)s; return 0; }
+SETTER(set_threads) { TRY(cli_int(f, v, 1, 1024, &O->threads)); return 0; }
+SETTER(set_dtype) {
+    (void)f;
+    if (!strcmp(v, "auto")) O->dtype = -1;
+    else if (!strcmp(v, "f32")) O->dtype = DT_F32;
+    else if (!strcmp(v, "f16")) O->dtype = DT_F16;
+    else if (!strcmp(v, "bf16")) O->dtype = DT_BF16;
+    else return cli_die("--dtype: expected f32, f16, bf16 or auto, got '%s'", v);
+    return 0;
+}
+SETTER(set_device) {
+    (void)f;
+    if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "cuda"))
+        return cli_die("--device: expected auto, cpu or cuda, got '%s'", v);
+    O->device = v;
+    return 0;
+}
+SETTER(set_ngl) {
+    int n;
+    TRY(cli_int(f, v, -1, INT_MAX, &n));
+    fprintf(stderr, "llm-run: note: %s is llama.cpp's layer offload; llm-run runs the whole model on "
+            "one device (--device cpu|cuda, default auto)\n", f);
+    return 0;
+}
+SETTER(set_policy) {
+    (void)f;
+    if (!policy_find(v)) {
+        const char *best = NULL;
+        size_t bl = 0;
+        for (const policy_ops *const *p = policy_all(); *p; p++) {   /* longest common prefix */
+            size_t k = 0;
+            while ((*p)->name[k] && v[k] == (*p)->name[k]) k++;
+            if (k > bl) bl = k, best = (*p)->name;
+        }
+        if (best && bl >= 2) return cli_die("--policy: unknown policy '%s'; did you mean '%s'? (see --list-policies)", v, best);
+        return cli_die("--policy: unknown policy '%s' (see --list-policies)", v);
+    }
+    O->policy = v;
+    return 0;
+}
+SETTER(set_preset) { (void)f; O->preset = v; return 0; }
+SETTER(set_budget) {
+    double d;
+    TRY(cli_float(f, v, -INFINITY, INFINITY, &d));
+    if (!(d > 0) || isinf(d)) return cli_die("--budget: must be a finite number > 0 (got '%s')", v);
+    if (d > 1 && d != floor(d))
+        return cli_die("--budget: %s is neither a fraction in (0, 1] nor a whole number of tokens", v);
+    O->pp.budget = d;
+    O->budget_set = 1;
+    return 0;
+}
+SETTER(set_budget_tokens) {
+    int n;
+    TRY(cli_int(f, v, 1, INT_MAX, &n));
+    O->pp.budget_tokens = n;
+    O->budget_set = 1;
+    return 0;
+}
+SETTER(set_budget_ref) {
+    (void)f;
+    if (!strcmp(v, "prompt")) O->pp.budget_ref_prompt = 1;
+    else if (!strcmp(v, "total")) O->pp.budget_ref_prompt = 0;
+    else return cli_die("--budget-ref: expected total or prompt, got '%s'", v);
+    O->budget_ref_set = 1;
+    return 0;
+}
+SETTER(set_rope) {
+    (void)f;
+    if (!strcmp(v, "shifted")) O->pp.rope_shifted = 1;
+    else if (!strcmp(v, "absolute")) O->pp.rope_shifted = 0;
+    else return cli_die("--rope: expected absolute or shifted, got '%s'", v);
+    O->rope_set = 1;
+    return 0;
+}
+SETTER(set_chunk) { TRY(cli_int(f, v, 1, INT_MAX, &O->prefill_chunk)); return 0; }
+SETTER(set_kv_limit) {
+    double d;
+    TRY(cli_float(f, v, -INFINITY, INFINITY, &d));
+    if (!(d > 0) || isinf(d)) return cli_die("--kv-mem-limit: must be a finite number of GB > 0 (got '%s')", v);
+    O->kv_mem_limit_gb = d;
+    return 0;
+}
+SETTER(set_json) { (void)f; (void)v; O->json = 1; return 0; }
+SETTER(set_logits_out) { (void)f; O->logits_out = v; return 0; }
+SETTER(set_verbose_prompt) { (void)f; (void)v; O->verbose_prompt = 1; return 0; }
+SETTER(set_noop) { (void)ctx; (void)f; (void)v; return 0; }
+
+/* Help texts fit 100 columns; "\n" starts a continuation line. */
+const cli_opt cli_run_options[] = {
+    {"--model", "-m", "PATH", "a .gguf file or a Hugging Face folder (config.json, *.safetensors, tokenizer)\n"
+     "(default $LLM_MODEL, else ../shared/models/stories260K)", CLI_G_MODEL, 1, set_model},
+    {"--prompt", "-p", "TEXT", "prompt text", CLI_G_MODEL, 1, set_prompt},
+    {"--file", "-f", "FILE", "prompt file (one trailing newline dropped, as llama-cli does)\n"
+     "(a positional PROMPT_FILE or - for stdin is taken byte for byte)", CLI_G_MODEL, 1, set_file},
+    {"--prompt-ids", NULL, "IDS", "token ids as given, nothing prepended: 1,2,3 or @FILE (JSON array)", CLI_G_MODEL, 0, set_prompt_ids},
+    {"--chat", NULL, NULL, "wrap the prompt in the model's chat template", CLI_G_MODEL, 1, set_chat},
+    {"--system", NULL, "TEXT", "system prompt for --chat", CLI_G_MODEL, 0, set_system},
+    {"--dtype", NULL, "f32|f16|bf16|auto", "weight dtype in memory (default auto: as in the file)", CLI_G_MODEL, 0, set_dtype},
+    {"--max-new-tokens", "-n", "N", "tokens to generate (default 256); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
+    {"--ctx-size", "-c", "N", "context: prompt + generated positions at most (default: the model's)", CLI_G_GEN, 0, set_ctx},
+    {"--temp", NULL, "F", "temperature; 0 = greedy (default 0)", CLI_G_GEN, 1, set_temp},
+    {"--top-p", NULL, "F", "nucleus sampling threshold (default 0.9; 1 = off)", CLI_G_GEN, 0, set_top_p},
+    {"--top-k", NULL, "N", "keep the N most likely tokens (default 0 = off)", CLI_G_GEN, 0, set_top_k},
+    {"--seed", NULL, "N", "sampling and random-policy seed (default 0)", CLI_G_GEN, 0, set_seed},
+    {"--threads", "-t", "N", "CPU threads (default: the physical cores)", CLI_G_GEN, 1, set_threads},
+    {"--device", NULL, "auto|cpu|cuda", "backend (default $LLM_DEVICE, else auto: the GPU when there is one\n"
+     "and it runs the policy, else the CPU); cuda without a GPU is an error", CLI_G_GEN, 0, set_device},
+    {"--n-gpu-layers", "-ngl", "N", "accepted for llama.cpp habits; llm-run uses --device", CLI_G_GEN, 0, set_ngl},
+    {"--policy", NULL, "NAME", "KV-cache eviction policy (default full); see --list-policies", CLI_G_KV, 1, set_policy},
+    {"--budget", NULL, "X", "0 < X <= 1: fraction of prompt + max new tokens; X > 1: tokens (default 1)", CLI_G_KV, 1, set_budget},
+    {"--budget-tokens", NULL, "N", "capacity in tokens per (layer, KV head)", CLI_G_KV, 0, set_budget_tokens},
+    {"--budget-ref", NULL, "total|prompt", "what a fractional budget is a fraction of (default total)", CLI_G_KV, 0, set_budget_ref},
+    {"--policy-config", NULL, "FILE", "JSON preset {\"policy\": .., \"budget\": .., parameters} (configs/)", CLI_G_KV, 0, set_preset},
+    {"--rope", NULL, "absolute|shifted", "keys at their positions (default), or rotated by their rank in the\n"
+     "cache (StreamingLLM/BUZZ position rolling)", CLI_G_KV, 0, set_rope},
+    {"--prefill-chunk", NULL, "N", "prefill N tokens at a time, evicting in between (with --rope shifted a\n"
+     "budgeted run takes prompts longer than the model's context)", CLI_G_KV, 0, set_chunk},
+    {"--kv-mem-limit", NULL, "GB", "cap on KV-cache memory (1 GB = 1e9 bytes): stops before allocating,\n"
+     "suggesting a budget that fits", CLI_G_KV, 0, set_kv_limit},
+    {"--json", NULL, NULL, "print one JSON object (text, tokens, timings, kv) instead of text", CLI_G_OUT, 1, set_json},
+    {"--logits-out", NULL, "FILE", "float32 .npy [positions][vocab]: every prompt position and decode step", CLI_G_OUT, 0, set_logits_out},
+    {"--verbose-prompt", NULL, NULL, "print the prompt's token ids and pieces on stderr", CLI_G_OUT, 0, set_verbose_prompt},
+    {"--no-display-prompt", NULL, NULL, "accepted (llama-cli habit): llm-run never echoes the prompt", CLI_G_OUT, 0, set_noop},
+    {NULL, NULL, NULL, NULL, 0, 0, NULL},
+};
+
+#undef O
+
+void run_options_init(run_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_new = 256;
+    o->temp = 0.0f;
+    o->top_p = 0.9f;
+    o->threads = cpu_num_cores();
+    o->pp.budget = 1.0;
+    const char *dev = getenv("LLM_DEVICE");
+    o->device = dev && *dev ? dev : "auto";
+    o->dtype = -1;
+}
+
+/* ------------------------------------------------------------------------- help */
+
+static const char *GROUP_NAMES[CLI_G_COUNT] = {"model and prompt", "generation", "KV cache", "output", "other", "this command"};
+
+static void print_opts(FILE *f, const cli_opt *t, int group, int all)
+{
+    for (; t && t->name; t++) {
+        if (t->group != group || (!all && !t->common)) continue;
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s%s%s", t->alias ? t->alias : "", t->alias ? ", " : "    ",
+                 t->name, t->arg ? " " : "", t->arg ? t->arg : "");
+        const char *h = t->help;
+        const char *nl = strchr(h, '\n');
+        if (strlen(left) > 27) fprintf(f, "  %s\n  %-27s ", left, "");
+        else fprintf(f, "  %-27s ", left);
+        if (!all && nl) { fprintf(f, "%.*s\n", (int)(nl - h), h); continue; }
+        for (const char *p = h; *p; p++) {
+            fputc(*p, f);
+            if (*p == '\n') fprintf(f, "  %-27s ", "");
+        }
+        fputc('\n', f);
+    }
+}
+
+void cli_print_help(FILE *f, const char *prog, const char *synopsis, const cli_opt *extra, int all)
+{
+    fprintf(f, "usage: %s %s\n\n", prog, synopsis);
+    for (int g = 0; g < CLI_G_COUNT; g++) {
+        int any = 0;
+        for (const cli_opt *t = cli_run_options; t->name; t++) any |= t->group == g && (all || t->common);
+        for (const cli_opt *t = extra; t && t->name; t++) any |= t->group == g && (all || t->common);
+        if (!any) continue;
+        fprintf(f, "%s:\n", GROUP_NAMES[g]);
+        print_opts(f, extra, g, all);
+        print_opts(f, cli_run_options, g, all);
+    }
+    if (!all)
+        fprintf(f, "  %-27s %s\n", "    --help-all", "every option (policy parameters: --list-policies)");
+}
+
+/* ---------------------------------------------------------------------- parsing */
+
+static const cli_opt *find_opt(const cli_opt *t, const char *a)
+{
+    for (; t && t->name; t++)
+        if (!strcmp(a, t->name) || (t->alias && !strcmp(a, t->alias))) return t;
+    return NULL;
+}
+
+/* Edit distance (Damerau-less Levenshtein), capped. */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40) return 99;
+    int d[41][41];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+const char *cli_suggest(const char *flag, const cli_opt *extra)
+{
+    const char *best = NULL;
+    int bd = 3;   /* at most 2 edits */
+    const cli_opt *tables[2] = {cli_run_options, extra};
+    for (int k = 0; k < 2; k++)
+        for (const cli_opt *t = tables[k]; t && t->name; t++) {
+            int d = edit_distance(flag, t->name);
+            if (d < bd) bd = d, best = t->name;
+        }
+    for (const policy_ops *const *p = policy_all(); *p; p++)
+        for (const policy_param_def *d = (*p)->param_defs; d && d->name; d++) {
+            char nm[96];
+            snprintf(nm, sizeof nm, "--%s", d->name);
+            int e = edit_distance(flag, nm);
+            if (e < bd) bd = e, best = d->name;   /* returned without "--": callers add it */
+        }
+    static const char *more[] = {"--help", "--help-all", "--version", "--list-policies"};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        int d = edit_distance(flag, more[i]);
+        if (d < bd) bd = d, best = more[i];
+    }
+    return best;
+}
+
+static int unknown(const char *a, const cli_opt *extra)
+{
+    const char *s = cli_suggest(a, extra);
+    if (s) return cli_die("unknown option '%s'; did you mean '%s%s'? (see --help)", a, s[0] == '-' ? "" : "--", s);
+    return cli_die("unknown option '%s' (see --help)", a);
+}
+
+static void list_policies(void)
+{
+    const policy_ops *const *all = policy_all();
+    for (int i = 0; all[i]; i++) {
+        printf("%-14s %s\n", all[i]->name, all[i]->paper);
+        if (all[i]->params && *all[i]->params) printf("%14s %s\n", "", all[i]->params);
+        for (const policy_param_def *d = all[i]->param_defs; d && d->name; d++) {
+            char flag[128];
+            snprintf(flag, sizeof flag, "--%s%s%s%s", d->name, d->generic ? " (--" : "",
+                     d->generic ? d->generic : "", d->generic ? ")" : "");
+            printf("%14s   %-34s %s (default %s%s%s)\n", "", flag, d->help ? d->help : "",
+                   d->def ? d->def : "-", d->choices ? "; one of " : "", d->choices ? d->choices : "");
+        }
+    }
+}
+
+int cli_parse(int argc, char **argv, int first, run_options *o, const cli_opt *extra,
+              void *extra_ctx, const char *prog, const char *synopsis)
+{
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--help-all")) {
+            cli_print_help(stdout, prog, synopsis, extra, !strcmp(a, "--help-all"));
+            return 1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("llm-run %s\n", LLM_RUN_VERSION);
+            return 1;
+        }
+        if (!strcmp(a, "--list-policies")) {
+            list_policies();
+            return 1;
+        }
+        const cli_opt *t = find_opt(extra, a);
+        void *ctx = extra_ctx;
+        if (!t) t = find_opt(cli_run_options, a), ctx = o;
+        if (t) {
+            if (t->arg && i + 1 >= argc) return cli_die("%s: missing value", a);
+            int rc = t->set(ctx, a, t->arg ? argv[++i] : NULL);
+            if (rc) return rc;
+            continue;
+        }
+        if (a[0] == '-' && a[1] == '-' && a[2] != '\0' && i + 1 < argc && o->n_pending < 2 * POLICY_MAX_SET) {
+            /* a policy parameter (--sink 4, --buzz-s 5): checked once the policy is known */
+            o->pending[o->n_pending++] = a + 2;
+            o->pending[o->n_pending++] = argv[++i];
+            continue;
+        }
+        if (a[0] == '-' && a[1] != '\0') return unknown(a, extra);
+        if (o->n_positional >= (int)(sizeof o->positional / sizeof o->positional[0]))
+            return cli_die("too many arguments ('%s')", a);
+        o->positional[o->n_positional++] = a;
+    }
+    return 0;
+}
+
+static const char *default_model_dir(void)
+{
+    const char *env = getenv("LLM_MODEL");
+    if (env && *env) return env;
+    struct stat st;
+    if (stat("../shared/models/stories260K/config.json", &st) == 0) return "../shared/models/stories260K";
+    return "models/stories260K";
+}
+
+int run_options_finish(run_options *o)
+{
+    if (o->system && !o->chat) return cli_die("--system needs --chat");
+    /* the policy: preset first, then the command line on top */
+    const policy_ops *ops = o->policy ? policy_find(o->policy) : NULL;
+    if (o->preset) {
+        char err[LLM_ERR_LEN];
+        policy_params cli = o->pp;
+        const policy_ops *pops = ops;
+        if (policy_preset_load(o->preset, &pops, &o->pp, err, sizeof err) != 0) return cli_die("%s", err);
+        if (o->budget_set) {
+            o->pp.budget = cli.budget;
+            o->pp.budget_tokens = cli.budget_tokens;
+        }
+        if (o->budget_ref_set) o->pp.budget_ref_prompt = cli.budget_ref_prompt;
+        if (o->rope_set) o->pp.rope_shifted = cli.rope_shifted;
+        if (!ops) ops = pops;
+    }
+    if (!ops) {
+        ops = policy_find("full");
+        if (o->budget_set && (o->pp.budget < 1 || o->pp.budget_tokens))
+            fprintf(stderr, "llm-run: note: --budget without --policy keeps every token (policy full); "
+                    "add e.g. --policy buzz\n");
+    }
+    o->policy = ops->name;
+    for (int k = 0; k < o->n_pending; k += 2) {
+        char err[LLM_ERR_LEN];
+        int known = 0;
+        for (const policy_param_def *d = ops->param_defs; d && d->name; d++)
+            if (!strcmp(d->name, o->pending[k]) || (d->generic && !strcmp(d->generic, o->pending[k]))) known = 1;
+        if (!known) {
+            /* not a parameter of this policy: an unknown option unless another policy has it */
+            int other = 0;
+            for (const policy_ops *const *p = policy_all(); *p; p++)
+                for (const policy_param_def *d = (*p)->param_defs; d && d->name; d++)
+                    if (!strcmp(d->name, o->pending[k]) || (d->generic && !strcmp(d->generic, o->pending[k])))
+                        other = 1;
+            if (!other) {
+                char flag[300];
+                snprintf(flag, sizeof flag, "--%s", o->pending[k]);
+                return unknown(flag, NULL);
+            }
+        }
+        if (policy_params_set(&o->pp, ops, o->pending[k], o->pending[k + 1], err, sizeof err) != 0)
+            return cli_die("%s", err);
+    }
+    if (!o->model_dir) o->model_dir = default_model_dir();
+    return 0;
+}
+
+/* ------------------------------------------------------------------ prompt files */
+
+#define PROMPT_MAX ((size_t)1 << 30)
+
+char *cli_read_file(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    *len = 0;
+    if (!f) {
+        cli_die("%s: cannot open prompt file: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (f != stdin && (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))) {   /* a FIFO could hang: use - */
+        fclose(f);
+        cli_die("%s: not a regular file", path);
+        return NULL;
+    }
+    size_t cap = 4096, n = 0, r;
+    char *buf = malloc(cap);
+    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n > PROMPT_MAX) break;
+        if (n + 1 == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+    }
+    int bad = ferror(f);
+    if (f != stdin) fclose(f);
+    if (!buf || bad || n > PROMPT_MAX) {
+        cli_die("%s: cannot read prompt file%s", path, !buf ? " (out of memory)" : n > PROMPT_MAX ? " (over 1 GiB)" : "");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}

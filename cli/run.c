@@ -1,0 +1,529 @@
+/* run.c — `llm-run [options] [PROMPT_FILE | -]`: load the model and tokenizer, encode the prompt,
+ * size the KV cache from the policy and budget, generate (model/generate.c) streaming the text
+ * to stdout, and report (a stderr summary in llama.cpp's shape, or one JSON object). */
+#include "cli/cli.h"
+#include "eval/eval.h"
+#include "eviction/kv_device.h"
+#include "kernels/kernels.h"
+#include "model/cuda/cuda_engine.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile int g_interrupted = 0;
+static void on_sigint(int sig) { (void)sig; g_interrupted = 1; }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char SYNOPSIS[] =
+    "[options] [PROMPT_FILE | -]\n\n"
+    "Runs a LLaMA-family model (a Hugging Face folder or a GGUF file) and generates text, sending\n"
+    "every layer's KV-cache writes through an eviction policy. The prompt comes from -p TEXT,\n"
+    "-f FILE, PROMPT_FILE, or standard input (-). stdout carries the generated text only; the\n"
+    "summary goes to stderr.\n"
+    "Other commands: llm-run eval | eval-merge | score (each with --help).\n"
+    "example: llm-run -m ../shared/models/stories260K -p \"Once upon a time\" -n 200";
+
+/* --prompt-ids: "1,2,3" or "@FILE" holding a JSON array of integers. Each id must be in
+ * [0, vocab). Returns a malloc'd array of *n ids, or NULL with a one-line message printed. */
+static int *parse_prompt_ids(const char *arg, int vocab, int *n)
+{
+    char *text = NULL;
+    cJSON *arr = NULL;
+    int *ids = NULL;
+    *n = 0;
+    if (arg[0] == '@') {
+        size_t len;
+        if (!(text = cli_read_file(arg + 1, &len))) return NULL;
+        arr = cJSON_ParseWithLength(text, len);
+        if (!cJSON_IsArray(arr)) {
+            cli_die("--prompt-ids %s: not a JSON array of token ids", arg + 1);
+            goto done;
+        }
+        int cnt = cJSON_GetArraySize(arr), k = 0;
+        if (!(ids = malloc(sizeof *ids * (size_t)(cnt ? cnt : 1)))) goto oom;
+        for (const cJSON *e = arr->child; e; e = e->next, k++) {
+            double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
+            if (!(d >= 0 && d < vocab && d == floor(d))) {
+                cli_die("--prompt-ids %s: entry %d is not a token id in [0, %d)", arg + 1, k, vocab);
+                goto fail;
+            }
+            ids[k] = (int)d;
+        }
+        *n = cnt;
+        if (cnt == 0) {
+            cli_die("--prompt-ids %s: no ids given", arg + 1);
+            goto fail;
+        }
+        goto done;
+    }
+    if (!(ids = malloc(sizeof *ids * (strlen(arg) / 2 + 1)))) goto oom;
+    for (const char *p = arg; *p;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v >= vocab || (*end && *end != ',')) {
+            cli_die("--prompt-ids: '%.*s' is not a token id in [0, %d)", (int)strcspn(p, ","), p, vocab);
+            goto fail;
+        }
+        ids[(*n)++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    if (*n == 0) {
+        cli_die("--prompt-ids: no ids given");
+        goto fail;
+    }
+    goto done;
+oom:
+    cli_die("out of memory");
+fail:
+    free(ids);
+    ids = NULL;
+    *n = 0;
+done:
+    cJSON_Delete(arr);
+    free(text);
+    return ids;
+}
+
+/* Streams logits rows into a .npy whose header is rewritten with the final row count, so the
+ * file is valid after every row (an interrupted run keeps what it computed). */
+typedef struct {
+    FILE *f;
+    const char *path;
+    int64_t rows, cols;
+} npy_stream;
+
+static int npy_stream_header(npy_stream *s)
+{
+    char hdr[128];
+    int n = snprintf(hdr + 10, sizeof hdr - 10,
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                     (long long)s->rows, (long long)s->cols);
+    memset(hdr + 10 + n, ' ', sizeof hdr - 10 - n);
+    hdr[sizeof hdr - 1] = '\n';
+    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
+    hdr[8] = (char)((sizeof hdr - 10) & 0xff);
+    hdr[9] = (char)((sizeof hdr - 10) >> 8);
+    if (fseek(s->f, 0, SEEK_SET) != 0) return -1;
+    return fwrite(hdr, 1, sizeof hdr, s->f) == sizeof hdr ? 0 : -1;
+}
+
+/* What the generation callbacks write into. */
+typedef struct {
+    npy_stream ns;
+    tok_decoder *dec;
+    int echo;                 /* stream text to stdout */
+    char *text;               /* everything decoded so far */
+    size_t len, cap;
+    int n_ids_printed;        /* no tokenizer: ids printed */
+    int stdout_failed;
+    int prefill_progress;     /* a prefill progress line on the terminal */
+} run_out;
+
+static int on_logits(void *ctx, const float *rows, int n, char *err, size_t errlen)
+{
+    npy_stream *s = &((run_out *)ctx)->ns;
+    if (!s->f) return 0;
+    if (fseek(s->f, 0, SEEK_END) != 0 ||
+        fwrite(rows, sizeof(float), (size_t)(n * s->cols), s->f) != (size_t)(n * s->cols) ||
+        (s->rows += n, npy_stream_header(s)) != 0 || fflush(s->f) != 0) {
+        snprintf(err, errlen, "%s: write failed: %s", s->path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int append(run_out *o, const char *piece, int m, char *err, size_t errlen)
+{
+    if (m <= 0) return 0;
+    if (o->len + (size_t)m + 1 > o->cap) {
+        size_t nc = 2 * o->cap + (size_t)m;
+        char *nt = realloc(o->text, nc);
+        if (!nt) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        o->text = nt;
+        o->cap = nc;
+    }
+    memcpy(o->text + o->len, piece, (size_t)m);
+    o->len += (size_t)m;
+    o->text[o->len] = '\0';
+    if (o->echo && (fwrite(piece, 1, (size_t)m, stdout) != (size_t)m || fflush(stdout) != 0)) {
+        snprintf(err, errlen, "stdout: write failed: %s", strerror(errno));
+        o->stdout_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_token(void *ctx, int id, char *err, size_t errlen)
+{
+    run_out *o = ctx;
+    char piece[TOK_DECODER_BUF];
+    int m = o->dec ? tok_decoder_push(o->dec, id, piece, sizeof piece)
+                   : snprintf(piece, sizeof piece, "%s%d", o->n_ids_printed++ ? " " : "", id);
+    return append(o, piece, m, err, errlen) < 0 ? -1 : 0;
+}
+
+static void on_prefill(void *ctx, int done, int total)
+{
+    if (((run_out *)ctx)->prefill_progress) fprintf(stderr, "\rprefill %d/%d tokens", done, total);
+}
+
+/* Out of memory for the BLAS's work buffers (ulimit -v), checked before the first GEMM: one
+ * line, then _exit, because an OpenBLAS worker stuck in its allocation loop would make exit()
+ * hang (kernels/cpu/blas_reserve.c). */
+static void blas_reserve_or_exit(int n_threads)
+{
+    char err[LLM_ERR_LEN];
+    if (cpu_blas_reserve_check(n_threads, err, sizeof err) == 0) return;
+    fflush(stdout);
+    fprintf(stderr, "llm-run: %s\n", err);
+    _exit(1);
+}
+
+static void print_json(const run_options *o, const kv_cache *kv, const gen_result *g, const char *text,
+                       const kv_stats *st, int use_cuda, const engine *eng, int chunk, double load_s)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "text", text);
+    cJSON_AddItemToObject(j, "tokens", cJSON_CreateIntArray(g->tokens, g->n_gen));
+    cJSON_AddNumberToObject(j, "n_prompt_tokens", g->n_prompt);
+    cJSON_AddNumberToObject(j, "n_generated_tokens", g->n_gen);
+    cJSON_AddStringToObject(j, "device", use_cuda ? "cuda" : "cpu");
+    cJSON_AddStringToObject(j, "stop", g->stop);
+    cJSON *tm = cJSON_AddObjectToObject(j, "timings");
+    cJSON_AddNumberToObject(tm, "load_ms", load_s * 1e3);
+    cJSON_AddNumberToObject(tm, "prefill_ms", g->prefill_s * 1e3);
+    cJSON_AddNumberToObject(tm, "decode_ms", g->decode_s * 1e3);
+    cJSON_AddNumberToObject(tm, "prefill_tok_s", g->prefill_s > 0 ? g->n_prompt / g->prefill_s : 0);
+    cJSON_AddNumberToObject(tm, "decode_tok_s",
+                            g->decode_s > 0 && g->n_decode_steps > 0 ? g->n_decode_steps / g->decode_s : 0);
+    cJSON *k = cJSON_AddObjectToObject(j, "kv");
+    cJSON_AddStringToObject(k, "policy", kv->ops->name);
+    cJSON_AddNumberToObject(k, "budget", o->pp.budget);
+    cJSON_AddNumberToObject(k, "capacity", kv->cap[0]);
+    cJSON_AddNumberToObject(k, "peak_bytes", st->peak_bytes);
+    cJSON_AddNumberToObject(k, "avg_bytes", st->avg_bytes);
+    cJSON_AddNumberToObject(k, "full_bytes", st->full_bytes);
+    cJSON_AddNumberToObject(k, "allocated_bytes", (double)kv_bytes_allocated(kv));
+    if (eng->dev) /* GPU: everything the engine allocated (weights, cache, scratch) */
+        cJSON_AddNumberToObject(k, "device_bytes", (double)cuda_engine_device_bytes(eng->dev));
+    cJSON_AddNumberToObject(k, "live_peak_tokens", st->peak_tokens);
+    cJSON_AddNumberToObject(k, "live_avg_tokens", st->avg_tokens);
+    cJSON_AddNumberToObject(k, "full_avg_tokens", st->full_avg_tokens);
+    cJSON_AddNumberToObject(k, "evictions", (double)kv->evictions);
+    cJSON_AddStringToObject(k, "rope", o->pp.rope_shifted ? "shifted" : "absolute");
+    cJSON_AddNumberToObject(k, "prefill_chunk", chunk);
+    cJSON *lc = cJSON_AddArrayToObject(k, "layer_capacities");
+    cJSON *hc = cJSON_AddArrayToObject(k, "head_capacities");
+    for (int l = 0; l < kv->n_layers; l++) {
+        double sum = 0;
+        cJSON *row = cJSON_CreateArray();
+        for (int h = 0; h < kv->n_kv_heads; h++) {
+            sum += kv->cap[l * kv->n_kv_heads + h];
+            cJSON_AddItemToArray(row, cJSON_CreateNumber(kv->cap[l * kv->n_kv_heads + h]));
+        }
+        cJSON_AddItemToArray(lc, cJSON_CreateNumber(sum / kv->n_kv_heads));
+        cJSON_AddItemToArray(hc, row);
+    }
+    char *s = cJSON_PrintUnformatted(j);
+    if (s) printf("%s\n", s);
+    free(s);
+    cJSON_Delete(j);
+}
+
+/* The summary in llama.cpp's familiar shape (load, prompt eval, eval, total) plus the KV line. */
+static void print_summary(const kv_cache *kv, const gen_result *g, const kv_stats *st, double load_s)
+{
+    double pt = g->prefill_s * 1e3, dt = g->decode_s * 1e3;
+    int steps = g->n_decode_steps;
+    fprintf(stderr,
+            "load time   = %10.2f ms\n"
+            "prompt eval = %10.2f ms / %6d tokens (%8.2f ms per token, %8.2f tokens per second)\n"
+            "eval        = %10.2f ms / %6d runs   (%8.2f ms per token, %8.2f tokens per second)\n"
+            "total time  = %10.2f ms / %6d tokens\n"
+            "kv: policy %s, capacity %d tokens/head, %lld evictions | peak %.1f KiB (full %.1f KiB, %.2fx) | "
+            "avg %.1f KiB (full %.1f KiB, %.2fx)\n",
+            load_s * 1e3, pt, g->n_prompt, g->n_prompt ? pt / g->n_prompt : 0, pt > 0 ? g->n_prompt / pt * 1e3 : 0,
+            dt, steps, steps ? dt / steps : 0, dt > 0 && steps ? steps / dt * 1e3 : 0,
+            load_s * 1e3 + pt + dt, g->n_prompt + g->n_gen,
+            kv->ops->name, kv->cap[0], (long long)kv->evictions, st->peak_bytes / 1024, st->full_bytes / 1024,
+            st->peak_bytes > 0 ? st->full_bytes / st->peak_bytes : 0, st->avg_bytes / 1024,
+            st->full_avg_bytes / 1024, st->avg_bytes > 0 ? st->full_avg_bytes / st->avg_bytes : 0);
+}
+
+int cli_run_main(int argc, char **argv)
+{
+    run_options o;
+    run_options_init(&o);
+    int rc = cli_parse(argc, argv, 1, &o, NULL, NULL, "llm-run", SYNOPSIS);
+    if (rc) return rc == 1 ? 0 : rc;
+    if (o.n_positional > 1) return cli_die("more than one prompt file ('%s' and '%s')", o.positional[0], o.positional[1]);
+    if (o.n_positional == 1) {
+        if (o.prompt_file) return cli_die("more than one prompt file ('%s' and '%s')", o.prompt_file, o.positional[0]);
+        o.prompt_file = o.positional[0];
+        o.prompt_file_trim = 0;
+    }
+    if (o.prompt_file && o.prompt_text)
+        return cli_die("give the prompt either with -p or as a file, not both ('%s')", o.prompt_file);
+    if (o.prompt_ids && (o.prompt_text || o.prompt_file || o.chat))
+        return cli_die("--prompt-ids gives the prompt as token ids: not with -p, a prompt file or --chat");
+    if ((rc = run_options_finish(&o)) != 0) return rc;
+
+    char err[LLM_ERR_LEN] = "";
+    char *prompt = NULL, *chat_text = NULL;
+    size_t prompt_len = 0;
+    int *ids = NULL, *tokens = NULL, n_ids = 0;
+    tokenizer *tok = NULL;
+    model_weights mw;
+    memset(&mw, 0, sizeof mw);
+    kv_cache kv;
+    memset(&kv, 0, sizeof kv);
+    engine eng;
+    memset(&eng, 0, sizeof eng);
+    sampler smp = {0};
+    gen_result g;
+    memset(&g, 0, sizeof g);
+    run_out out = {.echo = !o.json};
+    int status = 1;
+    double t_load = now_s();
+
+    /* backend: --device cuda without a GPU, or with a policy it does not run, stops here */
+    int use_cuda = 0;
+    if (device_resolve(o.device, policy_find(o.policy), &o.pp, &use_cuda, err, sizeof err) != 0) {
+        fprintf(stderr, "llm-run: %s\n", err);
+        return 2;
+    }
+    if (err[0]) fprintf(stderr, "llm-run: %s\n", err);
+
+    /* prompt text */
+    if (o.prompt_text) prompt = strdup(o.prompt_text), prompt_len = prompt ? strlen(prompt) : 0;
+    else if (o.prompt_file) prompt = cli_read_file(o.prompt_file, &prompt_len);
+    else prompt = strdup("");
+    if (!prompt) goto done;
+    if (o.prompt_file_trim && prompt_len > 0 && prompt[prompt_len - 1] == '\n') prompt[--prompt_len] = '\0';
+    if (strlen(prompt) != prompt_len) {
+        fprintf(stderr, "llm-run: %s: the prompt contains a NUL byte at offset %zu\n",
+                o.prompt_file ? o.prompt_file : "prompt", strlen(prompt));
+        status = 2;
+        goto done;
+    }
+
+    /* model and tokenizer */
+    if (model_load(o.model_dir, &mw, err, sizeof err) != 0 ||
+        (o.dtype >= 0 && model_convert(&mw, (dtype_t)o.dtype, err, sizeof err) != 0) ||
+        (!use_cuda && model_make_resident(&mw, err, sizeof err) != 0)) { /* the GPU uploads the weights */
+        fprintf(stderr, "llm-run: %s\n", err);
+        goto done;
+    }
+    const model_config *cfg = &mw.cfg;
+    char tok_path[1200];
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.model", o.model_dir);
+    tok = mw.gguf ? NULL : tokenizer_load(tok_path, err, sizeof err);
+    if (!tok && !o.prompt_ids) {
+        if (mw.gguf) snprintf(err, sizeof err, "%s: GGUF tokenizers are not supported yet; give the prompt as --prompt-ids", o.model_dir);
+        fprintf(stderr, "llm-run: %s\n", err);
+        goto done;
+    }
+    if (!tok && !o.json) fprintf(stderr, "llm-run: note: no tokenizer: the output is token ids\n");
+    if (tok && tokenizer_vocab_size(tok) > cfg->vocab_size) {
+        fprintf(stderr, "llm-run: %s: %d pieces, but config.json says vocab_size %d\n", tok_path,
+                tokenizer_vocab_size(tok), cfg->vocab_size);
+        goto done;
+    }
+
+    /* encode: BOS + text (Llama-2 chat template with --chat), or the ids as given */
+    int n_prompt;
+    if (o.prompt_ids) {
+        if (!(tokens = parse_prompt_ids(o.prompt_ids, cfg->vocab_size, &n_prompt))) {
+            status = 2;
+            goto done;
+        }
+    } else {
+        const char *text = prompt;
+        if (o.chat) {
+            if (!(chat_text = chat_format_llama2(o.system, prompt))) goto oom;
+            text = chat_text;
+        }
+        if (tokenizer_encode(tok, text, &ids, &n_ids, err, sizeof err) != 0) {
+            fprintf(stderr, "llm-run: %s\n", err);
+            goto done;
+        }
+        n_prompt = n_ids + 1;
+        if (!(tokens = malloc((size_t)n_prompt * sizeof *tokens))) goto oom;
+        tokens[0] = cfg->bos_token_id;
+        memcpy(tokens + 1, ids, (size_t)n_ids * sizeof *ids);
+    }
+    if (o.verbose_prompt) {
+        fprintf(stderr, "prompt: %d tokens\n", n_prompt);
+        for (int i = 0; i < n_prompt; i++)
+            fprintf(stderr, "%6d -> '%s'\n", tokens[i], tok ? tokenizer_piece(tok, tokens[i]) : "");
+    }
+    int ctx = o.ctx_len > 0 ? o.ctx_len : cfg->max_position_embeddings;
+    int chunk = o.prefill_chunk > 0 && o.prefill_chunk < n_prompt ? o.prefill_chunk : n_prompt;
+    int max_new = o.max_new;
+    if (o.ctx_len > 0 && o.ctx_len > cfg->max_position_embeddings && !o.pp.rope_shifted && !o.json)
+        fprintf(stderr, "llm-run: note: -c %d is beyond the model's trained context of %d\n", o.ctx_len,
+                cfg->max_position_embeddings);
+    if (!o.pp.rope_shifted || o.ctx_len > 0) {
+        /* absolute positions: everything forwarded (the prompt and every generated token but
+         * the last) must stay within the context */
+        if (n_prompt > ctx) {
+            if (o.ctx_len > 0)
+                fprintf(stderr, "llm-run: prompt is %d tokens, longer than the context of %d (-c)\n", n_prompt, ctx);
+            else
+                fprintf(stderr, "llm-run: prompt is %d tokens, longer than the model's context of %d (%s max_position_embeddings); a budgeted policy with --rope shifted --prefill-chunk N can take it\n",
+                        n_prompt, ctx, o.model_dir);
+            status = 2;
+            goto done;
+        }
+        if (n_prompt + max_new - 1 > ctx) {
+            max_new = ctx - n_prompt + 1;
+            if (!o.json)
+                fprintf(stderr, "llm-run: note: generating at most %d tokens to stay within the context of %d\n",
+                        max_new, ctx);
+        }
+    }
+
+    /* KV cache sized by the policy and budget, then the run state */
+    const policy_ops *ops = policy_find(o.policy);
+    o.pp.seed = o.seed;
+    if (o.kv_mem_limit_gb > 0) {
+        /* --kv-mem-limit: size the cache before allocating it (f32 K/V on the CPU, the k_proj
+         * dtype on the GPU) */
+        char what[64];
+        snprintf(what, sizeof what, "--kv-mem-limit %g GB", o.kv_mem_limit_gb);
+        size_t es = use_cuda ? dtype_size(mw.layers[0].wk.dtype) : sizeof(float);
+        if (es == 0) es = 2;
+        if (kv_check_limit(ops, &o.pp, cfg->n_layers, cfg->n_kv_heads, cfg->n_heads, cfg->head_dim,
+                           n_prompt, max_new, es, o.kv_mem_limit_gb * 1e9, what, err, sizeof err) != 0) {
+            fprintf(stderr, "llm-run: %s\n", err);
+            status = 2;
+            goto done;
+        }
+    }
+    if (kv_init(&kv, ops, &o.pp, cfg->n_layers, cfg->n_kv_heads, cfg->n_heads, cfg->head_dim,
+                n_prompt, max_new, err, sizeof err) != 0) {
+        fprintf(stderr, "llm-run: %s\n", err);
+        status = 2;
+        goto done;
+    }
+    int max_cap = 0;
+    for (int i = 0; i < kv.n_layers * kv.n_kv_heads; i++)
+        if (kv.cap[i] > max_cap) max_cap = kv.cap[i];
+    if (o.pp.rope_shifted && max_cap + (chunk < n_prompt ? chunk : 0) + 1 > ctx &&
+        n_prompt + max_new - 1 > ctx) {
+        /* shifted positions are ranks in the cache: capacity (+ chunk) must fit the context */
+        fprintf(stderr, "llm-run: --rope shifted: capacity %d%s exceeds the model's context of %d; lower --budget or --prefill-chunk\n",
+                max_cap, chunk < n_prompt ? " + prefill chunk" : "", ctx);
+        status = 2;
+        goto done;
+    }
+    cpu_set_threads(o.threads);
+    if ((use_cuda ? engine_init_cuda(&eng, &mw, &kv, chunk, err, sizeof err)
+                  : engine_init(&eng, &mw, &kv, chunk, o.threads, err, sizeof err)) != 0) {
+        fprintf(stderr, "llm-run: %s\n", err);
+        goto done;
+    }
+    /* on the GPU a greedy step copies back only the chosen token (device argmax) */
+    eng.want_logits = o.temp > 0 || o.logits_out != NULL;
+    if (sampler_init(&smp, cfg->vocab_size, o.temp, o.top_p, o.top_k, o.seed) != 0) goto oom;
+    if (o.logits_out) {
+        out.ns.path = o.logits_out;
+        out.ns.f = fopen(o.logits_out, "wb");
+        if (!out.ns.f) {
+            fprintf(stderr, "llm-run: %s: cannot write: %s\n", o.logits_out, strerror(errno));
+            goto done;
+        }
+        out.ns.cols = cfg->vocab_size;
+        if (npy_stream_header(&out.ns) != 0) {
+            fprintf(stderr, "llm-run: %s: write failed: %s\n", o.logits_out, strerror(errno));
+            goto done;
+        }
+    }
+    if (tok && !(out.dec = tok_decoder_new(tok))) goto oom;
+    if (out.dec) tok_decoder_reset(out.dec, tokens[n_prompt - 1]);
+    out.cap = 4096;
+    if (!(out.text = malloc(out.cap))) goto oom;
+    out.text[0] = '\0';
+    out.prefill_progress = chunk < n_prompt && !o.json && isatty(2);
+    signal(SIGINT, on_sigint);
+    signal(SIGTERM, on_sigint);
+    if (!use_cuda) blas_reserve_or_exit(o.threads);
+    t_load = now_s() - t_load;
+
+    /* the generation loop: EOS ends the answer; a BOS starts a new document (TinyStories-style
+     * models emit it between stories, and llama2.c stops there too) */
+    int stop_ids[2] = {cfg->eos_token_id, cfg->bos_token_id};
+    gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = 2,
+                     .want_prompt_logits = o.logits_out != NULL, .interrupted = &g_interrupted};
+    gen_callbacks cb = {.ctx = &out, .on_logits = o.logits_out ? on_logits : NULL, .on_token = on_token,
+                        .on_prefill = on_prefill};
+    if (generate(&eng, &smp, tokens, n_prompt, &gp, &cb, &g, err, sizeof err) != 0) {
+        if (out.prefill_progress) fputc('\n', stderr);
+        fprintf(stderr, "llm-run: %s\n", err);
+        goto done;
+    }
+    if (out.prefill_progress) fputc('\n', stderr);
+    char piece[TOK_DECODER_BUF];
+    int m = out.dec ? tok_decoder_flush(out.dec, piece, sizeof piece) : 0;
+    if (append(&out, piece, m, err, sizeof err) != 0) {
+        fprintf(stderr, "llm-run: %s\n", err);
+        goto done;
+    }
+    if (g_interrupted) fprintf(stderr, "\nllm-run: interrupted after %d tokens\n", g.n_gen);
+
+    /* report */
+    kv_stats st;
+    kv_stats_get(&kv, n_prompt, g.n_decode_steps, &st);
+    if (o.json) {
+        print_json(&o, &kv, &g, out.text, &st, use_cuda, &eng, chunk, t_load);
+    } else {
+        if (out.len > 0 && out.text[out.len - 1] != '\n') putchar('\n');
+        fflush(stdout);
+        print_summary(&kv, &g, &st, t_load);
+    }
+    status = g_interrupted ? 130 : 0;
+    goto done;
+oom:
+    fprintf(stderr, "llm-run: out of memory\n");
+    status = 1;
+done:
+    if (status == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
+        fprintf(stderr, "llm-run: stdout: write failed: %s\n", strerror(errno));
+        status = 1;
+    }
+    if (out.ns.f && fclose(out.ns.f) != 0 && status == 0) {
+        fprintf(stderr, "llm-run: %s: write failed: %s\n", o.logits_out, strerror(errno));
+        status = 1;
+    }
+    free(out.text);
+    tok_decoder_free(out.dec);
+    gen_result_free(&g);
+    sampler_free(&smp);
+    engine_free(&eng);
+    kv_free(&kv);
+    free(tokens);
+    free(ids);
+    free(chat_text);
+    free(prompt);
+    tokenizer_free(tok);
+    model_free(&mw);
+    return status;
+}

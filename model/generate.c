@@ -1,0 +1,98 @@
+/* generate.c — the one generation loop: prefill (in chunks, eviction in between), then sample,
+ * hand the token to the caller, decode, until max_new, an end-of-generation id, the caller's
+ * stop, or an interrupt. Used by `llm-run` (cli/run.c), `llm-run eval` (eval/generate.c) and
+ * `compare`; text, streaming and files are the callers' business (callbacks). */
+#include "model/model.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int is_stop(const gen_params *p, int id) {
+    for (int i = 0; i < p->n_stop_ids; i++)
+        if (p->stop_ids[i] == id) return 1;
+    return 0;
+}
+
+int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen_params *p,
+             const gen_callbacks *cb, gen_result *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    r->n_prompt = n_prompt;
+    r->stop = "length";
+    if (n_prompt <= 0) return fail(err, errlen, "empty prompt");
+    const int vocab = e->w->cfg.vocab_size;
+    const int chunk = p->prefill_chunk > 0 && p->prefill_chunk < n_prompt ? p->prefill_chunk : n_prompt;
+    const int want_rows = cb && cb->on_logits && p->want_prompt_logits;
+    float *rows = NULL;
+    if (want_rows && !(rows = malloc((size_t)chunk * vocab * sizeof *rows)))
+        return fail(err, errlen, "out of memory");
+    if (!(r->tokens = malloc(((size_t)(p->max_new > 0 ? p->max_new : 0) + 1) * sizeof *r->tokens))) {
+        free(rows);
+        return fail(err, errlen, "out of memory");
+    }
+#define INTERRUPTED() (p->interrupted && *p->interrupted)
+    int rc = -1;
+    /* prefill, in chunks when asked (eviction between chunks keeps peak KV ≤ capacity + chunk) */
+    double t0 = now_s();
+    for (int off = 0; off < n_prompt && !INTERRUPTED(); off += chunk) {
+        int m = n_prompt - off < chunk ? n_prompt - off : chunk;
+        if (engine_prefill(e, prompt + off, m, off, rows, err, errlen) != 0) goto done;
+        if (want_rows && cb->on_logits(cb->ctx, rows, m, err, errlen) != 0) goto done;
+        if (cb && cb->on_prefill) cb->on_prefill(cb->ctx, off + m, n_prompt);
+    }
+    r->prefill_s = now_s() - t0;
+
+    /* decode: sample, hand over, forward, until a stop */
+    double t1 = now_s();
+    for (int pos = n_prompt; r->n_gen < p->max_new; pos++) {
+        if (INTERRUPTED()) break;
+        /* on the GPU a greedy step brings back only the chosen token (device argmax) */
+        int next = e->dev && !e->want_logits && e->next >= 0 ? e->next : sampler_sample(smp, e->logits);
+        if (is_stop(p, next)) {
+            r->stop = "eos";
+            break;
+        }
+        r->tokens[r->n_gen++] = next;
+        if (cb && cb->on_token) {
+            int s = cb->on_token(cb->ctx, next, err, errlen);
+            if (s < 0) goto done;
+            if (s > 0) {
+                r->stop = "stop";
+                break;
+            }
+        }
+        if (r->n_gen == p->max_new) break;
+        if (engine_decode(e, next, pos, err, errlen) != 0) goto done;
+        r->n_decode_steps++;
+        if (cb && cb->on_logits && cb->on_logits(cb->ctx, e->logits, 1, err, errlen) != 0) goto done;
+    }
+    r->decode_s = now_s() - t1;
+    if (INTERRUPTED()) r->stop = "interrupted";
+    rc = 0;
+#undef INTERRUPTED
+done:
+    free(rows);
+    return rc;
+}
+
+void gen_result_free(gen_result *r) {
+    if (!r) return;
+    free(r->tokens);
+    r->tokens = NULL;
+}
