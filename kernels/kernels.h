@@ -47,6 +47,23 @@ typedef struct {
 /* Bytes of w's data. */
 size_t weight_bytes(const weight_t *w);
 
+/* ---------------------------------------------- ggml block formats (kernels/cpu/quant.c) */
+
+/* dst[n] = the row src as f32: n elements of dtype dt (n / dtype_block(dt) blocks laid out as
+ * ggml-common.h's block_q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_K / q5_K / q6_K; F32/F16/BF16
+ * are copied/widened). For the block formats the arithmetic is ggml-quants.c's
+ * dequantize_row_<type> operation for operation, so the floats are bit-identical with ggml's
+ * and with the gguf Python package's gguf.quants.dequantize. Writes nothing when n is not a
+ * multiple of dtype_block(dt). */
+void dequantize_row(dtype_t dt, const void *src, float *dst, int64_t n);
+
+/* dst = src[n] quantized to dt = DT_Q8_0 or DT_Q4_0 (n / 32 blocks, 34 or 18 bytes each)
+ * exactly as ggml's reference quantizers quantize_row_q8_0_ref / quantize_row_q4_0_ref
+ * (bit-identical with gguf.quants.quantize): Q8_0 d = max|x| / 127, q = roundf(x / d);
+ * Q4_0 d = x_maxabs / −8, q = min(15, (int8)(x / d + 8.5)); d stored as f16 (round to nearest
+ * even). Returns 0, or -1 (nothing written) for another dt or n not a multiple of 32. */
+int quantize_row(dtype_t dt, const float *src, void *dst, int64_t n);
+
 /* Scalar conversions (exact for f16/bf16 → f32). */
 float f16_to_f32(uint16_t h);
 float bf16_to_f32(uint16_t b);
@@ -69,18 +86,29 @@ const char *cpu_simd_name(void);
 /* Switches to the named family; -1 (err: the name) when unknown or not supported here. */
 int cpu_simd_use(const char *name, char *err, size_t errlen);
 
-/* y[n][w.rows] = x[n][w.cols] · wᵀ, weights F32, F16 or BF16 as stored.
- * n = 1 (decode): our matrix-vector kernels, OpenMP over the output rows, F16/BF16 widened in
- * registers (memory-bound: bytes read per token is what counts). n > 1 (prefill): matrix-matrix
- * through the BLAS (F16/BF16 widened one tile of rows at a time). Results of the families
- * differ only by summation order. */
+/* y[n][w.rows] = x[n][w.cols] · wᵀ, weights in any dtype as stored.
+ * F32, F16, BF16: n = 1 (decode): our matrix-vector kernels, OpenMP over the output rows,
+ * F16/BF16 widened in registers (memory-bound: bytes read per token is what counts). n > 1
+ * (prefill): matrix-matrix through the BLAS (F16/BF16 widened one tile of rows at a time).
+ * Results of the families differ only by summation order.
+ * Block formats (kernels/cpu/quant_gemm.c): the weights stay quantized; x is quantized once per
+ * call the way llama.cpp quantizes activations for its dot products, per block of 32 (or 256):
+ *   Q8_0, Q4_0, Q5_0 weights × Q8_0 activations (int8, d = max|x|/127 as f16, roundf);
+ *   Q4_1, Q5_1 weights × Q8_1 activations (Q8_0's quants and d, plus s = f16(d·Σq) for the
+ *     weights' min term m·s);
+ *   Q4_K, Q5_K, Q6_K weights × Q8_K activations (256 per block, int8, f32 d = max/−127,
+ *     round to nearest even, sums of each 16 quants);
+ * each block's integer dot product is scaled in f32 (ggml's vec_dot_<w>_q8_<x>). The error
+ * against f32 activations is that of the 8-bit activations (about 2⁻⁸ relative per block).
+ * n = 1: the row dot products split over the threads; n > 1: a blocked quantized GEMM
+ * (register tiles of activation rows × weight rows, weights read once per tile). */
 void matmul(float *y, const float *x, const weight_t *w, int n);
 
 /* matmul(y[i], x, w[i], n) for i < k, all w[i] with the same cols: for decode one parallel
  * region over all their rows (q/k/v, gate/up), the same results as k calls. */
 void matmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n);
 
-/* out[w.cols] = row `row` of w as f32 (the embedding lookup). */
+/* out[w.cols] = row `row` of w as f32 (the embedding lookup; block formats: dequantize_row). */
 void widen_row(float *out, const weight_t *w, int row);
 
 /* out[n][dim] = x / rms(x) * weight, rms over each row (LLaMA RMSNorm, eps inside the sqrt).

@@ -3,12 +3,16 @@
  * otherwise. */
 #include "kernels/cpu/simd.h"
 
+#include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef LLM_SIMD_X86
+#include <cpuid.h>
+#endif
 
 static _Atomic(const cpu_simd_ops *) g_active;
 
@@ -63,5 +67,64 @@ int cpu_simd_use(const char *name, char *err, size_t errlen)
         return -1;
     }
     atomic_store_explicit(&g_active, s, memory_order_release);
+    return 0;
+}
+
+/* ------------------------------------------------- quantized kernels (quant.h) */
+
+static _Atomic(const cpu_quant_ops *) g_quant_pinned;
+
+#ifdef LLM_SIMD_X86
+/* AVX-VNNI (CPUID.(EAX=7,ECX=1):EAX bit 4); __builtin_cpu_supports has no name for it in every
+ * compiler. The YMM state is enabled by the OS when AVX2 is usable. */
+static int has_avxvnni(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+    return (a >> 4) & 1;
+}
+#endif
+
+const cpu_quant_ops *cpu_quant_find(const char *name)
+{
+    if (!strcmp(name, "scalar")) return &cpu_quant_scalar;
+#ifdef LLM_SIMD_X86
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl");
+    if (!strcmp(name, "avx2") && avx2) return &cpu_quant_avx2;
+    if (!strcmp(name, "avxvnni") && avx2 && has_avxvnni()) return &cpu_quant_avxvnni;
+    if (!cpu_quant_avx512.mm[DT_Q8_0]) avx512 = 0;   /* TEMP */
+    if (!strcmp(name, "avx512") && avx512) return &cpu_quant_avx512;
+    if (!strcmp(name, "avx512vnni") && avx512 && __builtin_cpu_supports("avx512vnni"))
+        return &cpu_quant_avx512vnni;
+#endif
+    return NULL;
+}
+
+const cpu_quant_ops *cpu_quant(void)
+{
+    const cpu_quant_ops *q = atomic_load_explicit(&g_quant_pinned, memory_order_acquire);
+    if (q) return q;
+    /* follows the SIMD family (cheap: the lookups below run once per family change at most,
+     * the result is cached per family) */
+    static _Atomic(const cpu_quant_ops *) cache[3];
+    const char *fam = cpu_simd()->name;
+    int i = !strcmp(fam, "avx512") ? 2 : !strcmp(fam, "avx2") ? 1 : 0;
+    q = atomic_load_explicit(&cache[i], memory_order_acquire);
+    if (q) return q;
+    static const char *const order[3][5] = {
+        {"scalar"}, {"avxvnni", "avx2", "scalar"}, {"avx512vnni", "avx512", "avxvnni", "avx2", "scalar"}};
+    for (int k = 0; k < 5 && order[i][k] && !q; k++) q = cpu_quant_find(order[i][k]);
+    atomic_store_explicit(&cache[i], q, memory_order_release);
+    return q;
+}
+
+int cpu_quant_use(const char *name)
+{
+    const cpu_quant_ops *q = NULL;
+    if (name && !(q = cpu_quant_find(name))) return -1;
+    atomic_store_explicit(&g_quant_pinned, q, memory_order_release);
     return 0;
 }

@@ -1,10 +1,11 @@
-/* matmul for F32, F16 and BF16 weights.
+/* matmul for F32, F16 and BF16 weights (block formats go to quant_gemm.c).
  * Decode (n = 1): our matrix-vector kernels (simd.h), threaded with OpenMP over the output
  * rows in static contiguous chunks, one pass over each weight row, weights read as stored
  * (F16/BF16 widened in registers: half the bytes of F32). No allocation.
  * Prefill (n > 1): matrix-matrix through the BLAS (cblas_sgemm), the output rows split over the
  * OpenMP threads; F16/BF16 weights are widened one tile of rows at a time into a per-thread
  * buffer kept between calls. */
+#include "kernels/cpu/quant.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/kernels.h"
 
@@ -126,13 +127,19 @@ static void gemm_multi(float *const *y, const weight_t *const *w, int k, const f
 
 void matmul(float *y, const float *x, const weight_t *w, int n)
 {
-    if (n == 1) matvec(y, x, w);
+    if (dtype_is_quant(w->dtype)) qmatmul_multi(&y, &w, 1, x, n);
+    else if (n == 1) matvec(y, x, w);
     else gemm_multi(&y, &w, 1, x, n);
 }
 
 void matmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
 {
-    if (n == 1) matvec_multi(y, w, k, x);
+    int nq = 0;
+    for (int i = 0; i < k; i++) nq += dtype_is_quant(w[i]->dtype);
+    if (nq == k) qmatmul_multi(y, w, k, x, n);   /* block formats: quant_gemm.c */
+    else if (nq > 0)                             /* a mix: one matrix at a time */
+        for (int i = 0; i < k; i++) matmul(y[i], x, w[i], n);
+    else if (n == 1) matvec_multi(y, w, k, x);
     else gemm_multi(y, w, k, x, n);
 }
 
@@ -147,6 +154,8 @@ void widen_row(float *out, const weight_t *w, int row)
     }
     case DT_F16: cpu_simd()->widen_f16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
     case DT_BF16: cpu_simd()->widen_bf16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
-    default: break;
+    default:   /* block formats: ggml's dequantization of the one row */
+        dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)row * dtype_row_bytes(w->dtype, w->cols), out, w->cols);
+        break;
     }
 }

@@ -1,0 +1,136 @@
+/* kernels/cpu internal: ggml's block formats on the CPU — quantized activation rows, the
+ * weight-row × activation-row dot-product kernels of each SIMD family and their run-time choice.
+ * Not a public interface: only kernels/cpu, its tests and bench/bench_quant.c use it.
+ *
+ * Weights stay in ggml's block layout (ggml-common.h; kernels.h describes it). Activations are
+ * quantized per matmul call exactly as llama.cpp quantizes them for the dot products
+ * (ggml-quants.c quantize_row_q8_0_ref / q8_1_ref / q8_K_ref):
+ *   - "A32" (ggml's Q8_0 and Q8_1, which share their quants and scale) for Q8_0, Q4_0, Q5_0
+ *     (the Q8_0 part) and Q4_1, Q5_1 (which also use Q8_1's s = f16(d · Σq));
+ *   - "A256" (ggml's Q8_K) for Q4_K, Q5_K, Q6_K.
+ * A quantized activation row is stored planar rather than as an array of ggml blocks (the same
+ * numbers, laid out for vector loads); each part starts 64-byte aligned within the row:
+ *   A32, K = cols, nb = K/32:  int8 qs[K]; float d[nb] (the f16 scale, widened);
+ *       float s2[2·nb] (pairs {0, s_b}, s_b = f16(d_b · Σ_j qs_bj) widened: Q8_1's s);
+ *       int32 corr[nb][8] when the format's corr c ≠ 0: {−c · Σ_j qs_bj, 0, ..., 0} per block
+ *       (the SIMD kernels start their per-block integer sums from it when they use weights
+ *       offset to unsigned: Σ (q + c) y − c Σ y).
+ *   A256, nk = K/256: int8 qs[K]; float d[nk] (Q8_K's d, f32); int16 bs16[K/16] (Σ of each 16
+ *       quants: Q8_K's bsums); int16 bs32[K/32] (Σ of each 32).
+ */
+#ifndef LLM_KERNELS_CPU_QUANT_H
+#define LLM_KERNELS_CPU_QUANT_H
+
+#include "kernels/cpu/simd.h"
+#include "kernels/kernels.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define QK32 32    /* elements per block of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (and A32) */
+#define QKK 256    /* elements per super-block of Q4_K, Q5_K, Q6_K (and A256) */
+
+/* Activation row format: kind A32 or A256, and for A32 the correction factor c (0: no corr part). */
+enum { QA_32 = 0, QA_256 = 1 };
+typedef struct {
+    int kind;
+    int corr;
+} qact_fmt;
+
+static inline size_t qa_align(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Offsets (bytes from the row start) of the parts of a row of K columns. */
+static inline size_t qa_off_d(int K) { return qa_align((size_t)K); }
+static inline size_t qa_off_s2(int K) { return qa_off_d(K) + qa_align((size_t)(K / QK32) * 4); }
+static inline size_t qa_off_corr(int K) { return qa_off_s2(K) + qa_align((size_t)(K / QK32) * 8); }
+static inline size_t qa_off_bs16(int K) { return qa_off_d(K) + qa_align((size_t)(K / QKK) * 4); }
+static inline size_t qa_off_bs32(int K) { return qa_off_bs16(K) + qa_align((size_t)(K / 16) * 2); }
+
+/* Bytes of one quantized activation row of K columns in format f (a multiple of 64). */
+static inline size_t qact_row_bytes(qact_fmt f, int K)
+{
+    if (f.kind == QA_256) return qa_off_bs32(K) + qa_align((size_t)(K / QK32) * 2);
+    return qa_off_corr(K) + (f.corr ? (size_t)(K / QK32) * 32 : 0);
+}
+
+/* The activation kind a weight dtype's dot products use (QA_32 or QA_256), -1 if none. */
+int quant_act_kind(dtype_t wdt);
+
+/* Decoders shared by the families: 6-bit scale and min j (0..7) of a Q4_K/Q5_K super-block
+ * (ggml's get_scale_min_k4). */
+static inline void q_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static inline uint16_t q_rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t q_rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Y[j·ldy + r] = Σ_k W_r[k] · X_j[k] for r < nr, j < nx: W nr weight rows of K columns in one
+ * block dtype (rows wstride bytes apart); X nx activation rows in the family's format for that
+ * dtype (xstride bytes apart). K is a multiple of the dtype's block. */
+typedef void (*qmm_fn)(float *Y, size_t ldy, const uint8_t *W, size_t wstride, const uint8_t *X,
+                       size_t xstride, int nr, int nx, int K);
+
+typedef struct cpu_quant_ops {
+    const char *name;
+    /* kernels per weight dtype (NULL for F32/F16/BF16) */
+    qmm_fn mm[DT_COUNT];
+    /* the A32 correction factor each A32 dtype's kernel wants (0: none) */
+    int corr[DT_COUNT];
+    /* Quantize x[K] into one activation row (A32 with correction c, or A256); every family
+     * writes the same bytes as the scalar one. */
+    void (*act32)(uint8_t *row, const float *x, int K, int c);
+    void (*act256)(uint8_t *row, const float *x, int K);
+} cpu_quant_ops;
+
+extern const cpu_quant_ops cpu_quant_scalar;
+#ifdef LLM_SIMD_X86
+extern const cpu_quant_ops cpu_quant_avx2;        /* AVX2 + FMA + F16C (maddubs) */
+extern const cpu_quant_ops cpu_quant_avxvnni;     /* the same with AVX-VNNI vpdpbusd (256-bit) */
+extern const cpu_quant_ops cpu_quant_avx512;      /* AVX-512 F/BW/VL (maddubs) */
+extern const cpu_quant_ops cpu_quant_avx512vnni;  /* the same with AVX512-VNNI vpdpbusd */
+#endif
+
+/* The activation format the kernels of ops want for weight dtype wdt. */
+static inline qact_fmt quant_act_fmt(const cpu_quant_ops *ops, dtype_t wdt)
+{
+    qact_fmt f = {quant_act_kind(wdt), ops->corr[wdt]};
+    return f;
+}
+
+/* Quantize x[K] into row in format f with ops's quantizer. */
+static inline void quant_act_row(const cpu_quant_ops *ops, qact_fmt f, uint8_t *row, const float *x, int K)
+{
+    if (f.kind == QA_256) ops->act256(row, x, K);
+    else ops->act32(row, x, K, f.corr);
+}
+
+/* The quantized-kernel table that goes with the active SIMD family (dispatch.c): scalar →
+ * scalar; avx2 → avxvnni when the CPU has AVX-VNNI, else avx2; avx512 → avx512vnni when it has
+ * AVX512-VNNI (+BW, VL), avx512 with BW and VL, else the avx2 choice. cpu_quant_use() pins one. */
+const cpu_quant_ops *cpu_quant(void);
+/* The table called name ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni") if this CPU can
+ * run it, else NULL. */
+const cpu_quant_ops *cpu_quant_find(const char *name);
+/* Pins the table called name (NULL: back to following the SIMD family); -1 if unusable. */
+int cpu_quant_use(const char *name);
+
+/* Prefill strategy for quantized weights (quant_gemm.c): 0 = the blocked quantized GEMM
+ * (default), 1 = dequantize a tile of weight rows to f32 and run cblas_sgemm (kept for the
+ * comparison in bench/bench_quant.c). */
+extern int cpu_qgemm_mode;
+
+/* matmul/matmul_multi/widen_row for block dtypes (quant_gemm.c; matmul.c routes to them). */
+void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n);
+
+#endif

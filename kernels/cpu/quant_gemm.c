@@ -1,0 +1,190 @@
+/* matmul for ggml block weights (kernels.h): the activations are quantized once per call
+ * (quant.h: A32 for Q8_0/Q4_0/Q5_0/Q4_1/Q5_1, A256 for the K-quants), then the family's
+ * kernels (cpu_quant()) take the weight rows in their block layout; nothing is dequantized
+ * whole.
+ *
+ * Decode (n = 1): the OpenMP threads split the output rows of all the matrices of the call in
+ * contiguous slices (one fork/join for q/k/v or gate/up), one pass over each weight row.
+ * Prefill (n > 1): all n rows quantized inside the parallel region (each thread a slice of
+ * them), then each thread takes a contiguous slice of the output rows and walks it in chunks of
+ * QG_CHUNK_BYTES of weights (kept in its L2); for each chunk the kernel runs register tiles of
+ * several activation rows × weight rows over K, so a weight block is loaded once per tile, not
+ * once per activation row.
+ *
+ * The alternative "dequantize a tile of weight rows to f32 + cblas_sgemm" (cpu_qgemm_mode = 1)
+ * stays for comparison (bench/bench_quant). Measured on the Sapphire Rapids dev machine
+ * (GFLOP/s, 1 thread, n = 128 / 512; avx512vnni kernels vs dequantize + OpenBLAS sgemm):
+ * see QGEMM_NOTE below; the blocked quantized GEMM is the default because it is faster. */
+#include "kernels/cpu/quant.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cpu_qgemm_mode = 0;
+
+/* Below this many weights a matrix-vector product runs on one thread. */
+#define QMV_PAR_MIN (1 << 15)
+/* Weight bytes per prefill chunk (per thread): the chunk stays in the L2 while every
+ * activation row passes over it. */
+#define QG_CHUNK_BYTES (256u << 10)
+/* f32 tile of dequantized weight rows for cpu_qgemm_mode 1 (per thread). */
+#define QG_TILE_BYTES (1u << 20)
+/* Distinct activation formats one call can need (matrices of different dtypes). */
+#define QMAX_FMT 8
+
+/* Buffers of the thread that uses them (the caller's quantized activations; a worker's f32
+ * tile), kept and grown between calls. */
+static _Thread_local uint8_t *t_act;
+static _Thread_local size_t t_act_cap;
+static _Thread_local float *t_tile;
+static _Thread_local size_t t_tile_cap;
+
+static void *grow(void *p, size_t *cap, size_t need)
+{
+    if (need <= *cap) return p;
+    need = (need + 4095) & ~(size_t)4095;
+    void *q = aligned_alloc(64, need);
+    if (!q) return NULL;
+    free(p);
+    *cap = need;
+    return q;
+}
+
+/* The no-allocation path (when a buffer cannot be had): each weight row dequantized block by
+ * block on the stack and dotted with x in f32. */
+static void slow_rows(float *y, const float *x, const weight_t *w, int n)
+{
+    size_t rb = dtype_row_bytes(w->dtype, w->cols), bb = dtype_block_bytes(w->dtype);
+    int bk = dtype_block(w->dtype);
+    float tmp[256];
+    for (int j = 0; j < n; j++)
+        for (int r = 0; r < w->rows; r++) {
+            const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
+            double s = 0;
+            for (int b = 0; b < w->cols / bk; b++) {
+                dequantize_row(w->dtype, row + b * bb, tmp, bk);
+                for (int l = 0; l < bk; l++) s += (double)tmp[l] * x[(size_t)j * w->cols + b * bk + l];
+            }
+            y[(size_t)j * w->rows + r] = (float)s;
+        }
+}
+
+/* Output rows [a, b) of w for all n activation rows X (format of w, xs bytes apart). */
+static void run_rows(const cpu_quant_ops *ops, float *y, const weight_t *w, const uint8_t *X, size_t xs,
+                     int n, int a, int b)
+{
+    size_t rb = dtype_row_bytes(w->dtype, w->cols);
+    const uint8_t *W = w->data;
+    qmm_fn mm = ops->mm[w->dtype];
+    int chunk = n == 1 ? b - a : (int)(QG_CHUNK_BYTES / rb);
+    if (chunk < 8) chunk = 8;
+    for (int r0 = a; r0 < b; r0 += chunk) {
+        int m = b - r0 < chunk ? b - r0 : chunk;
+        mm(y + r0, (size_t)w->rows, W + (size_t)r0 * rb, rb, X, xs, m, n, w->cols);
+    }
+}
+
+/* cpu_qgemm_mode 1: rows [a, b) by dequantizing tiles of weight rows into f32 + sgemm. */
+static int sgemm_rows(float *y, const float *x, const weight_t *w, int n, int a, int b)
+{
+    int cols = w->cols;
+    size_t rb = dtype_row_bytes(w->dtype, cols);
+    int tr = (int)(QG_TILE_BYTES / sizeof(float) / (size_t)cols);
+    tr = tr < 16 ? 16 : tr & ~15;
+    if (tr > b - a) tr = b - a;
+    t_tile = grow(t_tile, &t_tile_cap, (size_t)tr * cols * sizeof(float));
+    if (!t_tile) return -1;
+    for (int t0 = a; t0 < b; t0 += tr) {
+        int m = b - t0 < tr ? b - t0 : tr;
+        for (int r = 0; r < m; r++)
+            dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)(t0 + r) * rb, t_tile + (size_t)r * cols, cols);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, cols, 1.0f, x, cols, t_tile, cols,
+                    0.0f, y + t0, w->rows);
+    }
+    return 0;
+}
+
+void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
+{
+    const cpu_quant_ops *ops = cpu_quant();
+    int K = w[0]->cols;
+    long long total = 0, work = 0;
+    for (int i = 0; i < k; i++) {
+        total += w[i]->rows;
+        work += (long long)n * w[i]->rows * w[i]->cols;
+    }
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (n == 1 && work < QMV_PAR_MIN) nt = 1;
+    if (n > 1 && work < (1 << 20)) nt = 1;
+
+    if (n > 1 && cpu_qgemm_mode == 1) {
+        int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
+            for (int i = 0; i < k; i++) {
+                long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+                if (a < b && sgemm_rows(y[i], x, w[i], n, (int)(a - base), (int)(b - base)) != 0) failed = 1;
+                base += w[i]->rows;
+            }
+        }
+        if (failed)
+            for (int i = 0; i < k; i++) slow_rows(y[i], x, w[i], n);
+        return;
+    }
+
+    /* the distinct activation formats, and where each one's n rows go */
+    qact_fmt fmt[QMAX_FMT];
+    size_t xs[QMAX_FMT], off[QMAX_FMT], need = 0;
+    int nf = 0, wf[64];
+    for (int i = 0; i < k; i++) {
+        qact_fmt f = quant_act_fmt(ops, w[i]->dtype);
+        int j = 0;
+        while (j < nf && (fmt[j].kind != f.kind || fmt[j].corr != f.corr)) j++;
+        if (j == nf) {
+            if (nf == QMAX_FMT || i >= 64) {   /* more than the call can hold: one at a time */
+                for (int m = 0; m < k; m++) qmatmul_multi(&y[m], &w[m], 1, x, n);
+                return;
+            }
+            fmt[nf] = f;
+            xs[nf] = qact_row_bytes(f, K);
+            off[nf] = need;
+            need += xs[nf] * (size_t)n;
+            nf++;
+        }
+        if (i < 64) wf[i] = j;
+    }
+    if (k > 64) {
+        for (int m = 0; m < k; m++) qmatmul_multi(&y[m], &w[m], 1, x, n);
+        return;
+    }
+    t_act = grow(t_act, &t_act_cap, need);
+    if (!t_act) {
+        for (int i = 0; i < k; i++) slow_rows(y[i], x, w[i], n);
+        return;
+    }
+    uint8_t *act = t_act;
+    if (n == 1)
+        for (int f = 0; f < nf; f++) quant_act_row(ops, fmt[f], act + off[f], x, K);
+
+#pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), T = omp_get_num_threads();
+        if (n > 1) {
+            for (int f = 0; f < nf; f++)
+                for (int j = n * t / T; j < n * (t + 1) / T; j++)
+                    quant_act_row(ops, fmt[f], act + off[f] + (size_t)j * xs[f], x + (size_t)j * K, K);
+#pragma omp barrier
+        }
+        long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
+        for (int i = 0; i < k; i++) {
+            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+            if (a < b) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], n, (int)(a - base), (int)(b - base));
+            base += w[i]->rows;
+        }
+    }
+}

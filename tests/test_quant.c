@@ -1,0 +1,557 @@
+/* Tests for ggml's block formats on the CPU (kernels/cpu/quant*.c):
+ *  - dequantize_row of every block type equals the gguf Python package's
+ *    gguf.quants.dequantize bit for bit, on random blocks with edge values and on real blocks cut
+ *    from SmolLM2-135M Q4_1 and Qwen2.5-Coder-0.5B (tests/fixtures/quant, written by
+ *    scripts/make_quant_fixtures.py); widen_row too;
+ *  - quantize_row Q8_0/Q4_0 equals gguf.quants.quantize byte for byte;
+ *  - the activation quantizers of every family write the scalar ones' bytes, and A32 is
+ *    ggml's Q8_0 (quantize_row), A256 ggml's Q8_K (re-derived here);
+ *  - every family's kernels (dot products, matvec, GEMM tiles) against the scalar reference at
+ *    odd sizes: |y − y_ref| ≤ 1e-5 · Σ_k |w_k·x_k| (the integer block sums are exact; only the
+ *    f32 scaling and summation order differ), and the GEMM against n separate matvecs;
+ *  - matmul on quantized weights against an f32 reference (dequantized weights × f32
+ *    activations, in double) within the bound the 8-bit activations allow: one activation
+ *    quantization step per element, Σ_k |w_k| · amax_b(k)/127 (rounding gives at most half a
+ *    step, the f16 scale 127·2⁻¹¹ of one more), plus for Q4_1/Q5_1 Σ_b |m_b| · 64 · amax_b/127
+ *    (twice the s = f16(d·Σq) term's worst case); and in aggregate an RMS error within twice
+ *    the rounding noise's, Σ_k w_k²·step²/12 (step = amax_b/127).
+ * Families the CPU cannot run are skipped, and say so. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/quant.h"
+#include "kernels/kernels.h"
+
+/* ------------------------------------------------------------------------ helpers */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static float frand(void) { return (float)(rnd() * (2.0 / 4294967296.0) - 1.0); }   /* [-1, 1) */
+
+static const dtype_t QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
+#define N_QTYPES (int)(sizeof QTYPES / sizeof QTYPES[0])
+static const char *const FAMILIES[] = {"avx2", "avxvnni", "avx512", "avx512vnni"};
+#define N_FAMILIES (int)(sizeof FAMILIES / sizeof FAMILIES[0])
+
+static const cpu_quant_ops *family(const char *name)
+{
+    const cpu_quant_ops *q = cpu_quant_find(name);
+    if (!q) printf("  [ SKIP ] %s quantized kernels: this CPU (or build) cannot run them\n", name);
+    return q;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
+    assert_non_null(p);
+    return p;
+}
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+
+/* rows × K weights of dtype dt: random quant bits, f16 scales of moderate size (either sign for
+ * d, as files have them; mins and dmin too). */
+static uint8_t *rand_weights(dtype_t dt, int rows, int K)
+{
+    size_t rb = dtype_row_bytes(dt, K), bb = dtype_block_bytes(dt);
+    uint8_t *w = xmalloc(rb * rows);
+    for (size_t i = 0; i < rb * rows; i++) w[i] = (uint8_t)rnd();
+    for (size_t b = 0; b < rb * rows / bb; b++) {
+        uint8_t *p = w + b * bb;
+        uint16_t s1 = f32_to_f16(frand() * 0.02f), s2 = f32_to_f16(frand() * 0.02f);
+        if (dt == DT_Q6_K) put16(p + 208, s1);
+        else {
+            put16(p, s1);
+            if (dt == DT_Q4_1 || dt == DT_Q5_1 || dt == DT_Q4_K || dt == DT_Q5_K) put16(p + 2, s2);
+        }
+    }
+    return w;
+}
+
+static float *rand_floats(size_t n, float scale)
+{
+    float *a = xmalloc(n * sizeof *a);
+    for (size_t i = 0; i < n; i++) a[i] = frand() * scale;
+    return a;
+}
+
+/* |a − b| ≤ tol, with a message naming what differs. */
+#define CLOSE(a, b, tol, ...)                                                                  \
+    do {                                                                                       \
+        double a_ = (a), b_ = (b), t_ = (tol);                                                 \
+        if (!(fabs(a_ - b_) <= t_)) {                                                          \
+            print_error(__VA_ARGS__);                                                          \
+            print_error(": %.9g vs %.9g (diff %.3g > tol %.3g)\n", a_, b_, fabs(a_ - b_), t_); \
+            fail();                                                                            \
+        }                                                                                      \
+    } while (0)
+
+/* ------------------------------------------------------------------------ fixtures */
+
+typedef struct {
+    char info[121], type[9];
+    uint32_t kind, n, be, bb;
+    uint8_t *blocks;
+    float *floats;
+} fixture;
+
+#define FIX "tests/fixtures/quant/"
+
+static int load_fixture(const char *name, fixture *f)
+{
+    char path[256];
+    snprintf(path, sizeof path, FIX "%s", name);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return -1;
+    char magic[8];
+    uint32_t h[4];
+    memset(f, 0, sizeof *f);
+    int ok = fread(magic, 8, 1, fp) == 1 && !memcmp(magic, "LLMQFX1", 8) && fread(f->info, 120, 1, fp) == 1 &&
+             fread(f->type, 8, 1, fp) == 1 && fread(h, 4, 4, fp) == 4;
+    if (ok) {
+        f->kind = h[0], f->n = h[1], f->be = h[2], f->bb = h[3];
+        f->blocks = malloc((size_t)f->n * f->bb);
+        f->floats = malloc((size_t)f->n * f->be * 4);
+        ok = f->blocks && f->floats;
+        if (ok && f->kind == 0)
+            ok = fread(f->blocks, f->bb, f->n, fp) == f->n && fread(f->floats, 4 * f->be, f->n, fp) == f->n;
+        else if (ok)
+            ok = fread(f->floats, 4 * f->be, f->n, fp) == f->n && fread(f->blocks, f->bb, f->n, fp) == f->n;
+    }
+    fclose(fp);
+    return ok ? 0 : -2;
+}
+
+static void free_fixture(fixture *f)
+{
+    free(f->blocks);
+    free(f->floats);
+}
+
+static const char *const DEQ_FIXTURES[] = {
+    "deq_Q8_0_random.bin", "deq_Q4_0_random.bin", "deq_Q4_1_random.bin", "deq_Q5_0_random.bin",
+    "deq_Q5_1_random.bin", "deq_Q4_K_random.bin", "deq_Q5_K_random.bin", "deq_Q6_K_random.bin",
+    "deq_Q4_1_smollm2.bin", "deq_Q8_0_smollm2.bin", "deq_Q5_0_qwen25.bin", "deq_Q8_0_qwen25.bin",
+    "deq_Q4_K_qwen25.bin", "deq_Q6_K_qwen25.bin",
+};
+
+static void test_dequantize_matches_gguf_bit_for_bit(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof DEQ_FIXTURES / sizeof DEQ_FIXTURES[0]; i++) {
+        fixture f;
+        int rc = load_fixture(DEQ_FIXTURES[i], &f);
+        if (rc) fail_msg("%s: cannot read (%d): run scripts/make_quant_fixtures.py", DEQ_FIXTURES[i], rc);
+        int dt = dtype_from_name(f.type);
+        assert_true(dt >= 0 && dtype_is_quant((dtype_t)dt));
+        assert_int_equal(f.kind, 0);
+        assert_int_equal(f.be, dtype_block((dtype_t)dt));
+        assert_int_equal(f.bb, dtype_block_bytes((dtype_t)dt));
+        size_t ne = (size_t)f.n * f.be;
+        float *out = malloc(ne * 4);
+        assert_non_null(out);
+        /* the whole fixture as one row, then block by block */
+        for (int pass = 0; pass < 2; pass++) {
+            memset(out, 0xA5, ne * 4);
+            if (pass == 0) dequantize_row((dtype_t)dt, f.blocks, out, (int64_t)ne);
+            else
+                for (uint32_t b = 0; b < f.n; b++) dequantize_row((dtype_t)dt, f.blocks + (size_t)b * f.bb, out + (size_t)b * f.be, f.be);
+            for (size_t k = 0; k < ne; k++) {
+                uint32_t a, e;
+                memcpy(&a, out + k, 4);
+                memcpy(&e, f.floats + k, 4);
+                if (a != e)
+                    fail_msg("%s (%s): element %zu (block %zu): %.9g (0x%08x) vs gguf %.9g (0x%08x)", DEQ_FIXTURES[i],
+                             f.info, k, k / f.be, out[k], a, f.floats[k], e);
+            }
+        }
+        /* widen_row of a matrix of these blocks (rows of 2 blocks when there are enough) */
+        int bpr = f.n % 2 == 0 ? 2 : 1;
+        weight_t w = {(dtype_t)dt, f.blocks, (int)(f.n / bpr), (int)(bpr * f.be)};
+        for (int r = 0; r < w.rows; r += 7) {
+            widen_row(out, &w, r);
+            assert_memory_equal(out, f.floats + (size_t)r * w.cols, (size_t)w.cols * 4);
+        }
+        printf("  %-22s %4u blocks bit-identical (%s)\n", DEQ_FIXTURES[i], f.n, f.info);
+        free(out);
+        free_fixture(&f);
+    }
+}
+
+static void test_quantize_row_matches_gguf_byte_for_byte(void **state)
+{
+    (void)state;
+    const char *names[] = {"quant_Q8_0.bin", "quant_Q4_0.bin"};
+    for (int i = 0; i < 2; i++) {
+        fixture f;
+        int rc = load_fixture(names[i], &f);
+        if (rc) fail_msg("%s: cannot read (%d)", names[i], rc);
+        dtype_t dt = (dtype_t)dtype_from_name(f.type);
+        assert_int_equal(f.kind, 1);
+        uint8_t *q = malloc((size_t)f.n * f.bb);
+        assert_int_equal(quantize_row(dt, f.floats, q, (int64_t)f.n * f.be), 0);
+        for (uint32_t b = 0; b < f.n; b++)
+            if (memcmp(q + (size_t)b * f.bb, f.blocks + (size_t)b * f.bb, f.bb)) {
+                for (uint32_t k = 0; k < f.bb; k++)
+                    if (q[b * f.bb + k] != f.blocks[b * f.bb + k])
+                        fail_msg("%s: block %u byte %u: 0x%02x vs gguf 0x%02x", names[i], b, k, q[b * f.bb + k],
+                                 f.blocks[b * f.bb + k]);
+            }
+        printf("  %-22s %4u blocks byte-identical (%s)\n", names[i], f.n, f.info);
+        free(q);
+        free_fixture(&f);
+    }
+    float x[64] = {0};
+    uint8_t buf[64];
+    assert_int_equal(quantize_row(DT_Q4_1, x, buf, 32), -1);
+    assert_int_equal(quantize_row(DT_Q8_0, x, buf, 33), -1);
+}
+
+/* ------------------------------------------------------------- activation quantizers */
+
+/* rows of x with the awkward cases: zeros, ties at amax 127, a negative maximum, ±max ties */
+static void edge_rows(float *x, int K, int row)
+{
+    for (int k = 0; k < K; k++) x[k] = frand() * (row % 3 == 0 ? 3.0f : 0.01f);
+    if (row == 1)
+        for (int k = 0; k < K && k < 64; k++) x[k] = 0.0f;
+    if (row == 2)
+        for (int k = 0; k < K; k++) x[k] = (float)((k * 37) % 255 - 127) + ((k & 1) ? 0.5f : 0.0f);
+    if (row == 4) x[K / 2] = -50.0f;
+    if (row == 5) {
+        x[3] = 7.0f;
+        x[K - 5] = -7.0f;
+    }
+}
+
+static void test_activation_quantizers_every_family_match_scalar_and_ggml(void **state)
+{
+    (void)state;
+    const int Ks[] = {32, 96, 256, 768, 1792};
+    for (int ki = 0; ki < 5; ki++) {
+        int K = Ks[ki];
+        float *x = xmalloc((size_t)K * 4);
+        for (int row = 0; row < 6; row++) {
+            edge_rows(x, K, row);
+            for (int kind = 0; kind < 2; kind++) {
+                if (kind == QA_256 && K % QKK) continue;
+                for (int c = 0; c <= 128; c += 64) {
+                    if (kind == QA_256 && c) continue;
+                    qact_fmt fm = {kind, c};
+                    size_t rb = qact_row_bytes(fm, K);
+                    uint8_t *r0 = xmalloc(rb), *r1 = xmalloc(rb);
+                    memset(r0, 0, rb);
+                    quant_act_row(&cpu_quant_scalar, fm, r0, x, K);
+                    if (kind == QA_32) {   /* the quants and d are ggml's Q8_0 */
+                        uint8_t *q = xmalloc((size_t)K / 32 * 34);
+                        quantize_row(DT_Q8_0, x, q, K);
+                        const float *d = (const float *)(r0 + qa_off_d(K));
+                        for (int b = 0; b < K / 32; b++) {
+                            assert_memory_equal(r0 + 32 * b, q + 34 * b + 2, 32);
+                            assert_true(d[b] == f16_to_f32(q_rd16(q + 34 * b)));
+                            const float *s2 = (const float *)(r0 + qa_off_s2(K));
+                            int sum = 0;
+                            for (int l = 0; l < 32; l++) sum += (int8_t)r0[32 * b + l];
+                            assert_true(s2[2 * b] == 0.0f);
+                            float amax = 0;
+                            for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(x[32 * b + l]));
+                            assert_true(s2[2 * b + 1] == f16_to_f32(f32_to_f16((float)sum * (amax / 127))));
+                            if (c) assert_int_equal(((const int32_t *)(r0 + qa_off_corr(K)))[8 * b], -c * sum);
+                        }
+                        free(q);
+                    } else {               /* ggml's quantize_row_q8_K_ref, re-derived */
+                        const float *d = (const float *)(r0 + qa_off_d(K));
+                        const int16_t *bs16 = (const int16_t *)(r0 + qa_off_bs16(K));
+                        const int16_t *bs32 = (const int16_t *)(r0 + qa_off_bs32(K));
+                        for (int b = 0; b < K / 256; b++) {
+                            const float *xb = x + 256 * b;
+                            int im = 0;
+                            for (int l = 1; l < 256; l++)
+                                if (fabsf(xb[l]) > fabsf(xb[im])) im = l;
+                            float iscale = xb[im] ? -127.f / xb[im] : 0.0f;
+                            assert_true(d[b] == (xb[im] ? 1 / iscale : 0.0f));
+                            for (int l = 0; l < 256; l++) {
+                                float v = rintf(iscale * xb[l]);
+                                assert_int_equal((int8_t)r0[256 * b + l], (int)(v > 127 ? 127 : v));
+                            }
+                            for (int g = 0; g < 16; g++) {
+                                int s = 0;
+                                for (int l = 0; l < 16; l++) s += (int8_t)r0[256 * b + 16 * g + l];
+                                assert_int_equal(bs16[16 * b + g], s);
+                                if (g & 1) assert_int_equal(bs32[8 * b + g / 2], s + bs16[16 * b + g - 1]);
+                            }
+                        }
+                    }
+                    for (int f = 0; f < N_FAMILIES; f++) {
+                        const cpu_quant_ops *q = cpu_quant_find(FAMILIES[f]);
+                        if (!q) continue;
+                        memset(r1, 0, rb);
+                        quant_act_row(q, fm, r1, x, K);
+                        if (memcmp(r0, r1, rb))
+                            fail_msg("%s act%s c=%d K=%d row %d differs from scalar", q->name, kind ? "256" : "32", c, K, row);
+                    }
+                    free(r0);
+                    free(r1);
+                }
+            }
+        }
+        free(x);
+    }
+}
+
+/* ------------------------------------------------------------------ family kernels */
+
+static const int NXS[] = {1, 2, 3, 5, 17, 64};
+
+static void test_kernels_every_family_match_scalar_at_odd_sizes(void **state)
+{
+    (void)state;
+    const int ROWS[] = {1, 3, 17};
+    const int NBLK[] = {1, 3, 7};
+    int tested = 0;
+    for (int f = 0; f < N_FAMILIES; f++) {
+        const cpu_quant_ops *q = family(FAMILIES[f]);
+        if (!q) continue;
+        for (int t = 0; t < N_QTYPES; t++) {
+            dtype_t dt = QTYPES[t];
+            for (int ki = 0; ki < 3; ki++) {
+                int K = NBLK[ki] * dtype_block(dt), rows = ROWS[ki];
+                int nxmax = NXS[5];
+                uint8_t *W = rand_weights(dt, rows, K);
+                float *x = rand_floats((size_t)nxmax * K, 1.0f);
+                for (int k = 0; k < K; k++) x[k] *= 40.0f;   /* row 0 of another scale */
+                qact_fmt f0 = quant_act_fmt(&cpu_quant_scalar, dt), f1 = quant_act_fmt(q, dt);
+                size_t xs0 = qact_row_bytes(f0, K), xs1 = qact_row_bytes(f1, K), rb = dtype_row_bytes(dt, K);
+                uint8_t *X0 = xmalloc(xs0 * nxmax), *X1 = xmalloc(xs1 * nxmax);
+                for (int j = 0; j < nxmax; j++) {
+                    quant_act_row(&cpu_quant_scalar, f0, X0 + j * xs0, x + (size_t)j * K, K);
+                    quant_act_row(q, f1, X1 + j * xs1, x + (size_t)j * K, K);
+                }
+                float *wf = xmalloc((size_t)rows * K * 4);
+                dequantize_row(dt, W, wf, (int64_t)rows * K);
+                float *y0 = xmalloc((size_t)nxmax * rows * 4), *y1 = xmalloc((size_t)nxmax * rows * 4);
+                float *y2 = xmalloc((size_t)nxmax * rows * 4);
+                for (int ni = 0; ni < 6; ni++) {
+                    int nx = NXS[ni];
+                    cpu_quant_scalar.mm[dt](y0, rows, W, rb, X0, xs0, rows, nx, K);
+                    q->mm[dt](y1, rows, W, rb, X1, xs1, rows, nx, K);
+                    for (int j = 0; j < nx; j++)   /* n separate matvecs (row by row too) */
+                        for (int r = 0; r < rows; r++)
+                            q->mm[dt](y2 + (size_t)j * rows + r, 0, W + r * rb, rb, X1 + j * xs1, 0, 1, 1, K);
+                    for (int j = 0; j < nx; j++)
+                        for (int r = 0; r < rows; r++) {
+                            double mag = 0;
+                            for (int k = 0; k < K; k++) mag += fabs((double)wf[(size_t)r * K + k] * x[(size_t)j * K + k]);
+                            size_t o = (size_t)j * rows + r;
+                            CLOSE(y1[o], y0[o], 1e-5 * mag + 1e-30, "%s %s K %d rows %d nx %d: y[%d][%d] vs scalar",
+                                  q->name, dtype_name(dt), K, rows, nx, j, r);
+                            CLOSE(y1[o], y2[o], 1e-5 * mag + 1e-30, "%s %s K %d nx %d: GEMM y[%d][%d] vs matvec",
+                                  q->name, dtype_name(dt), K, nx, j, r);
+                        }
+                    tested++;
+                }
+                free(W), free(x), free(X0), free(X1), free(wf), free(y0), free(y1), free(y2);
+            }
+        }
+    }
+    printf("  %d (family, dtype, K, n) cases\n", tested);
+}
+
+/* A kernel that ignores a block's scale or an element must fail the test above: the scalar
+ * reference differs from the f32 product by only the activation rounding, and a corrupted block
+ * moves y by more than the tolerance. */
+static void test_scalar_reference_is_the_dot_product_of_dequantized_rows(void **state)
+{
+    (void)state;
+    for (int t = 0; t < N_QTYPES; t++) {
+        dtype_t dt = QTYPES[t];
+        int K = 3 * dtype_block(dt);
+        uint8_t *W = rand_weights(dt, 1, K);
+        float *x = rand_floats(K, 1.0f), *wf = xmalloc((size_t)K * 4);
+        dequantize_row(dt, W, wf, K);
+        qact_fmt fm = quant_act_fmt(&cpu_quant_scalar, dt);
+        uint8_t *X = xmalloc(qact_row_bytes(fm, K));
+        quant_act_row(&cpu_quant_scalar, fm, X, x, K);
+        /* the activation row dequantized: x̂ = q·d */
+        const int8_t *qs = (const int8_t *)X;
+        const float *d = (const float *)(X + qa_off_d(K));
+        double ref = 0, refq = 0, bound = 0;
+        for (int k = 0; k < K; k++) {
+            float xh = qs[k] * d[k / (fm.kind == QA_256 ? 256 : 32)];
+            ref += (double)wf[k] * x[k];
+            refq += (double)wf[k] * xh;
+            bound += fabs(wf[k]) * 1e-5;
+        }
+        float y;
+        cpu_quant_scalar.mm[dt](&y, 0, W, 0, X, 0, 1, 1, K);
+        /* Q4_1/Q5_1 take the min term m·Σx̂ as m·s, s = f16(d·Σq) with the unrounded d: off by
+         * at most |m|·|s|·2⁻¹⁰ per block */
+        double tol = 1e-5 * fabs(refq) + bound;
+        if (dt == DT_Q4_1 || dt == DT_Q5_1)
+            for (int b = 0; b < K / 32; b++)
+                tol += fabs(f16_to_f32(q_rd16(W + b * dtype_block_bytes(dt) + 2))) *
+                       fabs(((const float *)(X + qa_off_s2(K)))[2 * b + 1]) / 1024;
+        CLOSE(y, refq, tol, "%s: scalar dot vs Σ w·x̂", dtype_name(dt));
+        free(W), free(x), free(wf), free(X);
+    }
+}
+
+/* ---------------------------------------------------------------- matmul end to end */
+
+static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, int threads)
+{
+    uint8_t *W;
+    float *wsrc = NULL;
+    if (dt == DT_Q8_0 || dt == DT_Q4_0) {   /* quantized from f32 weights, as --dtype does */
+        wsrc = rand_floats((size_t)rows * K, 0.05f);
+        W = xmalloc(dtype_row_bytes(dt, K) * rows);
+        assert_int_equal(quantize_row(dt, wsrc, W, (int64_t)rows * K), 0);
+    } else W = rand_weights(dt, rows, K);
+    float *wf = xmalloc((size_t)rows * K * 4), *x = rand_floats((size_t)n * K, 1.0f);
+    for (int j = 0; j < n; j++)   /* rows of different scales */
+        for (int k = 0; k < K; k++) x[(size_t)j * K + k] *= (float)(1 + j % 4) * ((k * 7) % 13 == 0 ? 4.0f : 1.0f);
+    dequantize_row(dt, W, wf, (int64_t)rows * K);
+    weight_t w = {dt, W, rows, K};
+    float *y = xmalloc((size_t)n * rows * 4), *y1 = xmalloc((size_t)rows * 4);
+    cpu_set_threads(threads);
+    assert_int_equal(cpu_quant_use(fam), 0);
+    matmul(y, x, &w, n);
+    int bk = dtype_block(dt) == 256 ? 256 : 32, mins = dt == DT_Q4_1 || dt == DT_Q5_1;
+    double e2 = 0, v2 = 0;
+    for (int j = 0; j < n; j++) {
+        const float *xj = x + (size_t)j * K;
+        for (int r = 0; r < rows; r++) {
+            const float *wr = wf + (size_t)r * K;
+            double ref = 0, bound = 0;
+            for (int b = 0; b < K / bk; b++) {
+                double amax = 0, wabs = 0, w2 = 0;
+                for (int l = 0; l < bk; l++) {
+                    amax = fmax(amax, fabs(xj[b * bk + l]));
+                    wabs += fabs(wr[b * bk + l]);
+                    w2 += (double)wr[b * bk + l] * wr[b * bk + l];
+                    ref += (double)wr[b * bk + l] * xj[b * bk + l];
+                }
+                double step = amax / 127;
+                bound += wabs * step;
+                v2 += w2 * step * step / 12;   /* rounding errors: uniform in ±step/2 */
+                if (mins) {   /* the block's min m: the term m·s, s = f16(d·Σq) ≈ Σx */
+                    double m = f16_to_f32(q_rd16(W + (size_t)r * dtype_row_bytes(dt, K) + (size_t)b * dtype_block_bytes(dt) + 2));
+                    bound += fabs(m) * 64 * step;
+                    v2 += m * m * 32 * step * step / 12;
+                }
+            }
+            float got = y[(size_t)j * rows + r];
+            CLOSE(got, ref, bound + 1e-6, "%s %s rows %d K %d n %d threads %d: y[%d][%d] vs f32 reference", fam,
+                  dtype_name(dt), rows, K, n, threads, j, r);
+            e2 += (got - ref) * (got - ref);
+        }
+        if (j < 3 || j == n - 1) {   /* decode of the same row gives the same numbers */
+            matmul(y1, xj, &w, 1);
+            for (int r = 0; r < rows; r++)
+                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * fabs(y1[r]) + 1e-6, "%s %s: decode vs prefill row %d", fam,
+                      dtype_name(dt), j);
+        }
+    }
+    /* in aggregate the error is the rounding noise's: RMS within 2× of Σ w²·step²/12 */
+    if (!(e2 <= 4 * v2)) fail_msg("%s %s n %d: RMS error %.3g > 2 × the rounding noise %.3g", fam, dtype_name(dt), n, sqrt(e2), sqrt(v2));
+    /* the dequantize + sgemm prefill: f32 activations, only f32 rounding */
+    if (n > 1) {
+        cpu_qgemm_mode = 1;
+        matmul(y, x, &w, n);
+        cpu_qgemm_mode = 0;
+        for (int j = 0; j < n; j++)
+            for (int r = 0; r < rows; r++) {
+                double ref = 0, mag = 0;
+                for (int k = 0; k < K; k++) {
+                    ref += (double)wf[(size_t)r * K + k] * x[(size_t)j * K + k];
+                    mag += fabs((double)wf[(size_t)r * K + k] * x[(size_t)j * K + k]);
+                }
+                CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag, "%s sgemm path y[%d][%d]", dtype_name(dt), j, r);
+            }
+    }
+    assert_int_equal(cpu_quant_use(NULL), 0);
+    free(W), free(wsrc), free(wf), free(x), free(y), free(y1);
+}
+
+static void test_matmul_quantized_matches_f32_reference(void **state)
+{
+    (void)state;
+    const char *fams[] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni"};
+    for (int f = 0; f < 5; f++) {
+        if (!cpu_quant_find(fams[f])) {
+            printf("  [ SKIP ] matmul with %s quantized kernels: not supported here\n", fams[f]);
+            continue;
+        }
+        for (int t = 0; t < N_QTYPES; t++) {
+            dtype_t dt = QTYPES[t];
+            int K = dtype_block(dt) == 256 ? 512 : 96;
+            check_matmul(dt, 37, K, 1, fams[f], 1);
+            check_matmul(dt, 37, K, 5, fams[f], 1);
+            check_matmul(dt, 301, K * 3, 9, fams[f], 2);   /* big enough to run threaded */
+            check_matmul(dt, 300, K * 2, 1, fams[f], 2);
+        }
+    }
+    cpu_set_threads(1);
+}
+
+static void test_matmul_multi_mixed_dtypes_equals_single_calls(void **state)
+{
+    (void)state;
+    const dtype_t dts[] = {DT_Q5_0, DT_Q8_0, DT_Q4_1, DT_Q4_0};
+    int K = 256, n = 6;
+    for (int threads = 1; threads <= 2; threads++) {
+        cpu_set_threads(threads);
+        for (int n_ = 1; n_ <= n; n_ += n - 1) {
+            uint8_t *W[4];
+            weight_t w[4];
+            const weight_t *wp[4];
+            float *y[4], *ys[4];
+            float *x = rand_floats((size_t)n_ * K, 1.0f);
+            for (int i = 0; i < 4; i++) {
+                int rows = 150 + 37 * i;
+                W[i] = rand_weights(dts[i], rows, K);
+                w[i] = (weight_t){dts[i], W[i], rows, K};
+                wp[i] = &w[i];
+                y[i] = xmalloc((size_t)n_ * rows * 4);
+                ys[i] = xmalloc((size_t)n_ * rows * 4);
+                matmul(ys[i], x, &w[i], n_);
+            }
+            matmul_multi(y, wp, 4, x, n_);
+            for (int i = 0; i < 4; i++) {
+                assert_memory_equal(y[i], ys[i], (size_t)n_ * w[i].rows * 4);
+                free(W[i]), free(y[i]), free(ys[i]);
+            }
+            free(x);
+        }
+    }
+    cpu_set_threads(1);
+}
+
+int main(void)
+{
+    printf("quantized kernels in use: %s (SIMD family %s)\n", cpu_quant()->name, cpu_simd_name());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dequantize_matches_gguf_bit_for_bit),
+        cmocka_unit_test(test_quantize_row_matches_gguf_byte_for_byte),
+        cmocka_unit_test(test_activation_quantizers_every_family_match_scalar_and_ggml),
+        cmocka_unit_test(test_kernels_every_family_match_scalar_at_odd_sizes),
+        cmocka_unit_test(test_scalar_reference_is_the_dot_product_of_dequantized_rows),
+        cmocka_unit_test(test_matmul_quantized_matches_f32_reference),
+        cmocka_unit_test(test_matmul_multi_mixed_dtypes_equals_single_calls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
