@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench, llama-tokenize and llama-cli once, from the source that ships in
+# Builds llama.cpp's llama-bench and llama-tokenize once, from the source that ships in
 # the PyPI sdist of llama-cpp-python (its vendor/llama.cpp), into a cache outside the repo, and
 # prints the bin directory. The reference for speed (bench/, issue 17) and for GGUF tokenization
 # (scripts/make_bpe_fixtures.py, issue 15). Never run in CI: 12-15 minutes on 2 cores.
@@ -29,10 +29,12 @@ if [ ! -d "$DIR/src" ]; then
     mv "$DIR/llama_cpp_python-$VERSION/vendor/llama.cpp" "$DIR/src"
     rm -rf "$DIR/llama_cpp_python-$VERSION" "$DIR/sdist"
 fi
-# the commit: the sdist carries no .git; llama.cpp's CMake reads it from git, so record what the
-# vendored tree says about itself (build-info) when present
-commit=$(grep -rhoE 'LLAMA_COMMIT[^"]*"[0-9a-f]{7,40}"' "$DIR/src" 2>/dev/null | head -1 | grep -oE '[0-9a-f]{7,40}' || true)
-echo "llama-cpp-python $VERSION vendor/llama.cpp ${commit:-commit not recorded in the sdist}" > "$DIR/COMMIT"
+# the commit: the sdist carries no git metadata (llama-bench prints "commit unknown"); record the
+# sdist's hash and the llama.cpp commit its vendor/ submodule pins (0c1e570 for 0.3.36, as the
+# project's issue 17 recorded from the upstream repository)
+if [ ! -f "$DIR/COMMIT" ]; then
+    echo "llama-cpp-python $VERSION sdist, vendor/llama.cpp = llama.cpp 0c1e570 (submodule pin of that release)" > "$DIR/COMMIT"
+fi
 
 flags=(-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
        -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DCMAKE_BUILD_TYPE=Release
@@ -53,7 +55,7 @@ fi
 echo "llamacpp: building (${flags[*]})" >&2
 cmake -S "$DIR/src" -B "$DIR/build" "${flags[@]}" >"$DIR/cmake.log" 2>&1 ||
     { tail -20 "$DIR/cmake.log" >&2; exit 1; }
-cmake --build "$DIR/build" -j"$(nproc)" --target llama-bench llama-tokenize llama-cli >"$DIR/build.log" 2>&1 ||
+cmake --build "$DIR/build" -j"$(nproc)" --target llama-bench llama-tokenize >"$DIR/build.log" 2>&1 ||
     { tail -30 "$DIR/build.log" >&2; exit 1; }
 printf '%s\n' "${flags[*]}" > "$DIR/FLAGS"
 echo "$BIN"

@@ -207,6 +207,10 @@ typedef struct {
     st_file *files;                  /* one per shard */
     void **owned;                    /* buffers allocated by model_convert */
     int n_owned;
+#define MODEL_MAX_KEPT 8
+    int n_kept;                      /* model_convert: weights left in their dtype (row length not
+                                        a multiple of the target's block) */
+    char kept[MODEL_MAX_KEPT][96];   /* the first of their names */
     gguf_file *gguf;                 /* a GGUF model: the open file (metadata for the tokenizer
                                         and chat template; files[0] is its renamed tensor table),
                                         NULL for safetensors */
@@ -223,7 +227,9 @@ typedef struct {
 int model_load(const char *path, model_weights *m, char *err, size_t errlen);
 
 /* Converts the weight matrices (embedding, projections, LM head) to dtype `to` in newly owned
- * buffers: F16/BF16 → F32 exactly, F32/F16 → BF16 and F32/BF16 → F16 rounding to nearest even.
+ * buffers: F16/BF16/block formats → F32 exactly, → BF16/F16 rounding to nearest even, → Q8_0 or
+ * Q4_0 with ggml's reference quantizers (row-wise blocks of 32; a matrix whose row length is not
+ * a multiple of 32, like stories260K's FFN of 172, stays in its dtype: m->n_kept / m->kept).
  * Norm weights become F32 when to is F32 and otherwise stay as stored (the kernels read any
  * dtype). Weights already in `to` stay in the mmap; a tied LM head stays shared. Not calling
  * it keeps every weight in the file's dtype (--dtype auto). Returns 0, or -1 on allocation

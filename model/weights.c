@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <omp.h>
 
 #define INDEX_MAX_BYTES (64 << 20)
 
@@ -395,54 +396,80 @@ static void *alloc_weight(size_t bytes) {
     return p;
 }
 
-/* Converts w to dtype `to` in a newly owned buffer (F16/BF16 → F32 exact; → F16/BF16 rounds to
- * nearest even). */
-static int convert(model_weights *m, weight_t *w, dtype_t to, char *err, size_t errlen) {
-    if (w->dtype == to) return 0;
-    size_t n = (size_t)w->rows * (size_t)w->cols;
-    void *out = alloc_weight(n * dtype_size(to));
-    if (!out)
+/* Converts w to dtype `to` in a newly owned buffer, row by row: F16/BF16/block formats → F32
+ * exact (dequantize_row); → F16/BF16 rounds to nearest even; → Q8_0/Q4_0 with ggml's reference
+ * quantizers (quantize_row). A weight whose row length is not a multiple of the target's block
+ * stays as it is (*kept = 1). */
+static int convert(model_weights *m, weight_t *w, dtype_t to, int *kept, char *err, size_t errlen) {
+    if (kept) *kept = 0;
+    if (w->dtype == to || !w->data) return 0;
+    if (w->cols % dtype_block(to)) {
+        if (kept) *kept = 1;
+        return 0;
+    }
+    size_t in_rb = dtype_row_bytes(w->dtype, w->cols), out_rb = dtype_row_bytes(to, w->cols);
+    char *out = alloc_weight(out_rb * (size_t)w->rows);
+    float *tmp = malloc(sizeof *tmp * (size_t)w->cols * (size_t)(omp_get_max_threads() + 1));
+    if (!out || !tmp) {
+        free(out);
+        free(tmp);
         return fail(err, errlen, "model_convert: out of memory converting a [%d, %d] weight to %s",
                     w->rows, w->cols, dtype_name(to));
-    const dtype_t from = w->dtype;
-    const void *in = w->data;
-    #pragma omp parallel for schedule(static) if (n >= (1 << 18))
-    for (size_t i = 0; i < n; i++) {
-        float f = from == DT_F32 ? ((const float *)in)[i]
-                : from == DT_F16 ? f16_to_f32(((const uint16_t *)in)[i])
-                                 : bf16_to_f32(((const uint16_t *)in)[i]);
-        if (to == DT_F32) ((float *)out)[i] = f;
-        else if (to == DT_F16) ((uint16_t *)out)[i] = f32_to_f16(f);
-        else ((uint16_t *)out)[i] = f32_to_bf16(f);
     }
+    const dtype_t from = w->dtype;
+    const char *in = w->data;
+    #pragma omp parallel for schedule(static) if ((size_t)w->rows * w->cols >= (1 << 18))
+    for (int r = 0; r < w->rows; r++) {
+        float *row = tmp + (size_t)omp_get_thread_num() * w->cols;
+        dequantize_row(from, in + (size_t)r * in_rb, row, w->cols);
+        char *dst = out + (size_t)r * out_rb;
+        if (to == DT_F32) memcpy(dst, row, sizeof *row * (size_t)w->cols);
+        else if (to == DT_F16) for (int i = 0; i < w->cols; i++) ((uint16_t *)dst)[i] = f32_to_f16(row[i]);
+        else if (to == DT_BF16) for (int i = 0; i < w->cols; i++) ((uint16_t *)dst)[i] = f32_to_bf16(row[i]);
+        else quantize_row(to, row, dst, w->cols);
+    }
+    free(tmp);
     m->owned[m->n_owned++] = out;
     *w = (weight_t){.dtype = to, .data = out, .rows = w->rows, .cols = w->cols};
     return 0;
 }
 
 int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen) {
-    if (to != DT_F32 && to != DT_F16 && to != DT_BF16)
-        return fail(err, errlen, "model_convert: unknown dtype %d", (int)to);
+    if (to != DT_F32 && to != DT_F16 && to != DT_BF16 && to != DT_Q8_0 && to != DT_Q4_0)
+        return fail(err, errlen, "model_convert: unsupported target dtype %s", dtype_name(to));
+    m->n_kept = 0;
     int n_layers = m->cfg.n_layers;
     size_t cap = (size_t)m->n_owned + 3 + 9 * (size_t)n_layers;
     void **owned = realloc(m->owned, cap * sizeof *owned);
     if (!owned) return fail(err, errlen, "model_convert: out of memory");
     m->owned = owned;
-    int tied = m->lm_head.data == m->embed.data;
-    if (convert(m, &m->embed, to, err, errlen)) return -1;
+    int tied = m->lm_head.data == m->embed.data, kept;
+#define CONVERT(w, dt, name) do { \
+        if (convert(m, (w), (dt), &kept, err, errlen)) return -1; \
+        if (kept && m->n_kept < MODEL_MAX_KEPT) snprintf(m->kept[m->n_kept++], sizeof m->kept[0], "%s", (name)); \
+        else if (kept) m->n_kept++; \
+    } while (0)
+    CONVERT(&m->embed, to, "model.embed_tokens.weight");
     if (tied) m->lm_head = m->embed;
-    else if (convert(m, &m->lm_head, to, err, errlen)) return -1;
+    else CONVERT(&m->lm_head, to, "lm_head.weight");
     /* norm weights: to F32 with everything else, otherwise kept as stored (tiny) */
-    if (to == DT_F32 && convert(m, &m->final_norm, DT_F32, err, errlen)) return -1;
+    if (to == DT_F32) CONVERT(&m->final_norm, DT_F32, "model.norm.weight");
+    static const char *names[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                                  "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
     for (int l = 0; l < n_layers && m->layers; l++) {
         layer_weights *lw = &m->layers[l];
         weight_t *ws[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-            if (convert(m, ws[i], to, err, errlen)) return -1;
-        if (to == DT_F32 && (convert(m, &lw->attn_norm, DT_F32, err, errlen) ||
-                             convert(m, &lw->ffn_norm, DT_F32, err, errlen)))
-            return -1;
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, names[i]);
+            CONVERT(ws[i], to, name);
+        }
+        if (to == DT_F32) {
+            CONVERT(&lw->attn_norm, DT_F32, "input_layernorm");
+            CONVERT(&lw->ffn_norm, DT_F32, "post_attention_layernorm");
+        }
     }
+#undef CONVERT
     return 0;
 }
 
@@ -450,7 +477,7 @@ int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen) {
 static int make_resident(model_weights *m, weight_t *w, char *err, size_t errlen) {
     for (int i = 0; i < m->n_owned; i++)
         if (m->owned[i] == w->data) return 0;
-    size_t bytes = (size_t)w->rows * (size_t)w->cols * dtype_size(w->dtype);
+    size_t bytes = weight_bytes(w);
     void *out = alloc_weight(bytes);
     if (!out) return fail(err, errlen, "model_make_resident: out of memory copying a [%d, %d] weight", w->rows, w->cols);
     const char *src = w->data;
@@ -487,14 +514,14 @@ int model_to_f32(model_weights *m, char *err, size_t errlen) {
 size_t model_weight_bytes(const model_weights *m, int per_token) {
     const model_config *c = &m->cfg;
     size_t b = 0;
-    #define WB(w) ((size_t)(w).rows * (w).cols * dtype_size((w).dtype))
+    #define WB(w) ((w).data ? weight_bytes(&(w)) : 0)
     for (int l = 0; l < c->n_layers && m->layers; l++) {
         const layer_weights *lw = &m->layers[l];
         b += WB(lw->attn_norm) + WB(lw->wq) + WB(lw->wk) + WB(lw->wv) + WB(lw->wo) +
              WB(lw->ffn_norm) + WB(lw->w_gate) + WB(lw->w_up) + WB(lw->w_down);
     }
     b += WB(m->final_norm) + WB(m->lm_head);
-    if (per_token) b += (size_t)c->hidden_size * dtype_size(m->embed.dtype);  /* one embedding row */
+    if (per_token) b += dtype_row_bytes(m->embed.dtype, c->hidden_size);  /* one embedding row */
     else if (m->embed.data != m->lm_head.data) b += WB(m->embed);
     #undef WB
     return b;
