@@ -90,7 +90,9 @@ SETTER(set_dtype) {
     else if (!strcmp(v, "f32")) O->dtype = DT_F32;
     else if (!strcmp(v, "f16")) O->dtype = DT_F16;
     else if (!strcmp(v, "bf16")) O->dtype = DT_BF16;
-    else return cli_die("--dtype: expected f32, f16, bf16 or auto, got '%s'", v);
+    else if (!strcmp(v, "q8_0")) O->dtype = DT_Q8_0;
+    else if (!strcmp(v, "q4_0")) O->dtype = DT_Q4_0;
+    else return cli_die("--dtype: expected f32, f16, bf16, q8_0, q4_0 or auto, got '%s'", v);
     return 0;
 }
 SETTER(set_device) {
@@ -180,7 +182,8 @@ const cli_opt cli_run_options[] = {
     {"--prompt-ids", NULL, "IDS", "token ids as given, nothing prepended: 1,2,3 or @FILE (JSON array)", CLI_G_MODEL, 0, set_prompt_ids},
     {"--chat", NULL, NULL, "wrap the prompt in the model's chat template", CLI_G_MODEL, 1, set_chat},
     {"--system", NULL, "TEXT", "system prompt for --chat", CLI_G_MODEL, 0, set_system},
-    {"--dtype", NULL, "f32|f16|bf16|auto", "weight dtype in memory (default auto: as in the file)", CLI_G_MODEL, 0, set_dtype},
+    {"--dtype", NULL, "TYPE", "weight dtype in memory: auto (as in the file, default), f32, f16, bf16, or\n"
+     "q8_0/q4_0 (quantized at load, row-wise blocks of 32; other row lengths stay as stored)", CLI_G_MODEL, 0, set_dtype},
     {"--max-new-tokens", "-n", "N", "tokens to generate (default 256); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
     {"--ctx-size", "-c", "N", "context: prompt + generated positions at most (default: the model's)", CLI_G_GEN, 0, set_ctx},
     {"--temp", NULL, "F", "temperature; 0 = greedy (default 0)", CLI_G_GEN, 1, set_temp},

@@ -332,6 +332,12 @@ int cli_run_main(int argc, char **argv)
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }
+    if (mw.n_kept && !o.json) {
+        fprintf(stderr, "llm-run: note: --dtype %s: %d weight%s kept in the file's dtype (row length not a multiple of %d):",
+                dtype_name((dtype_t)o.dtype), mw.n_kept, mw.n_kept > 1 ? "s" : "", dtype_block((dtype_t)o.dtype));
+        for (int i = 0; i < mw.n_kept && i < MODEL_MAX_KEPT; i++) fprintf(stderr, " %s", mw.kept[i]);
+        fprintf(stderr, "%s\n", mw.n_kept > MODEL_MAX_KEPT ? " ..." : "");
+    }
     const model_config *cfg = &mw.cfg;
     char tok_path[1200];
     snprintf(tok_path, sizeof tok_path, "%s/tokenizer.model", o.model_dir);
