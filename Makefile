@@ -9,7 +9,7 @@ CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -I. -MMD -MP
 CXXFLAGS ?= $(OPT) -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -I. -MMD -MP
-LDLIBS  += -lsentencepiece -lcjson -lz -lopenblas -lm -lstdc++ -fopenmp -lpthread
+LDLIBS  += -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -lstdc++ -fopenmp -lpthread
 LDFLAGS +=
 
 # SANITIZE=1: AddressSanitizer (with LeakSanitizer) + UBSan into build-san/; any report ends the

@@ -6,7 +6,8 @@
 # sanitizer runtimes and LLVM's OpenMP; the normal build and `make test` do not need them.
 set -euo pipefail
 
-DEB_PKGS=(build-essential libsentencepiece-dev libcjson-dev libopenblas-dev libcmocka-dev
+DEB_PKGS=(build-essential libsentencepiece-dev libcjson-dev libpcre2-dev libutf8proc-dev
+          libopenblas-dev libcmocka-dev
           zlib1g-dev jq valgrind python3 python3-pip)
 if [ "${1:-}" = "--fuzz" ]; then
     DEB_PKGS+=(clang libomp-dev)

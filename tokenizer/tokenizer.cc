@@ -1,15 +1,22 @@
-// tokenizer.cc — extern "C" wrapper around sentencepiece::SentencePieceProcessor, and the
-// streaming detokenizer. See tokenizer.h for the contract. Every entry point catches all
-// exceptions: nothing thrown here reaches C.
+// tokenizer.cc — extern "C" wrapper around sentencepiece::SentencePieceProcessor, the streaming
+// detokenizer, and the dispatch of the tokenizer.h API to the byte-level BPE implementation
+// (bpe*.c) for tokenizers loaded from tokenizer.json or GGUF metadata. See tokenizer.h for the
+// contract. Every entry point catches all exceptions: nothing thrown here reaches C.
 #include "tokenizer/tokenizer.h"
 
+extern "C" {
+#include "tokenizer/bpe.h"
+}
+
 #include <sentencepiece_processor.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -78,6 +85,7 @@ int utf8_claimed_len(unsigned char c) {
 }  // namespace
 
 struct tokenizer {
+    bpe_model *bpe = nullptr;          // byte-level BPE; everything below is SentencePiece
     sentencepiece::SentencePieceProcessor sp;
     std::string path;
     int vocab = 0, bos = -1, eos = -1;
@@ -89,10 +97,14 @@ struct tokenizer {
     bool strip_first = true;    // add_dummy_prefix / remove_extra_whitespaces: strip at start
     bool strip_repeat = true;   // keep stripping while the output is still empty
                                 // (remove_extra_whitespaces; older releases)
+    std::vector<std::string> control_pieces;  // for TOK_PARSE_SPECIAL, longest first
+    std::vector<int> control_ids;
+    ~tokenizer() { bpe_model_free(bpe); }
 };
 
 struct tok_decoder {
     const tokenizer *t;
+    bpe_stream bs;             // BPE state
     bool armed;                // the next "▁" piece loses its space
     bool emitted;              // some text was emitted since the reset
     unsigned char pending[4];  // bytes of an incomplete character
@@ -176,7 +188,75 @@ tokenizer *load(const char *model_path, char *err, size_t errlen) {
         }
     }
     probe_stripping(t.get());
+    std::vector<int> order;
+    for (int i = 0; i < t->vocab; i++)
+        if (t->kind[i] == PK_CONTROL && !t->pieces[i].empty()) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return t->pieces[a].size() > t->pieces[b].size();
+    });
+    for (int i : order) {
+        t->control_pieces.push_back(t->pieces[i]);
+        t->control_ids.push_back(i);
+    }
     return t.release();
+}
+
+// What tokenizer_load is given: a folder (tokenizer.json, else tokenizer.model), a JSON file
+// (its first non-blank byte is '{') or anything else (SentencePiece).
+enum class file_kind { json, spm };
+
+std::string resolve(const char *path, file_kind *kind) {
+    std::string p = path;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        const std::string base = p.empty() || p.back() == '/' ? p : p + "/";
+        if (stat((base + "tokenizer.json").c_str(), &st) == 0) {
+            *kind = file_kind::json;
+            return base + "tokenizer.json";
+        }
+        *kind = file_kind::spm;
+        return base + "tokenizer.model";
+    }
+    *kind = file_kind::spm;
+    if (FILE *f = fopen(path, "rb")) {
+        int c;
+        while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {}
+        if (c == '{') *kind = file_kind::json;
+        fclose(f);
+    }
+    return p;
+}
+
+// SentencePiece with TOK_PARSE_SPECIAL: control pieces written in the text split it (longest
+// first, as llama.cpp's tokenizer_st_partition), the parts are encoded one by one.
+void spm_encode_special(const tokenizer *t, const std::string &text, std::vector<int> &out) {
+    struct frag { size_t a, b; int id; };
+    std::vector<frag> fr{{0, text.size(), -1}};
+    if (text.empty()) fr.clear();
+    for (size_t k = 0; k < t->control_pieces.size(); k++) {
+        const std::string &p = t->control_pieces[k];
+        std::vector<frag> next;
+        for (const frag &f : fr) {
+            if (f.id >= 0) { next.push_back(f); continue; }
+            size_t pos = f.a;
+            for (;;) {
+                const size_t at = text.find(p, pos);
+                if (at == std::string::npos || at + p.size() > f.b) break;
+                if (at > pos) next.push_back({pos, at, -1});
+                next.push_back({at, at + p.size(), t->control_ids[k]});
+                pos = at + p.size();
+            }
+            if (pos < f.b) next.push_back({pos, f.b, -1});
+        }
+        fr.swap(next);
+    }
+    for (const frag &f : fr) {
+        if (f.id >= 0) { out.push_back(f.id); continue; }
+        std::vector<int> v;
+        auto st = t->sp.Encode(text.substr(f.a, f.b - f.a), &v);
+        if (!st.ok()) throw std::runtime_error(st.ToString());
+        out.insert(out.end(), v.begin(), v.end());
+    }
 }
 
 // Appends the characters complete in pending[0..n) to out; with final, incomplete ones become
@@ -218,7 +298,17 @@ extern "C" {
 
 tokenizer *tokenizer_load(const char *model_path, char *err, size_t errlen) {
     try {
-        return load(model_path, err, errlen);
+        if (!model_path) return load(model_path, err, errlen);
+        file_kind kind;
+        const std::string path = resolve(model_path, &kind);
+        if (kind == file_kind::spm) return load(path.c_str(), err, errlen);
+        bpe_model *m = bpe_model_from_json(path.c_str(), err, errlen);
+        if (!m) return nullptr;
+        tokenizer *t = new tokenizer;
+        t->bpe = m;
+        t->path = path;
+        t->vocab = bpe_vocab_size(m);
+        return t;
     } catch (const std::exception &e) {
         set_err(err, errlen, "%s: %s", model_path ? model_path : "(null)", e.what());
     } catch (...) {
@@ -228,10 +318,79 @@ tokenizer *tokenizer_load(const char *model_path, char *err, size_t errlen) {
     return nullptr;
 }
 
+void tok_bpe_spec_init(tok_bpe_spec *spec) {
+    if (!spec) return;
+    memset(spec, 0, sizeof *spec);
+    spec->bos_id = spec->eos_id = spec->eot_id = spec->eom_id = spec->pad_id = spec->unk_id = -1;
+    spec->add_bos = spec->add_eos = -1;
+}
+
+tokenizer *tokenizer_load_bpe(const tok_bpe_spec *spec, char *err, size_t errlen) {
+    try {
+        bpe_model *m = bpe_model_from_spec(spec, err, errlen);
+        if (!m) return nullptr;
+        tokenizer *t = new tokenizer;
+        t->bpe = m;
+        t->path = spec->source ? spec->source : "GGUF";
+        t->vocab = bpe_vocab_size(m);
+        return t;
+    } catch (...) {
+        set_err(err, errlen, "%s: out of memory loading the tokenizer",
+                spec && spec->source ? spec->source : "GGUF");
+    }
+    return nullptr;
+}
+
 void tokenizer_free(tokenizer *t) { delete t; }
+
+int tokenizer_kind(const tokenizer *t) { return !t ? 0 : t->bpe ? TOK_KIND_BPE : TOK_KIND_SPM; }
+
+int tokenizer_encode_ex(const tokenizer *t, const char *text, size_t len, unsigned flags,
+                        int **ids, int *n, char *err, size_t errlen) {
+    if (ids) *ids = nullptr;
+    if (n) *n = 0;
+    if (!t || (!text && len > 0) || !ids || !n) {
+        set_err(err, errlen, "tokenizer_encode: NULL argument");
+        return -1;
+    }
+    if (t->bpe) return bpe_encode(t->bpe, text ? text : "", len, flags, ids, n, err, errlen);
+    try {
+        std::vector<int> v;
+        if ((flags & TOK_ADD_SPECIAL) && t->bos >= 0) v.push_back(t->bos);
+        const std::string s(text ? text : "", len);
+        if (flags & TOK_PARSE_SPECIAL) {
+            spm_encode_special(t, s, v);
+        } else {
+            std::vector<int> w;
+            auto st = t->sp.Encode(s, &w);
+            if (!st.ok()) {
+                set_err(err, errlen, "%s: encode failed (%s)", t->path.c_str(),
+                        st.ToString().c_str());
+                return -1;
+            }
+            v.insert(v.end(), w.begin(), w.end());
+        }
+        int *out = (int *)malloc((v.empty() ? 1 : v.size()) * sizeof(int));
+        if (!out) {
+            set_err(err, errlen, "tokenizer_encode: out of memory for %zu ids", v.size());
+            return -1;
+        }
+        if (!v.empty()) memcpy(out, v.data(), v.size() * sizeof(int));
+        *ids = out;
+        *n = (int)v.size();
+        return 0;
+    } catch (const std::exception &e) {
+        set_err(err, errlen, "%s: encode failed (%s)", t->path.c_str(), e.what());
+    } catch (...) {
+        set_err(err, errlen, "%s: encode failed", t->path.c_str());
+    }
+    return -1;
+}
 
 int tokenizer_encode(const tokenizer *t, const char *text, int **ids, int *n,
                      char *err, size_t errlen) {
+    if (t && t->bpe && text)
+        return tokenizer_encode_ex(t, text, strlen(text), TOK_PARSE_SPECIAL, ids, n, err, errlen);
     if (ids) *ids = nullptr;
     if (n) *n = 0;
     if (!t || !text || !ids || !n) {
@@ -262,8 +421,25 @@ int tokenizer_encode(const tokenizer *t, const char *text, int **ids, int *n,
     return -1;
 }
 
+int tokenizer_decode_ex(const tokenizer *t, const int *ids, int n, unsigned flags, char **text,
+                        size_t *len, char *err, size_t errlen) {
+    if (text) *text = nullptr;
+    if (len) *len = 0;
+    if (t && t->bpe) {
+        if (!text || n < 0 || (n > 0 && !ids)) {
+            set_err(err, errlen, "tokenizer_decode: bad argument");
+            return -1;
+        }
+        return bpe_decode(t->bpe, ids, n, flags, text, len, err, errlen);
+    }
+    const int rc = tokenizer_decode(t, ids, n, text, err, errlen);
+    if (rc == 0 && len) *len = strlen(*text);  // SentencePiece: up to a decoded NUL
+    return rc;
+}
+
 int tokenizer_decode(const tokenizer *t, const int *ids, int n, char **text,
                      char *err, size_t errlen) {
+    if (t && t->bpe) return tokenizer_decode_ex(t, ids, n, 0, text, nullptr, err, errlen);
     if (text) *text = nullptr;
     if (!t || !text || n < 0 || (n > 0 && !ids)) {
         set_err(err, errlen, "tokenizer_decode: bad argument");
@@ -296,16 +472,47 @@ int tokenizer_decode(const tokenizer *t, const int *ids, int n, char **text,
 }
 
 int tokenizer_vocab_size(const tokenizer *t) { return t ? t->vocab : 0; }
-int tokenizer_bos_id(const tokenizer *t) { return t ? t->bos : -1; }
-int tokenizer_eos_id(const tokenizer *t) { return t ? t->eos : -1; }
+int tokenizer_bos_id(const tokenizer *t) { return !t ? -1 : t->bpe ? bpe_bos_id(t->bpe) : t->bos; }
+int tokenizer_eos_id(const tokenizer *t) { return !t ? -1 : t->bpe ? bpe_eos_id(t->bpe) : t->eos; }
+int tokenizer_add_bos(const tokenizer *t) {
+    return !t ? 0 : t->bpe ? bpe_add_bos(t->bpe) : t->bos >= 0;
+}
+int tokenizer_add_eos(const tokenizer *t) { return t && t->bpe ? bpe_add_eos(t->bpe) : 0; }
+
+int tokenizer_eog_ids(const tokenizer *t, const int **ids) {
+    if (!t || !ids) return 0;
+    if (t->bpe) return bpe_eog_ids(t->bpe, ids);
+    *ids = &t->eos;
+    return t->eos >= 0 ? 1 : 0;
+}
+
+int tokenizer_is_eog(const tokenizer *t, int id) {
+    const int *v;
+    const int n = tokenizer_eog_ids(t, &v);
+    for (int i = 0; i < n; i++) if (v[i] == id) return 1;
+    return 0;
+}
+
+int tokenizer_token_type(const tokenizer *t, int id) {
+    if (!t || id < 0 || id >= t->vocab) return 0;
+    if (t->bpe) return bpe_token_type(t->bpe, id);
+    static const int map[] = {TOK_TYPE_NORMAL, TOK_TYPE_CONTROL, TOK_TYPE_UNKNOWN, TOK_TYPE_BYTE};
+    return map[t->kind[id]];
+}
+
+const char *tokenizer_chat_template(const tokenizer *t) {
+    return t && t->bpe ? bpe_chat_template(t->bpe) : nullptr;
+}
 
 const char *tokenizer_piece(const tokenizer *t, int id) {
     if (!t || id < 0 || id >= t->vocab) return nullptr;
+    if (t->bpe) return bpe_piece(t->bpe, id);
     return t->pieces[id].c_str();
 }
 
 int tokenizer_piece_to_id(const tokenizer *t, const char *piece) {
     if (!t || !piece) return -1;
+    if (t->bpe) return bpe_piece_to_id(t->bpe, piece);
     try {
         int id = t->sp.PieceToId(piece);
         if (id < 0 || id >= t->vocab || t->kind[id] == PK_UNKNOWN) return -1;
@@ -326,9 +533,21 @@ tok_decoder *tok_decoder_new(const tokenizer *t) {
 
 void tok_decoder_free(tok_decoder *d) { free(d); }
 
+size_t tok_decoder_buf_size(const tokenizer *t) {
+    size_t n = TOK_DECODER_BUF;
+    if (t && t->bpe && bpe_max_piece_bytes(t->bpe) + 13 > n) n = bpe_max_piece_bytes(t->bpe) + 13;
+    return n;
+}
+
+void tok_decoder_set_special(tok_decoder *d, int render) {
+    if (d) d->bs.special = render != 0;
+}
+
 void tok_decoder_reset(tok_decoder *d, int prev_token) {
     if (!d) return;
     const tokenizer *t = d->t;
+    d->bs.n_pending = 0;
+    if (t->bpe) return;
     const bool start = prev_token < 0 ||
                        (prev_token < t->vocab && t->kind[prev_token] == PK_CONTROL);
     d->armed = start && t->strip_first;
@@ -341,6 +560,7 @@ int tok_decoder_push(tok_decoder *d, int id, char *out, size_t outlen) {
         if (out && outlen > 0) out[0] = '\0';
         return -1;
     }
+    if (d->t->bpe) return bpe_stream_push(d->t->bpe, &d->bs, id, out, outlen);
     try {
         const tokenizer *t = d->t;
         // Work on copies: nothing changes unless the output fits.
@@ -372,6 +592,7 @@ int tok_decoder_push(tok_decoder *d, int id, char *out, size_t outlen) {
 
 int tok_decoder_flush(tok_decoder *d, char *out, size_t outlen) {
     if (!d || !out) return -1;
+    if (d->t->bpe) return bpe_stream_flush(d->t->bpe, &d->bs, out, outlen);
     try {
         tok_decoder next = *d;
         std::string s;
