@@ -29,6 +29,9 @@ typedef struct {
     int threads;
     int chat;
     const char *system;
+    const char *chat_template; /* --chat-template chatml|llama3|llama2 (NULL: the model's) */
+    const char *messages;      /* --messages FILE: a JSON conversation */
+    int no_parse_special;      /* --no-parse-special: "<|im_start|>" in the prompt is text */
     const char *policy;        /* NULL: from the preset, else "full" */
     const char *preset;        /* --policy-config FILE */
     policy_params pp;
@@ -95,5 +98,6 @@ char *cli_read_file(const char *path, size_t *len);
 
 /* Subcommands. */
 int cli_run_main(int argc, char **argv);
+int cli_tokenize_main(int argc, char **argv);   /* argv[0] = "tokenize" */
 
 #endif

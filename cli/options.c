@@ -77,6 +77,15 @@ SETTER(set_file) {
 SETTER(set_prompt_ids) { (void)f; O->prompt_ids = v; return 0; }
 SETTER(set_chat) { (void)f; (void)v; O->chat = 1; return 0; }
 SETTER(set_system) { (void)f; O->system = v; return 0; }
+SETTER(set_chat_template) {
+    (void)f;
+    if (strcmp(v, "chatml") && strcmp(v, "llama3") && strcmp(v, "llama2"))
+        return cli_die("--chat-template: expected chatml, llama3 or llama2, got '%s'", v);
+    O->chat_template = v;
+    return 0;
+}
+SETTER(set_messages) { (void)f; O->messages = v; return 0; }
+SETTER(set_no_parse_special) { (void)f; (void)v; O->no_parse_special = 1; return 0; }
 SETTER(set_max_new) { TRY(cli_int(f, v, 0, 10000000, &O->max_new)); return 0; }
 SETTER(set_ctx) { TRY(cli_int(f, v, 1, INT_MAX, &O->ctx_len)); return 0; }
 SETTER(set_temp) { double d; TRY(cli_float(f, v, 0, 100, &d)); O->temp = (float)d; return 0; }
@@ -181,7 +190,11 @@ const cli_opt cli_run_options[] = {
      "(a positional PROMPT_FILE or - for stdin is taken byte for byte)", CLI_G_MODEL, 1, set_file},
     {"--prompt-ids", NULL, "IDS", "token ids as given, nothing prepended: 1,2,3 or @FILE (JSON array)", CLI_G_MODEL, 0, set_prompt_ids},
     {"--chat", NULL, NULL, "wrap the prompt in the model's chat template", CLI_G_MODEL, 1, set_chat},
-    {"--system", NULL, "TEXT", "system prompt for --chat", CLI_G_MODEL, 0, set_system},
+    {"--system", NULL, "TEXT", "system prompt for --chat (default: the template's own, if any)", CLI_G_MODEL, 0, set_system},
+    {"--chat-template", NULL, "NAME", "chatml, llama3 or llama2 instead of the model's template", CLI_G_MODEL, 0, set_chat_template},
+    {"--messages", NULL, "FILE", "a conversation: JSON array of {\"role\", \"content\"} (system/user/assistant),\n"
+     "rendered with the chat template and the assistant's turn to come", CLI_G_MODEL, 0, set_messages},
+    {"--no-parse-special", NULL, NULL, "special tokens written in the prompt (<|im_start|>) stay text", CLI_G_MODEL, 0, set_no_parse_special},
     {"--dtype", NULL, "TYPE", "weight dtype in memory: auto (as in the file, default), f32, f16, bf16, or\n"
      "q8_0/q4_0 (quantized at load, row-wise blocks of 32; other row lengths stay as stored)", CLI_G_MODEL, 0, set_dtype},
     {"--max-new-tokens", "-n", "N", "tokens to generate (default 256); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
@@ -394,6 +407,7 @@ static const char *default_model_dir(void)
 int run_options_finish(run_options *o)
 {
     if (o->system && !o->chat) return cli_die("--system needs --chat");
+    if (o->chat_template && !o->chat && !o->messages) o->chat = 1;   /* naming a template means using it */
     /* the policy: preset first, then the command line on top */
     const policy_ops *ops = o->policy ? policy_find(o->policy) : NULL;
     if (o->preset) {

@@ -34,7 +34,7 @@ static const char SYNOPSIS[] =
     "every layer's KV-cache writes through an eviction policy. The prompt comes from -p TEXT,\n"
     "-f FILE, PROMPT_FILE, or standard input (-). stdout carries the generated text only; the\n"
     "summary goes to stderr.\n"
-    "Other commands: llm-run eval | eval-merge | score (each with --help).\n"
+    "Other commands: llm-run tokenize | eval | eval-merge | score (each with --help).\n"
     "example: llm-run -m ../shared/models/stories260K -p \"Once upon a time\" -n 200";
 
 /* --prompt-ids: "1,2,3" or "@FILE" holding a JSON array of integers. Each id must be in
@@ -282,17 +282,20 @@ int cli_run_main(int argc, char **argv)
     }
     if (o.prompt_file && o.prompt_text)
         return cli_die("give the prompt either with -p or as a file, not both ('%s')", o.prompt_file);
-    if (o.prompt_ids && (o.prompt_text || o.prompt_file || o.chat))
-        return cli_die("--prompt-ids gives the prompt as token ids: not with -p, a prompt file or --chat");
+    if (o.prompt_ids && (o.prompt_text || o.prompt_file || o.chat || o.messages))
+        return cli_die("--prompt-ids gives the prompt as token ids: not with -p, a prompt file, --chat or --messages");
+    if (o.messages && (o.prompt_text || o.prompt_file))
+        return cli_die("--messages gives the whole conversation: not with -p or a prompt file");
     if ((rc = run_options_finish(&o)) != 0) return rc;
 
     char err[LLM_ERR_LEN] = "";
-    char *prompt = NULL, *chat_text = NULL;
+    char *prompt = NULL;
     size_t prompt_len = 0;
-    int *ids = NULL, *tokens = NULL, n_ids = 0;
+    int *tokens = NULL;
     tokenizer *tok = NULL;
-    model_weights mw;
-    memset(&mw, 0, sizeof mw);
+    eval_model *em = NULL;
+    chat_message *msgs = NULL;
+    int n_msgs = 0;
     kv_cache kv;
     memset(&kv, 0, sizeof kv);
     engine eng;
@@ -325,36 +328,26 @@ int cli_run_main(int argc, char **argv)
         goto done;
     }
 
-    /* model and tokenizer */
-    if (model_load(o.model_dir, &mw, err, sizeof err) != 0 ||
-        (o.dtype >= 0 && model_convert(&mw, (dtype_t)o.dtype, err, sizeof err) != 0) ||
-        (!use_cuda && model_make_resident(&mw, err, sizeof err) != 0)) { /* the GPU uploads the weights */
+    /* model and tokenizer (eval/model.c: a folder's tokenizer.json / tokenizer.model, or the
+     * vocabulary inside a GGUF file) */
+    eval_model_opts mo = {.threads = o.threads, .dtype = o.dtype, .resident = !use_cuda,
+                          .allow_no_tokenizer = o.prompt_ids != NULL};
+    if (!(em = eval_model_open(o.model_dir, &mo, err, sizeof err))) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }
-    if (mw.n_kept && !o.json) {
+    model_weights *mw = eval_model_weights(em);
+    tok = eval_model_tokenizer(em);
+    if (mw->n_kept && !o.json) {
         fprintf(stderr, "llm-run: note: --dtype %s: %d weight%s kept in the file's dtype (row length not a multiple of %d):",
-                dtype_name((dtype_t)o.dtype), mw.n_kept, mw.n_kept > 1 ? "s" : "", dtype_block((dtype_t)o.dtype));
-        for (int i = 0; i < mw.n_kept && i < MODEL_MAX_KEPT; i++) fprintf(stderr, " %s", mw.kept[i]);
-        fprintf(stderr, "%s\n", mw.n_kept > MODEL_MAX_KEPT ? " ..." : "");
+                dtype_name((dtype_t)o.dtype), mw->n_kept, mw->n_kept > 1 ? "s" : "", dtype_block((dtype_t)o.dtype));
+        for (int i = 0; i < mw->n_kept && i < MODEL_MAX_KEPT; i++) fprintf(stderr, " %s", mw->kept[i]);
+        fprintf(stderr, "%s\n", mw->n_kept > MODEL_MAX_KEPT ? " ..." : "");
     }
-    const model_config *cfg = &mw.cfg;
-    char tok_path[1200];
-    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.model", o.model_dir);
-    tok = mw.gguf ? NULL : tokenizer_load(tok_path, err, sizeof err);
-    if (!tok && !o.prompt_ids) {
-        if (mw.gguf) snprintf(err, sizeof err, "%s: GGUF tokenizers are not supported yet; give the prompt as --prompt-ids", o.model_dir);
-        fprintf(stderr, "llm-run: %s\n", err);
-        goto done;
-    }
+    const model_config *cfg = &mw->cfg;
     if (!tok && !o.json) fprintf(stderr, "llm-run: note: no tokenizer: the output is token ids\n");
-    if (tok && tokenizer_vocab_size(tok) > cfg->vocab_size) {
-        fprintf(stderr, "llm-run: %s: %d pieces, but config.json says vocab_size %d\n", tok_path,
-                tokenizer_vocab_size(tok), cfg->vocab_size);
-        goto done;
-    }
 
-    /* encode: BOS + text (Llama-2 chat template with --chat), or the ids as given */
+    /* encode: the ids as given, or [BOS] + text / the chat template */
     int n_prompt;
     if (o.prompt_ids) {
         if (!(tokens = parse_prompt_ids(o.prompt_ids, cfg->vocab_size, &n_prompt))) {
@@ -362,19 +355,24 @@ int cli_run_main(int argc, char **argv)
             goto done;
         }
     } else {
-        const char *text = prompt;
-        if (o.chat) {
-            if (!(chat_text = chat_format_llama2(o.system, prompt))) goto oom;
-            text = chat_text;
-        }
-        if (tokenizer_encode(tok, text, &ids, &n_ids, err, sizeof err) != 0) {
+        if (o.messages && chat_messages_load(o.messages, &msgs, &n_msgs, err, sizeof err) != 0) {
             fprintf(stderr, "llm-run: %s\n", err);
+            status = 2;
             goto done;
         }
-        n_prompt = n_ids + 1;
-        if (!(tokens = malloc((size_t)n_prompt * sizeof *tokens))) goto oom;
-        tokens[0] = cfg->bos_token_id;
-        memcpy(tokens + 1, ids, (size_t)n_ids * sizeof *ids);
+        eval_prompt_in in = {.text = prompt, .text_len = prompt_len, .parse_special = !o.no_parse_special,
+                             .chat = o.chat, .system = o.system, .messages = msgs, .n_messages = n_msgs,
+                             .chat_template = o.chat_template};
+        if (eval_encode(em, &in, &tokens, &n_prompt, err, sizeof err) != 0) {
+            fprintf(stderr, "llm-run: %s\n", err);
+            status = 2;
+            goto done;
+        }
+        if (n_prompt == 0) {
+            fprintf(stderr, "llm-run: the prompt is empty and the model adds no BOS: nothing to start from\n");
+            status = 2;
+            goto done;
+        }
     }
     if (o.verbose_prompt) {
         fprintf(stderr, "prompt: %d tokens\n", n_prompt);
@@ -394,7 +392,7 @@ int cli_run_main(int argc, char **argv)
             if (o.ctx_len > 0)
                 fprintf(stderr, "llm-run: prompt is %d tokens, longer than the context of %d (-c)\n", n_prompt, ctx);
             else
-                fprintf(stderr, "llm-run: prompt is %d tokens, longer than the model's context of %d (%s max_position_embeddings); a budgeted policy with --rope shifted --prefill-chunk N can take it\n",
+                fprintf(stderr, "llm-run: prompt is %d tokens, longer than the model's context of %d (%s); a budgeted policy with --rope shifted --prefill-chunk N can take it\n",
                         n_prompt, ctx, o.model_dir);
             status = 2;
             goto done;
@@ -415,7 +413,7 @@ int cli_run_main(int argc, char **argv)
          * dtype on the GPU) */
         char what[64];
         snprintf(what, sizeof what, "--kv-mem-limit %g GB", o.kv_mem_limit_gb);
-        size_t es = use_cuda ? dtype_size(mw.layers[0].wk.dtype) : sizeof(float);
+        size_t es = use_cuda ? dtype_size(mw->layers[0].wk.dtype) : sizeof(float);
         if (es == 0) es = 2;
         if (kv_check_limit(ops, &o.pp, cfg->n_layers, cfg->n_kv_heads, cfg->n_heads, cfg->head_dim,
                            n_prompt, max_new, es, o.kv_mem_limit_gb * 1e9, what, err, sizeof err) != 0) {
@@ -442,8 +440,8 @@ int cli_run_main(int argc, char **argv)
         goto done;
     }
     cpu_set_threads(o.threads);
-    if ((use_cuda ? engine_init_cuda(&eng, &mw, &kv, chunk, err, sizeof err)
-                  : engine_init(&eng, &mw, &kv, chunk, o.threads, err, sizeof err)) != 0) {
+    if ((use_cuda ? engine_init_cuda(&eng, mw, &kv, chunk, err, sizeof err)
+                  : engine_init(&eng, mw, &kv, chunk, o.threads, err, sizeof err)) != 0) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }
@@ -476,8 +474,9 @@ int cli_run_main(int argc, char **argv)
 
     /* the generation loop: EOS ends the answer; a BOS starts a new document (TinyStories-style
      * models emit it between stories, and llama2.c stops there too) */
-    int stop_ids[2] = {cfg->eos_token_id, cfg->bos_token_id};
-    gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = 2,
+    const int *stop_ids;
+    int n_stop = eval_model_stop_ids(em, &stop_ids);
+    gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = n_stop,
                      .want_prompt_logits = o.logits_out != NULL, .interrupted = &g_interrupted};
     gen_callbacks cb = {.ctx = &out, .on_logits = o.logits_out ? on_logits : NULL, .on_token = on_token,
                         .on_prefill = on_prefill};
@@ -526,10 +525,8 @@ done:
     engine_free(&eng);
     kv_free(&kv);
     free(tokens);
-    free(ids);
-    free(chat_text);
     free(prompt);
-    tokenizer_free(tok);
-    model_free(&mw);
+    chat_messages_free(msgs, n_msgs);
+    eval_model_free(em);
     return status;
 }

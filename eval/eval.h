@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "model/model.h"   /* model_weights (eval_model_weights) */
+
 /* =============================================================== metrics (rouge.c, em.c, bleu.c)
  * (section owned by the metrics work). Text is UTF-8, NUL-terminated. The metrics follow the
  * reference packages exactly (tests/fixtures/eval, made by scripts/make_rouge_fixtures.py). */
@@ -154,15 +156,58 @@ struct tokenizer;
 struct tok_decoder;
 typedef struct eval_model eval_model;
 
-/* Loads DIR (model_load + model_to_f32 + tokenizer.model). NULL with err set. */
+/* How to open a model (eval_model_open). */
+typedef struct {
+    int threads;              /* ≤ 0: the default (cpu_num_cores) */
+    int dtype;                /* -1: as in the file, else a dtype_t for model_convert */
+    int resident;             /* model_make_resident (the CPU backend) */
+    int allow_no_tokenizer;   /* a model without a tokenizer opens (prompts as ids only) */
+} eval_model_opts;
+
+/* Opens a model path (eval/model.c): a Hugging Face folder (weights + tokenizer.json or
+ * tokenizer.model) or a GGUF file (weights + the byte-level BPE vocabulary in its metadata,
+ * tokenizer.ggml.model gpt2); the end-of-generation ids (the tokenizer's, plus BOS for
+ * SentencePiece models). NULL with err set (the path and the problem). */
+eval_model *eval_model_open(const char *path, const eval_model_opts *o, char *err, size_t errlen);
+/* eval_model_open with threads, the file's dtype, resident weights. */
 eval_model *eval_model_load(const char *dir, int threads, char *err, size_t errlen);
 void eval_model_free(eval_model *m);
 int eval_model_context(const eval_model *m);           /* max_position_embeddings */
 int eval_model_vocab(const eval_model *m);
 int eval_model_bos(const eval_model *m);
-/* Tokenizes text; prepends BOS when bos. *ids malloc'd. */
+/* The parts, for the commands that drive the engine themselves (cli/). */
+model_weights *eval_model_weights(eval_model *m);
+struct tokenizer *eval_model_tokenizer(eval_model *m);
+const char *eval_model_tokenizer_path(const eval_model *m);
+int eval_model_stop_ids(const eval_model *m, const int **ids);   /* count; ids owned by m */
+int eval_model_threads(const eval_model *m);
+
+/* Whether the model wants BOS in front of a prompt (tokenizer_add_bos; 1 without a tokenizer). */
+int eval_model_add_bos(const eval_model *m);
+/* Tokenizes text as data (special tokens are text, never parsed); prepends BOS when bos.
+ * *ids malloc'd. */
 int eval_tokenize(const eval_model *m, const char *text, int bos, int **ids, int *n,
                   char *err, size_t errlen);
+/* Picks the chat template: by name (chatml|llama3|llama2) or, NULL, the model's own. 0 or -1. */
+int eval_model_chat(eval_model *m, const char *name, char *err, size_t errlen);
+
+/* A prompt to encode (eval_encode). */
+typedef struct {
+    const char *text;          /* the prompt / user content */
+    size_t text_len;
+    int parse_special;         /* special tokens written in text become ids (BPE default) */
+    int chat;                  /* wrap text as one user turn in the chat template */
+    int content_is_data;       /* with chat: text is data (a document): encoded with special
+                                  parsing off, so a "<|im_end|>" in it cannot break the template */
+    const char *system;        /* with chat: a system message (NULL: the template's default) */
+    const void *messages;      /* a conversation (chat_message[n_messages]) instead of text */
+    int n_messages;
+    const char *chat_template; /* chatml|llama3|llama2, NULL: the model's */
+} eval_prompt_in;
+
+/* The prompt's ids: BOS when the model adds one (and the template does not write it), then the
+ * text or the rendered template with the generation prompt. *ids malloc'd. 0, or -1 with err. */
+int eval_encode(eval_model *m, const eval_prompt_in *in, int **ids, int *n, char *err, size_t errlen);
 
 /* KV memory of one run, as `llm-run --json` reports it (bytes are f32 K+V of all layers). */
 typedef struct {

@@ -17,75 +17,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-eval_model *eval_model_load(const char *dir, int threads, char *err, size_t errlen)
-{
-    eval_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        seterr(err, errlen, "out of memory");
-        return NULL;
-    }
-    m->threads = threads > 0 ? threads : cpu_num_cores();
-    if (model_load(dir, &m->w, err, errlen) != 0 || model_make_resident(&m->w, err, errlen) != 0) goto fail;
-    char path[1200];
-    snprintf(path, sizeof path, "%s/tokenizer.model", dir);
-    m->tok = tokenizer_load(path, err, errlen);
-    if (!m->tok) goto fail;
-    if (tokenizer_vocab_size(m->tok) > m->w.cfg.vocab_size) {
-        seterr(err, errlen, "%s: %d pieces, but config.json says vocab_size %d", path,
-               tokenizer_vocab_size(m->tok), m->w.cfg.vocab_size);
-        goto fail;
-    }
-    m->dec = tok_decoder_new(m->tok);
-    if (!m->dec) {
-        seterr(err, errlen, "out of memory");
-        goto fail;
-    }
-    cpu_set_threads(m->threads);
-    return m;
-fail:
-    eval_model_free(m);
-    return NULL;
-}
-
-void eval_model_free(eval_model *m)
-{
-    if (!m) return;
-    tok_decoder_free(m->dec);
-    tokenizer_free(m->tok);
-    model_free(&m->w);
-    free(m);
-}
-
-int eval_model_context(const eval_model *m) { return m->w.cfg.max_position_embeddings; }
-int eval_model_vocab(const eval_model *m) { return m->w.cfg.vocab_size; }
-int eval_model_bos(const eval_model *m) { return m->w.cfg.bos_token_id; }
-
-int eval_tokenize(const eval_model *m, const char *text, int bos, int **ids, int *n, char *err,
-                  size_t errlen)
-{
-    int *raw = NULL, nr = 0;
-    *ids = NULL;
-    *n = 0;
-    if (tokenizer_encode(m->tok, text, &raw, &nr, err, errlen) != 0) return -1;
-    if (!bos) {
-        *ids = raw;
-        *n = nr;
-        return 0;
-    }
-    int *v = malloc(((size_t)nr + 1) * sizeof *v);
-    if (!v) {
-        free(raw);
-        seterr(err, errlen, "out of memory");
-        return -1;
-    }
-    v[0] = m->w.cfg.bos_token_id;
-    memcpy(v + 1, raw, (size_t)nr * sizeof *v);
-    free(raw);
-    *ids = v;
-    *n = nr + 1;
-    return 0;
-}
-
 int eval_kv_init(eval_model *m, kv_cache *kv, const eval_policy_cfg *pc, int n_prompt, int max_new,
                  char *err, size_t errlen)
 {
@@ -174,8 +105,7 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     if (!(t.text = malloc(t.cap))) goto oom;
     t.text[0] = '\0';
     tok_decoder_reset(m->dec, tokens[n_prompt - 1]);
-    int stop_ids[2] = {cfg->eos_token_id, cfg->bos_token_id};
-    gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = 2};
+    gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = m->stop_ids, .n_stop_ids = m->n_stop};
     gen_callbacks cb = {.ctx = &t, .on_token = gen_on_token};
     if (generate(&eng, &smp, tokens, n_prompt, &gp, &cb, &g, err, errlen) != 0) goto done;
     if (!t.stopped) {

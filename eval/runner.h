@@ -9,9 +9,13 @@
 #include "tokenizer/tokenizer.h"
 
 struct eval_model {
-    model_weights w;      /* F32 (model_to_f32) */
-    tokenizer *tok;
+    model_weights w;      /* as in the file (or --dtype) */
+    tokenizer *tok;       /* NULL only with allow_no_tokenizer */
+    char tok_path[1200];  /* where the tokenizer came from (messages) */
     tok_decoder *dec;
+    chat_template *chat;  /* eval_model_chat: made on first use */
+    int *stop_ids;        /* end-of-generation ids (generate() stops before emitting one) */
+    int n_stop;
     int threads;
 };
 

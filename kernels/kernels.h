@@ -73,6 +73,7 @@ uint16_t f32_to_f16(float f);    /* round to nearest even */
 /* Sets the number of OpenMP threads the CPU kernels use (≥ 1); the BLAS runs single-threaded
  * inside them (matmul splits its rows over the threads). */
 void cpu_set_threads(int n);
+/* Physical cores this process may run on (distinct package/core pairs of its CPU affinity). */
 int cpu_num_cores(void);
 /* Whether the BLAS can get its work buffers for n_threads threads (≤ 0: the BLAS's own thread
  * count) (kernels/cpu/blas_reserve.c: OpenBLAS hangs instead of failing when it cannot, and

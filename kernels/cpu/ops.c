@@ -1,6 +1,9 @@
 /* CPU kernels: threads, RMSNorm, RoPE, SwiGLU, residuals (matmul: matmul.c). */
 #include "kernels/kernels.h"
 
+#include <sched.h>
+#include <stdio.h>
+
 #include <math.h>
 #include <omp.h>
 #include <unistd.h>
@@ -24,8 +27,31 @@ void cpu_set_threads(int n)
 
 int cpu_num_cores(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    /* physical cores among the CPUs this process may run on: distinct (package, core) pairs
+     * (hyper-threads share a core's FMA units and caches; decode is memory-bound, prefill
+     * compute-bound: one thread per core is the better default either way) */
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return online > 0 ? (int)online : 1;
+    int n = 0, seen = 0;
+    long keys[1024];
+    for (int c = 0; c < CPU_SETSIZE && c < 1024; c++) {
+        if (!CPU_ISSET(c, &set)) continue;
+        seen++;
+        char path[128];
+        long pkg = 0, core = c;
+        FILE *f;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
+        if ((f = fopen(path, "r"))) { if (fscanf(f, "%ld", &pkg) != 1) pkg = 0; fclose(f); }
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", c);
+        if ((f = fopen(path, "r"))) { if (fscanf(f, "%ld", &core) != 1) core = c; fclose(f); }
+        long key = pkg << 20 | core;
+        int dup = 0;
+        for (int i = 0; i < n; i++) dup |= keys[i] == key;
+        if (!dup) keys[n++] = key;
+    }
+    if (n > 0) return n;
+    return seen > 0 ? seen : online > 0 ? (int)online : 1;
 }
 
 /* Element i of a 1-D weight in any dtype, as f32. */
