@@ -16,9 +16,12 @@ if [ "${1:-}" = "--fuzz" ]; then
 fi
 # Python packages used by the tests' reference checks (the fixtures themselves are committed).
 # matplotlib draws the sweeps' summary.png (scripts/plot_sweep.py).
+# gguf: tests/bpe_prepare.sh rebuilds tokenizer.json from the fetched GGUF files with
+# scripts/make_tokenizer_json.py (tokenizers, transformers and llama.cpp are only needed to
+# regenerate tests/fixtures/bpe).
 # Not here: rouge-score, rouge==1.0.1, nltk — only scripts/make_rouge_fixtures.py needs them, to
 # regenerate tests/fixtures/eval (the metrics in eval/ are C: cJSON and libm only).
-PY_PKGS=(numpy matplotlib)
+PY_PKGS=(numpy matplotlib gguf)
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do

@@ -1,10 +1,13 @@
 /* tokenizer/bpe.h — internal to tokenizer/: the byte-level BPE tokenizer behind tokenizer.h.
  *
- *   bpe.c         the model: vocabulary and merge tables, the merge loop, encode, decode, the
- *                 streaming decoder state, end-of-generation ids, building from a tok_bpe_spec
- *   bpe_pretok.c  text handling before the merges: UTF-8 decoding (llama.cpp's lax rules or
- *                 strict), special-token partition, normalisers (utf8proc), pre-tokenizer steps
- *                 (PCRE2 Split, Digits, ByteLevel), the GPT-2 byte ↔ character map
+ *   bpe.c         the model: vocabulary and merge tables, end-of-generation ids, building it
+ *                 from a bpe_build or a tok_bpe_spec
+ *   bpe_codec.c   the merge loop, encode, decode (one-shot and streaming)
+ *   bpe_text.c    the GPT-2 byte ↔ character map, UTF-8 decoding (llama.cpp's lax rules or
+ *                 strict) and repair, PCRE2 regexes, llama.cpp's pre-tokenizer table,
+ *                 normalisers (utf8proc)
+ *   bpe_pretok.c  the pipeline before the merges: special-token partition, decoding,
+ *                 normalisation, pre-tokenizer steps (PCRE2 Split, Digits, ByteLevel)
  *   bpe_json.c    tokenizer.json (+ tokenizer_config.json) → bpe_build → bpe_model
  *
  * Two rule sets, chosen by where the tokenizer came from (bpe_model.mode):
@@ -158,11 +161,18 @@ typedef struct {
 int bpe_stream_push(const bpe_model *m, bpe_stream *s, int id, char *out, size_t cap);
 int bpe_stream_flush(const bpe_model *m, bpe_stream *s, char *out, size_t cap);
 
-/* ------------------------------------------------------------------ bpe_pretok.c */
+/* ------------------------------------------------------- bpe_text.c, bpe_pretok.c */
 
 /* GPT-2's bytes_to_unicode: the code point standing for byte b, and back (-1: none). */
 uint32_t bpe_byte_to_cp(unsigned b);
 int bpe_cp_to_byte(uint32_t cp);
+
+/* Decodes the character at s[0..n) (n >= 1) into *cp and returns its length, or 0 when s[0]
+ * cannot start one there (the caller then takes U+FFFD for one byte). Lax: llama.cpp's
+ * unicode_cpt_from_utf8 (overlong forms and surrogates accepted; above U+10FFFF rejected).
+ * Strict: well-formed UTF-8 only. */
+int bpe_decode_lax(const unsigned char *s, size_t n, uint32_t *cp);
+int bpe_decode_strict(const unsigned char *s, size_t n, uint32_t *cp);
 
 /* Appends the UTF-8 encoding of cp (llama.cpp's unicode_cpt_to_utf8: surrogates encoded as
  * three bytes) to out; returns the byte count (1..4). cp must be <= 0x10FFFF. */

@@ -161,7 +161,7 @@ chat_template *chat_template_new(const char *jinja, const char *name, const char
                     "--chat-template llama3 renders the Llama-3 format");
             return NULL;
         }
-        if (fam == CHAT_FAMILY_LLAMA2 && (strstr(jinja, "[SYSTEM_PROMPT]") ||
+        if (fam == CHAT_FAMILY_LLAMA2 && jinja && (strstr(jinja, "[SYSTEM_PROMPT]") ||
                                           strstr(jinja, "[AVAILABLE_TOOLS]"))) {
             set_err(err, errlen, "Mistral-style [INST] chat template is not supported; choose "
                     "one with --chat-template chatml|llama3|llama2");
