@@ -1,35 +1,18 @@
 /* generate.c — the model of a sweep (loaded once) and greedy generation under a policy: the
  * same prefill + decode loop and KV accounting as llm-run's main.c (README "Use"). */
 #include "eval/runner.h"
+#include "eval/util.h"
 #include "kernels/kernels.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 eval_model *eval_model_load(const char *dir, int threads, char *err, size_t errlen)
 {
     eval_model *m = calloc(1, sizeof *m);
     if (!m) {
-        seterr(err, errlen, "out of memory");
+        eval_seterr(err, errlen, "out of memory");
         return NULL;
     }
     m->threads = threads > 0 ? threads : cpu_num_cores();
@@ -39,13 +22,13 @@ eval_model *eval_model_load(const char *dir, int threads, char *err, size_t errl
     m->tok = tokenizer_load(path, err, errlen);
     if (!m->tok) goto fail;
     if (tokenizer_vocab_size(m->tok) > m->w.cfg.vocab_size) {
-        seterr(err, errlen, "%s: %d pieces, but config.json says vocab_size %d", path,
-               tokenizer_vocab_size(m->tok), m->w.cfg.vocab_size);
+        eval_seterr(err, errlen, "%s: %d pieces, but config.json says vocab_size %d", path,
+                    tokenizer_vocab_size(m->tok), m->w.cfg.vocab_size);
         goto fail;
     }
     m->dec = tok_decoder_new(m->tok);
     if (!m->dec) {
-        seterr(err, errlen, "out of memory");
+        eval_seterr(err, errlen, "out of memory");
         goto fail;
     }
     cpu_set_threads(m->threads);
@@ -83,7 +66,7 @@ int eval_tokenize(const eval_model *m, const char *text, int bos, int **ids, int
     int *v = malloc(((size_t)nr + 1) * sizeof *v);
     if (!v) {
         free(raw);
-        seterr(err, errlen, "out of memory");
+        eval_seterr(err, errlen, "out of memory");
         return -1;
     }
     v[0] = m->w.cfg.bos_token_id;
@@ -142,17 +125,17 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     if (!r->text) goto oom;
     r->text[0] = '\0';
 
-    double t0 = now_s();
+    double t0 = eval_now_s();
     for (int off = 0; off < n_prompt; off += chunk) {
         int k = n_prompt - off < chunk ? n_prompt - off : chunk;
         if (engine_prefill(&eng, tokens + off, k, off, NULL, err, errlen) != 0) goto done;
     }
-    r->prefill_ms = (now_s() - t0) * 1e3;
+    r->prefill_ms = (eval_now_s() - t0) * 1e3;
 
     tok_decoder_reset(m->dec, tokens[n_prompt - 1]);
     char piece[TOK_DECODER_BUF];
     int n_steps = 0;
-    double t1 = now_s();
+    double t1 = eval_now_s();
     for (int pos = n_prompt; r->n_gen < max_new; pos++) {
         int next = sampler_sample(&smp, eng.logits);
         if (next == cfg->eos_token_id || next == cfg->bos_token_id) {
@@ -192,12 +175,12 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
             r->text[len] = '\0';
         }
     }
-    r->decode_ms = (now_s() - t1) * 1e3;
+    r->decode_ms = (eval_now_s() - t1) * 1e3;
     eval_kv_report(&kv, n_prompt + n_steps, n_prompt + n_steps / 2.0, &r->kv);
     rc = 0;
     goto done;
 oom:
-    seterr(err, errlen, "out of memory");
+    eval_seterr(err, errlen, "out of memory");
 done:
     if (rc != 0) {
         free(r->text);
