@@ -69,7 +69,7 @@ all: llm-run
 # `make` and `make CUDA=1` always leaves the binary of the last configuration built.
 .PHONY: llm-run
 llm-run: $(BUILD)/llm-run
-	@cp $< $@
+	@cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/llm-run: $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -1,10 +1,10 @@
 /* data.c — readers for the shared data sets (../shared/docs/EVAL.md, each ../shared/data folder's SOURCES.md):
  * one example per line of a jsonl (or jsonl.gz, read through zlib) or text file. */
 #include "eval/eval.h"
+#include "eval/util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +26,6 @@ int eval_task_from_name(const char *name)
 }
 
 int eval_task_is_ppl(eval_task t) { return t == EVAL_TASK_WIKITEXT || t == EVAL_TASK_TINYSTORIES; }
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void eval_example_free(eval_example *ex)
 {
@@ -95,7 +86,7 @@ int eval_parse_example(eval_task task, const char *line, size_t len, eval_exampl
     memset(out, 0, sizeof *out);
     out->gold_index = -1;
     if (task < 0 || task >= EVAL_TASK_COUNT) {
-        seterr(err, errlen, "unknown task %d", (int)task);
+        eval_seterr(err, errlen, "unknown task %d", (int)task);
         return -1;
     }
     const char *tn = TASK_NAMES[task];
@@ -104,7 +95,7 @@ int eval_parse_example(eval_task task, const char *line, size_t len, eval_exampl
     while (k < len && (line[k] == ' ' || line[k] == '\t')) k++;
     if (eval_task_is_ppl(task) && (k == len || line[k] != '{')) {
         if (memchr(line, '\0', len)) {
-            seterr(err, errlen, "%s: NUL byte in a text line", tn);
+            eval_seterr(err, errlen, "%s: NUL byte in a text line", tn);
             return -1;
         }
         out->document = dupn(line, len);
@@ -113,11 +104,11 @@ int eval_parse_example(eval_task task, const char *line, size_t len, eval_exampl
     }
     cJSON *o = cJSON_ParseWithLength(line, len);
     if (!o) {
-        seterr(err, errlen, "%s: not valid JSON", tn);
+        eval_seterr(err, errlen, "%s: not valid JSON", tn);
         return -1;
     }
     if (!cJSON_IsObject(o)) {
-        seterr(err, errlen, "%s: expected a JSON object", tn);
+        eval_seterr(err, errlen, "%s: expected a JSON object", tn);
         cJSON_Delete(o);
         return -1;
     }
@@ -153,7 +144,7 @@ int eval_parse_example(eval_task task, const char *line, size_t len, eval_exampl
         const cJSON *it;
         cJSON_ArrayForEach(it, ans) {
             if (!cJSON_IsString(it)) {
-                seterr(err, errlen, "litm: \"answers\" is not a list of strings");
+                eval_seterr(err, errlen, "litm: \"answers\" is not a list of strings");
                 goto fail_json;
             }
             if (!(out->answers[out->n_answers++] = strdup(it->valuestring))) goto oom_json;
@@ -161,8 +152,8 @@ int eval_parse_example(eval_task task, const char *line, size_t len, eval_exampl
         cJSON_ArrayForEach(it, ctxs) {
             const char *t = str_field(it, "title"), *x = str_field(it, "text");
             if (!cJSON_IsObject(it) || !t || !x) {
-                seterr(err, errlen, "litm: ctxs[%d] needs string \"title\" and \"text\"",
-                       out->n_docs);
+                eval_seterr(err, errlen, "litm: ctxs[%d] needs string \"title\" and \"text\"",
+                            out->n_docs);
                 goto fail_json;
             }
             eval_doc *d = &out->docs[out->n_docs++];
@@ -182,19 +173,19 @@ int eval_parse_example(eval_task task, const char *line, size_t len, eval_exampl
     }
     }
     if (missing) {
-        seterr(err, errlen, "%s: missing %s", tn, missing);
+        eval_seterr(err, errlen, "%s: missing %s", tn, missing);
         goto fail_json;
     }
     cJSON_Delete(o);
     return 0;
 oom_json:
-    seterr(err, errlen, "out of memory");
+    eval_seterr(err, errlen, "out of memory");
 fail_json:
     cJSON_Delete(o);
     eval_example_free(out);
     return -1;
 oom:
-    seterr(err, errlen, "out of memory");
+    eval_seterr(err, errlen, "out of memory");
     eval_example_free(out);
     return -1;
 }
@@ -212,7 +203,7 @@ int eval_load_examples(eval_task task, const char *path, eval_example **exs, int
     *n = 0;
     gzFile f = gzopen(path, "rb");
     if (!f) {
-        seterr(err, errlen, "%s: cannot open: %s", path, errno ? strerror(errno) : "zlib error");
+        eval_seterr(err, errlen, "%s: cannot open: %s", path, errno ? strerror(errno) : "zlib error");
         return -1;
     }
     size_t cap = 1 << 16, len = 0;
@@ -239,7 +230,7 @@ int eval_load_examples(eval_task task, const char *path, eval_example **exs, int
         int zerr;
         const char *zmsg = gzerror(f, &zerr);
         if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
-            seterr(err, errlen, "%s: read error after line %ld: %s", path, line_no, zmsg);
+            eval_seterr(err, errlen, "%s: read error after line %ld: %s", path, line_no, zmsg);
             goto done;
         }
         if (eof && len == 0) break;
@@ -257,7 +248,7 @@ int eval_load_examples(eval_task task, const char *path, eval_example **exs, int
         }
         char lerr[400];
         if (eval_parse_example(task, buf, len, &v[*n], lerr, sizeof lerr) != 0) {
-            seterr(err, errlen, "%s: line %ld: %s", path, line_no, lerr);
+            eval_seterr(err, errlen, "%s: line %ld: %s", path, line_no, lerr);
             goto done;
         }
         if (!v[*n].id[0]) snprintf(v[*n].id, sizeof v[*n].id, "line%ld", line_no);
@@ -265,13 +256,13 @@ int eval_load_examples(eval_task task, const char *path, eval_example **exs, int
         if (eof) break;
     }
     if (*n == 0) {
-        seterr(err, errlen, "%s: no examples (empty file)", path);
+        eval_seterr(err, errlen, "%s: no examples (empty file)", path);
         goto done;
     }
     rc = 0;
     goto done;
 oom:
-    seterr(err, errlen, "%s: out of memory", path);
+    eval_seterr(err, errlen, "%s: out of memory", path);
 done:
     gzclose(f);
     free(buf);

@@ -1,21 +1,12 @@
 /* generate.c — the model of a sweep (loaded once) and greedy generation under a policy: the
  * same prefill + decode loop and KV accounting as llm-run's main.c (README "Use"). */
 #include "eval/runner.h"
+#include "eval/util.h"
 #include "kernels/kernels.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int eval_kv_init(eval_model *m, kv_cache *kv, const eval_policy_cfg *pc, int n_prompt, int max_new,
                  char *err, size_t errlen)
@@ -72,7 +63,7 @@ static int gen_on_token(void *ctx, int id, char *err, size_t errlen)
     gen_text *t = ctx;
     char piece[TOK_DECODER_BUF];
     if (text_push(t, piece, tok_decoder_push(t->dec, id, piece, sizeof piece)) != 0) {
-        seterr(err, errlen, "out of memory");
+        eval_seterr(err, errlen, "out of memory");
         return -1;
     }
     char *hit = t->stop ? strstr(t->text, t->stop) : NULL;
@@ -122,7 +113,7 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     rc = 0;
     goto done;
 oom:
-    seterr(err, errlen, "out of memory");
+    eval_seterr(err, errlen, "out of memory");
 done:
     free(t.text);
     gen_result_free(&g);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -107,9 +108,11 @@ eval_model *eval_model_open(const char *path, const eval_model_opts *o, char *er
         m->tok = gguf_tokenizer(m->w.gguf, err, errlen);
         snprintf(m->tok_path, sizeof m->tok_path, "%s", path);
     } else {
-        m->tok = tokenizer_load(path, err, errlen);   /* the folder: tokenizer.json, else tokenizer.model */
-        snprintf(m->tok_path, sizeof m->tok_path, "%s/%s", path,
-                 m->tok && tokenizer_kind(m->tok) == TOK_KIND_BPE ? "tokenizer.json" : "tokenizer.model");
+        /* the folder: tokenizer.json, else tokenizer.model (named, so errors name the file) */
+        struct stat st;
+        snprintf(m->tok_path, sizeof m->tok_path, "%s/tokenizer.json", path);
+        if (stat(m->tok_path, &st) != 0) snprintf(m->tok_path, sizeof m->tok_path, "%s/tokenizer.model", path);
+        m->tok = tokenizer_load(m->tok_path, err, errlen);
     }
     if (!m->tok) {
         if (o->allow_no_tokenizer) {

@@ -2,20 +2,12 @@
  * protocol of BUZZ's eval_long_ppl.py, EVAL.md "Perplexity"): a teacher-forced token stream fed
  * one token per step, the policy evicting after every step. */
 #include "eval/runner.h"
+#include "eval/util.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* logp[v] = log softmax(logits)[v], in double, stored as float. Returns the argmax (lowest id
  * on ties). */
@@ -82,7 +74,7 @@ int eval_ppl_stream(eval_model *m, const int *tokens, int n, const eval_policy_c
     }
     if (engine_init(&eng, &m->w, &kv, 1, m->threads, err, errlen) != 0) goto done;
     r->n_pred = n - 1;
-    double t0 = now_s();
+    double t0 = eval_now_s();
     if (engine_prefill(&eng, tokens, 1, 0, NULL, err, errlen) != 0) goto done;
     for (int t = 0; t < n - 1; t++) {
         if (t > 0 && engine_decode(&eng, tokens[t], t, err, errlen) != 0) goto done;
@@ -90,7 +82,7 @@ int eval_ppl_stream(eval_model *m, const int *tokens, int n, const eval_policy_c
         score_step(eng.logits, vocab, tokens[t + 1], ref_logp ? ref_logp + row : NULL,
                    save_logp ? save_logp + row : NULL, scratch, r);
     }
-    r->ms = (now_s() - t0) * 1e3;
+    r->ms = (eval_now_s() - t0) * 1e3;
     /* the full cache holds 1 + t tokens after step t: n - 1 at the end, n/2 on average */
     eval_kv_report(&kv, 1, n - 2, &r->kv);   /* one token, then n - 2 steps: full n - 1, average 1 + (n - 2) / 2 */
     rc = 0;

@@ -2,24 +2,15 @@
  * the Middle) and their rendering, with documents cut to a word budget so a prompt fits a
  * model's context. */
 #include "eval/eval.h"
+#include "eval/util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static char *slurp(const char *path, size_t *n)
 {
@@ -77,18 +68,18 @@ int eval_prompt_load(const char *name_or_path, eval_prompt_style *ps, char *err,
     memset(ps, 0, sizeof *ps);
     char path[PATH_MAX + 64];
     if (find_style(name_or_path, path, sizeof path) != 0) {
-        seterr(err, errlen, "--prompt-style: %s: no such prompt style (looked for %s)", name_or_path, path);
+        eval_seterr(err, errlen, "--prompt-style: %s: no such prompt style (looked for %s)", name_or_path, path);
         return -1;
     }
     char *text = slurp(path, NULL);
     if (!text) {
-        seterr(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        eval_seterr(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return -1;
     }
     cJSON *o = cJSON_Parse(text);
     free(text);
     if (!cJSON_IsObject(o)) {
-        seterr(err, errlen, "%s: not a JSON object", path);
+        eval_seterr(err, errlen, "%s: not a JSON object", path);
         cJSON_Delete(o);
         return -1;
     }
@@ -96,15 +87,15 @@ int eval_prompt_load(const char *name_or_path, eval_prompt_style *ps, char *err,
     snprintf(ps->name, sizeof ps->name, "%s", cJSON_IsString(nm) ? nm->valuestring : name_or_path);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "templates");
     if (!cJSON_IsObject(t)) {
-        seterr(err, errlen, "%s: missing \"templates\" (an object task -> template)", path);
+        eval_seterr(err, errlen, "%s: missing \"templates\" (an object task -> template)", path);
         goto fail;
     }
     const cJSON *it;
     cJSON_ArrayForEach(it, t) {
         int k = eval_task_from_name(it->string);
         if (k < 0 || !cJSON_IsString(it)) {
-            seterr(err, errlen, "%s: templates.%s: %s", path, it->string,
-                   k < 0 ? "unknown task" : "not a string");
+            eval_seterr(err, errlen, "%s: templates.%s: %s", path, it->string,
+                        k < 0 ? "unknown task" : "not a string");
             goto fail;
         }
         if (!(ps->tmpl[k] = strdup(it->valuestring))) goto oom;
@@ -113,7 +104,7 @@ int eval_prompt_load(const char *name_or_path, eval_prompt_style *ps, char *err,
     cJSON_ArrayForEach(it, mx) {
         int k = eval_task_from_name(it->string);
         if (k < 0 || !cJSON_IsNumber(it) || it->valuedouble < 1) {
-            seterr(err, errlen, "%s: max_new_tokens.%s: expected a task name and a number >= 1", path, it->string);
+            eval_seterr(err, errlen, "%s: max_new_tokens.%s: expected a task name and a number >= 1", path, it->string);
             goto fail;
         }
         ps->max_new[k] = (int)it->valuedouble;
@@ -133,7 +124,7 @@ int eval_prompt_load(const char *name_or_path, eval_prompt_style *ps, char *err,
     cJSON_Delete(o);
     return 0;
 oom:
-    seterr(err, errlen, "%s: out of memory", path);
+    eval_seterr(err, errlen, "%s: out of memory", path);
 fail:
     cJSON_Delete(o);
     eval_prompt_free(ps);

@@ -2,25 +2,16 @@
  * single write and fsync'ed, so a killed run loses at most the line in flight; a rerun keeps the
  * complete lines, cuts a torn last line and skips the triples already done. */
 #include "eval/eval.h"
+#include "eval/util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void eval_result_key(char *out, size_t outlen, const char *id, const char *policy, double budget)
 {
@@ -91,12 +82,12 @@ static int read_all(const char *path, char **buf, size_t *len, char *err, size_t
             *buf = calloc(1, 1);
             return *buf ? 0 : -1;
         }
-        seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        eval_seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        seterr(err, errlen, "%s: not a regular file", path);
+        eval_seterr(err, errlen, "%s: not a regular file", path);
         close(fd);
         return -1;
     }
@@ -110,7 +101,7 @@ static int read_all(const char *path, char **buf, size_t *len, char *err, size_t
     }
     close(fd);
     if (!b || n != (size_t)st.st_size) {
-        seterr(err, errlen, "%s: cannot read", path);
+        eval_seterr(err, errlen, "%s: cannot read", path);
         free(b);
         return -1;
     }
@@ -146,7 +137,7 @@ int eval_read_lines(const char *path, char ***lines, int *n, char *err, size_t e
     free(buf);
     return 0;
 oom:
-    seterr(err, errlen, "%s: out of memory", path);
+    eval_seterr(err, errlen, "%s: out of memory", path);
     free(buf);
     for (int i = 0; i < *n; i++) free((*lines)[i]);
     free(*lines);
@@ -176,8 +167,8 @@ int eval_results_open(eval_results *r, const char *dir, char *err, size_t errlen
             cJSON *o = cJSON_Parse(p);
             char key[512];
             if (!o || line_key(o, key, sizeof key) != 0) {
-                seterr(err, errlen, "%s: line %ld: not a results line (JSON with \"id\", \"policy\", \"budget\")",
-                       r->path, line_no);
+                eval_seterr(err, errlen, "%s: line %ld: not a results line (JSON with \"id\", \"policy\", \"budget\")",
+                            r->path, line_no);
                 cJSON_Delete(o);
                 free(buf);
                 eval_results_close(r);
@@ -185,7 +176,7 @@ int eval_results_open(eval_results *r, const char *dir, char *err, size_t errlen
             }
             cJSON_Delete(o);
             if (key_add(r, key) != 0) {
-                seterr(err, errlen, "%s: out of memory", r->path);
+                eval_seterr(err, errlen, "%s: out of memory", r->path);
                 free(buf);
                 eval_results_close(r);
                 return -1;
@@ -198,12 +189,12 @@ int eval_results_open(eval_results *r, const char *dir, char *err, size_t errlen
     free(buf);
     r->fd = open(r->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (r->fd < 0) {
-        seterr(err, errlen, "%s: cannot open for appending: %s", r->path, strerror(errno));
+        eval_seterr(err, errlen, "%s: cannot open for appending: %s", r->path, strerror(errno));
         eval_results_close(r);
         return -1;
     }
     if (r->n_torn && (ftruncate(r->fd, (off_t)good) != 0 || fsync(r->fd) != 0)) {
-        seterr(err, errlen, "%s: cannot cut the torn last line: %s", r->path, strerror(errno));
+        eval_seterr(err, errlen, "%s: cannot cut the torn last line: %s", r->path, strerror(errno));
         eval_results_close(r);
         return -1;
     }
@@ -217,7 +208,7 @@ int eval_results_append(eval_results *r, const char *key, const char *line, char
     size_t n = strlen(line);
     char *b = malloc(n + 2);
     if (!b) {
-        seterr(err, errlen, "%s: out of memory", r->path);
+        eval_seterr(err, errlen, "%s: out of memory", r->path);
         return -1;
     }
     memcpy(b, line, n);
@@ -235,13 +226,13 @@ int eval_results_append(eval_results *r, const char *key, const char *line, char
         if (done == n) e = errno;
         /* keep the file intact up to its last complete line */
         int cut = ftruncate(r->fd, r->size);
-        seterr(err, errlen, "%s: write failed: %s%s", r->path, strerror(e ? e : ENOSPC),
-               cut ? " (and the partial line could not be cut)" : "");
+        eval_seterr(err, errlen, "%s: write failed: %s%s", r->path, strerror(e ? e : ENOSPC),
+                    cut ? " (and the partial line could not be cut)" : "");
         return -1;
     }
     r->size += (off_t)n;
     if (key_add(r, key) != 0) {
-        seterr(err, errlen, "%s: out of memory", r->path);
+        eval_seterr(err, errlen, "%s: out of memory", r->path);
         return -1;
     }
     return 0;

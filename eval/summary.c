@@ -2,6 +2,7 @@
  * the mean of every metric over the examples with a 95% confidence interval (Student t,
  * mean ± t·sd/√n), the KV memory relative to the full cache and tokens/s. */
 #include "eval/eval.h"
+#include "eval/util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -206,18 +207,11 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
         /* the settings of the run (run.json), one line */
         char rp[4200];
         snprintf(rp, sizeof rp, "%s/run.json", dir);
-        FILE *rf = fopen(rp, "rb");
-        if (rf) {
-            char buf[8192];
-            size_t k = fread(buf, 1, sizeof buf - 1, rf);
-            fclose(rf);
-            buf[k] = '\0';
-            cJSON *rj = cJSON_Parse(buf);
-            char *line = rj ? cJSON_PrintUnformatted(rj) : NULL;
-            if (line) fprintf(f, "Settings (run.json): `%s`\n\n", line);
-            free(line);
-            cJSON_Delete(rj);
-        }
+        cJSON *rj = eval_read_json(rp, NULL);
+        char *line = rj ? cJSON_PrintUnformatted(rj) : NULL;
+        if (line) fprintf(f, "Settings (run.json): `%s`\n\n", line);
+        free(line);
+        cJSON_Delete(rj);
     }
     fprintf(f, "Mean over examples ± half-width of the 95%% confidence interval (Student t). ");
     if (i_nll >= 0)

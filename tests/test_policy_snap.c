@@ -15,16 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eviction/eviction.h"
-
-/* pure functions of policy_snapkv.c */
-extern void snap_pool(const float *x, int n, int kernel, int pool, float *out);
-extern int snap_topk_keep(const float *pooled, int n_prefix, int n_cand, int budget, int *idx, int *keep);
-extern int snap_select(const float *scores, int n_prefix, int n_cand, int budget, int pool, int kernel,
-                       float *pooled, int *idx, int *keep);
-extern int snap_ada_allocate(const float *scores, int stride, const int *n, int n_heads, int total,
-                             double alpha, int mode, int *idx, int *counts, int *budgets);
-extern void snap_pyramid_schedule(int base, int n_prefix, int L, double beta, int exact, int *out);
+#include "eviction/snap_internal.h" /* the pure functions of snap_score.c, snap_alloc.c */
 
 extern const policy_ops policy_snapkv, policy_pyramidkv, policy_ada_snapkv, policy_ada_pyramidkv;
 
