@@ -50,6 +50,9 @@ int main(int argc, char **argv)
     /* a closed stdout pipe is a write error reported in one line, not a silent SIGPIPE death */
     reexec_with_runtime_settings(argv);
     signal(SIGPIPE, SIG_IGN);
+    /* a file-size limit (ulimit -f) makes write() fail with EFBIG, reported with the file's
+     * name, instead of killing the process without a word */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && !strcmp(argv[1], "score")) return score_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "eval")) return eval_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "eval-merge")) return eval_merge_main(argc - 1, argv + 1);

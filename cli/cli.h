@@ -45,6 +45,7 @@ typedef struct {
     double kv_mem_limit_gb;    /* --kv-mem-limit GB (0: none) */
     int dtype;                 /* --dtype: -1 auto (the file's), else a dtype_t */
     int verbose_prompt;        /* --verbose-prompt: the prompt's ids and pieces on stderr */
+    int no_check;              /* --no-check: skip the finite-weights test at load */
     const char *positional[8]; /* non-option arguments, in order */
     int n_positional;
 } run_options;

@@ -180,6 +180,7 @@ SETTER(set_json) { (void)f; (void)v; O->json = 1; return 0; }
 SETTER(set_logits_out) { (void)f; O->logits_out = v; return 0; }
 SETTER(set_verbose_prompt) { (void)f; (void)v; O->verbose_prompt = 1; return 0; }
 SETTER(set_noop) { (void)ctx; (void)f; (void)v; return 0; }
+SETTER(set_no_check) { (void)f; (void)v; O->no_check = 1; return 0; }
 
 /* Help texts fit 100 columns; "\n" starts a continuation line. */
 const cli_opt cli_run_options[] = {
@@ -221,6 +222,7 @@ const cli_opt cli_run_options[] = {
     {"--json", NULL, NULL, "print one JSON object (text, tokens, timings, kv) instead of text", CLI_G_OUT, 1, set_json},
     {"--logits-out", NULL, "FILE", "float32 .npy [positions][vocab]: every prompt position and decode step", CLI_G_OUT, 0, set_logits_out},
     {"--verbose-prompt", NULL, NULL, "print the prompt's token ids and pieces on stderr", CLI_G_OUT, 0, set_verbose_prompt},
+    {"--no-check", NULL, NULL, "skip the check that every weight is finite (one pass over the weights at load)", CLI_G_MODEL, 0, set_no_check},
     {"--no-display-prompt", NULL, NULL, "accepted (llama-cli habit): llm-run never echoes the prompt", CLI_G_OUT, 0, set_noop},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
@@ -461,8 +463,13 @@ int run_options_finish(run_options *o)
 
 char *cli_read_file(const char *path, size_t *len)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    struct stat pre;
     *len = 0;
+    if (strcmp(path, "-") && stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) {   /* a FIFO would block fopen */
+        cli_die("%s: not a regular file (a pipe: give - and redirect it to stdin)", path);
+        return NULL;
+    }
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     if (!f) {
         cli_die("%s: cannot open prompt file: %s", path, strerror(errno));
         return NULL;

@@ -11,10 +11,12 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -198,7 +200,8 @@ static void blas_reserve_or_exit(int n_threads)
 }
 
 static void print_json(const run_options *o, const kv_cache *kv, const gen_result *g, const char *text,
-                       const kv_stats *st, int use_cuda, const engine *eng, int chunk, double load_s)
+                       const kv_stats *st, int use_cuda, const engine *eng, int chunk, double load_s,
+                       int budget_cap)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "text", text);
@@ -218,6 +221,10 @@ static void print_json(const run_options *o, const kv_cache *kv, const gen_resul
     cJSON_AddStringToObject(k, "policy", kv->ops->name);
     cJSON_AddNumberToObject(k, "budget", o->pp.budget);
     cJSON_AddNumberToObject(k, "capacity", kv->cap[0]);
+    cJSON_AddNumberToObject(k, "budget_capacity", budget_cap);   /* what the budget alone gives */
+    int raised = 1;
+    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) raised &= kv->cap[i] > budget_cap;
+    cJSON_AddBoolToObject(k, "capacity_raised", raised);
     cJSON_AddNumberToObject(k, "peak_bytes", st->peak_bytes);
     cJSON_AddNumberToObject(k, "avg_bytes", st->avg_bytes);
     cJSON_AddNumberToObject(k, "full_bytes", st->full_bytes);
@@ -287,6 +294,17 @@ int cli_run_main(int argc, char **argv)
     if (o.messages && (o.prompt_text || o.prompt_file))
         return cli_die("--messages gives the whole conversation: not with -p or a prompt file");
     if ((rc = run_options_finish(&o)) != 0) return rc;
+    if (o.logits_out) {
+        /* never overwrite an input: the model, the prompt, a conversation or a preset */
+        const char *inputs[] = {o.model_dir, o.prompt_file, o.messages, o.preset,
+                                o.prompt_ids && o.prompt_ids[0] == '@' ? o.prompt_ids + 1 : NULL};
+        struct stat so, si;
+        if (stat(o.logits_out, &so) == 0)
+            for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+                if (inputs[i] && stat(inputs[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+                    return cli_die("--logits-out %s is an input of this run (%s): refusing to overwrite it",
+                                   o.logits_out, inputs[i]);
+    }
 
     char err[LLM_ERR_LEN] = "";
     char *prompt = NULL;
@@ -304,6 +322,7 @@ int cli_run_main(int argc, char **argv)
     gen_result g;
     memset(&g, 0, sizeof g);
     run_out out = {.echo = !o.json};
+    int budget_cap = 0;
     int status = 1;
     double t_load = now_s();
 
@@ -331,7 +350,7 @@ int cli_run_main(int argc, char **argv)
     /* model and tokenizer (eval/model.c: a folder's tokenizer.json / tokenizer.model, or the
      * vocabulary inside a GGUF file) */
     eval_model_opts mo = {.threads = o.threads, .dtype = o.dtype, .resident = !use_cuda,
-                          .allow_no_tokenizer = o.prompt_ids != NULL};
+                          .allow_no_tokenizer = o.prompt_ids != NULL, .no_check = o.no_check};
     if (!(em = eval_model_open(o.model_dir, &mo, err, sizeof err))) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
@@ -346,6 +365,25 @@ int cli_run_main(int argc, char **argv)
     }
     const model_config *cfg = &mw->cfg;
     if (!tok && !o.json) fprintf(stderr, "llm-run: note: no tokenizer: the output is token ids\n");
+
+    /* a prompt that must fit the context (absolute positions) and cannot, by its size in bytes:
+     * refused before tokenizing it (a 13 MB prompt took 15 s and 3 GB to be refused). Every
+     * token covers at most its longest piece's bytes; x4 covers what normalisation may expand. */
+    if (tok && !o.prompt_ids && (!o.pp.rope_shifted || o.ctx_len > 0)) {
+        size_t longest = 1;
+        for (int i = 0; i < tokenizer_vocab_size(tok); i++) {
+            const char *p = tokenizer_piece(tok, i);
+            if (p && strlen(p) > longest) longest = strlen(p);
+        }
+        size_t ctx_tokens = (size_t)(o.ctx_len > 0 ? o.ctx_len : cfg->max_position_embeddings);
+        if (prompt_len / (longest * 4) > ctx_tokens) {
+            fprintf(stderr, "llm-run: the prompt is %zu bytes, at least %zu tokens, longer than the context of %zu; "
+                    "a budgeted policy with --rope shifted --prefill-chunk N can take it\n",
+                    prompt_len, prompt_len / (longest * 4), ctx_tokens);
+            status = 2;
+            goto done;
+        }
+    }
 
     /* encode: the ids as given, or [BOS] + text / the chat template */
     int n_prompt;
@@ -428,9 +466,18 @@ int cli_run_main(int argc, char **argv)
         status = 2;
         goto done;
     }
-    int max_cap = 0;
-    for (int i = 0; i < kv.n_layers * kv.n_kv_heads; i++)
+    int max_cap = 0, min_cap = INT_MAX;
+    for (int i = 0; i < kv.n_layers * kv.n_kv_heads; i++) {
         if (kv.cap[i] > max_cap) max_cap = kv.cap[i];
+        if (kv.cap[i] < min_cap) min_cap = kv.cap[i];
+    }
+    /* POLICIES.md §1.2: a budget below the policy's protected sets (sink + window, ...) is
+     * raised to that minimum; say so (peak KV then exceeds the budget the user asked for) */
+    budget_cap = kv_budget_capacity(&o.pp, n_prompt, max_new, 1);
+    if (min_cap > budget_cap && !o.json)
+        fprintf(stderr, "llm-run: note: policy %s needs at least %d slots per (layer, KV head) for what it "
+                "protects; the budget's %d was raised to %d (POLICIES.md 1.2)\n", ops->name, min_cap,
+                budget_cap, min_cap);
     if (o.pp.rope_shifted && max_cap + (chunk < n_prompt ? chunk : 0) + 1 > ctx &&
         n_prompt + max_new - 1 > ctx) {
         /* shifted positions are ranks in the cache: capacity (+ chunk) must fit the context */
@@ -498,7 +545,7 @@ int cli_run_main(int argc, char **argv)
     kv_stats st;
     kv_stats_get(&kv, n_prompt, g.n_decode_steps, &st);
     if (o.json) {
-        print_json(&o, &kv, &g, out.text, &st, use_cuda, &eng, chunk, t_load);
+        print_json(&o, &kv, &g, out.text, &st, use_cuda, &eng, chunk, t_load, budget_cap);
     } else {
         if (out.len > 0 && out.text[out.len - 1] != '\n') putchar('\n');
         fflush(stdout);

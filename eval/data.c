@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 static const char *const TASK_NAMES[EVAL_TASK_COUNT] = {"xsum", "cnndm", "litm", "wikitext",
@@ -201,6 +202,11 @@ int eval_load_examples(eval_task task, const char *path, eval_example **exs, int
 {
     *exs = NULL;
     *n = 0;
+    struct stat pre;
+    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) {   /* a FIFO would block gzopen */
+        eval_seterr(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
     gzFile f = gzopen(path, "rb");
     if (!f) {
         eval_seterr(err, errlen, "%s: cannot open: %s", path, errno ? strerror(errno) : "zlib error");

@@ -162,6 +162,7 @@ typedef struct {
     int dtype;                /* -1: as in the file, else a dtype_t for model_convert */
     int resident;             /* model_make_resident (the CPU backend) */
     int allow_no_tokenizer;   /* a model without a tokenizer opens (prompts as ids only) */
+    int no_check;             /* skip model_check_finite (huge models: --no-check) */
 } eval_model_opts;
 
 /* Opens a model path (eval/model.c): a Hugging Face folder (weights + tokenizer.json or

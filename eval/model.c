@@ -101,6 +101,7 @@ eval_model *eval_model_open(const char *path, const eval_model_opts *o, char *er
     }
     m->threads = o->threads > 0 ? o->threads : cpu_num_cores();
     if (model_load(path, &m->w, err, errlen) != 0 ||
+        (!o->no_check && model_check_finite(&m->w, err, errlen) != 0) ||
         (o->dtype >= 0 && model_convert(&m->w, (dtype_t)o->dtype, err, errlen) != 0) ||
         (o->resident && model_make_resident(&m->w, err, errlen) != 0))
         goto fail;

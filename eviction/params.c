@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *lookup_origin;   /* set by lookup: where the value came from */
 
@@ -142,6 +143,11 @@ int policy_params_set(policy_params *p, const policy_ops *ops, const char *name,
 int policy_preset_load(const char *path, const policy_ops **ops, policy_params *p, char *err,
                        size_t errlen)
 {
+    struct stat pre;
+    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) {   /* a FIFO would block fopen */
+        snprintf(err, errlen, "%s: policy preset is not a regular file", path);
+        return -1;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open policy preset: %s", path, strerror(errno));

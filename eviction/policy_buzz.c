@@ -210,7 +210,11 @@ int buzz_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_new, c
     if (w_set && policy_param_int(p, "buzz-w", 0, 1, 1000000000, &w, err, errlen)) return -1;
     if (T_set && policy_param_int(p, "buzz-T", 0, 1, 1000000000, &T, err, errlen)) return -1;
 
-    int C = kv_budget_capacity(p, n_prompt, max_new, 1);
+    /* POLICIES.md §1.2: a budget below what the structure protects (k sinks, a window of at
+     * least one, a middle of at least one; or the k + w + T given) is raised to that minimum
+     * in the peak mode (the caller reports the raise) */
+    long long c_min = mode != 0 ? 1 : (long long)k + (w_set ? w : 1) + (T_set ? T : 1);
+    int C = kv_budget_capacity(p, n_prompt, max_new, c_min > 1000000000 ? 1000000000 : (int)c_min);
     long long L = (long long)n_prompt + max_new;
     if (L < 1) L = 1;
     int streaming = 0;

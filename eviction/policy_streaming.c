@@ -39,16 +39,17 @@ static int streaming_init(kv_cache *kv, const policy_params *p, int n_prompt, in
                           char *err, size_t errlen)
 {
     /* the capacity C from the budget; the sinks take part of it */
-    int cap = kv_budget_capacity(p, n_prompt, max_new, 1);
     int n_sink;
     if (policy_param_int(p, "sink", -1, 0, 1 << 24, &n_sink, err, errlen) != 0) return -1;
+    /* sinks given: the capacity is at least sink + 1 (a window of one; POLICIES.md §1.2 raises a
+     * smaller budget to that minimum, and the caller reports it) */
+    int cap = kv_budget_capacity(p, n_prompt, max_new, n_sink >= 0 ? n_sink + 1 : 1);
     if (n_sink < 0) {
         /* default 4 sinks; [PROPOSAL §2.3] floor(C/2) when C ≤ 8 so a window remains */
         n_sink = cap <= 8 ? cap / 2 : 4;
     } else if (n_sink >= cap) {
-        snprintf(err, errlen, "--sink: %d sink tokens leave no window at capacity %d (need sink < capacity)",
-                 n_sink, cap);
-        return -1;
+        /* the whole run fits in the sinks (capacity capped at prompt + max new): all kept */
+        n_sink = cap;
     }
     int n = kv->n_layers * kv->n_kv_heads;
     for (int i = 0; i < n; i++) kv->cap[i] = cap;

@@ -18,6 +18,7 @@
  * No per-slot state, no attention statistics; slots stay in position order (stable compaction). */
 #include "eviction/eviction.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,9 @@ static double dist2(const float *x, const float *y, int d)
         double e = (double)x[i] - y[i];
         s += e * e;
     }
-    return s;
+    /* a non-finite key (NaN/Inf from corrupt weights run with --no-check) counts as infinitely
+     * far: the farthest-point search always finds a point, never index -1 */
+    return s >= 0.0 && s <= DBL_MAX ? s : DBL_MAX;
 }
 
 /* Greedy k-center (Gonzalez '85, §8.2). X: n points X[i] [d] (fp32, read through pointers),

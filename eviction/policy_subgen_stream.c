@@ -23,6 +23,7 @@
 #include "eviction/eviction.h"
 #include "kernels/kernels.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +91,9 @@ static double dist2(const float *x, const float *y, int d)
         double e = (double)x[i] - y[i];
         s += e * e;
     }
-    return s;
+    /* a non-finite key (NaN/Inf from corrupt weights run with --no-check) counts as infinitely
+     * far: the farthest-point search always finds a point, never index -1 */
+    return s >= 0.0 && s <= DBL_MAX ? s : DBL_MAX;
 }
 
 static float dotf(const float *a, const float *b, int d)

@@ -25,6 +25,11 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 
 /* Reads a whole (small) file into a NUL-terminated malloc'd buffer. */
 static char *slurp(const char *path, size_t *len, char *err, size_t errlen) {
+    struct stat pre;
+    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) {   /* a FIFO would block fopen */
+        fail(err, errlen, "%s: not a regular file", path);
+        return NULL;
+    }
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));

@@ -366,6 +366,8 @@ bad:
 
 int gguf_open(const char *path, gguf_file *g, char *err, size_t errlen) {
     memset(g, 0, sizeof *g);
+    struct stat pre;
+    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) return fail(err, errlen, "%s: not a regular file", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -400,6 +402,8 @@ void gguf_close(gguf_file *g) {
 }
 
 int gguf_is_gguf_file(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     FILE *fp = fopen(path, "rb");
     if (!fp) return 0;
     uint32_t magic = 0;

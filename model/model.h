@@ -243,6 +243,12 @@ int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen);
  * memory. */
 int model_make_resident(model_weights *m, char *err, size_t errlen);
 
+/* Every weight finite (issue 19): F32/F16/BF16 elements, and the f16 scales of each block of the
+ * block formats (the integer quants cannot be non-finite). One pass over the weights at load
+ * (OpenMP over elements; SmolLM2: a few ms). Returns 0, or -1 naming the tensor and the first
+ * element (row, column) or block. */
+int model_check_finite(const model_weights *m, char *err, size_t errlen);
+
 /* model_convert(m, DT_F32): every weight F32 (the reference path). */
 int model_to_f32(model_weights *m, char *err, size_t errlen);
 

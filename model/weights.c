@@ -50,6 +50,11 @@ static int is_file(const char *path) {
 }
 
 static char *read_text(const char *path, size_t *len, char *err, size_t errlen) {
+    struct stat pre;
+    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) {   /* a FIFO would block fopen */
+        fail(err, errlen, "%s: not a regular file", path);
+        return NULL;
+    }
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -343,6 +348,43 @@ static int unpermute_qk(model_weights *m, char *err, size_t errlen) {
     return 0;
 }
 
+/* A safetensors header whose length is not a multiple of 4 (legal) leaves the data of F32 (and
+ * F16/BF16) tensors at addresses the kernels would read as float * (undefined behaviour):
+ * such tensors are copied once into aligned owned memory. */
+static int align_weights(model_weights *m, char *err, size_t errlen) {
+    const model_config *c = &m->cfg;
+    void **owned = realloc(m->owned, ((size_t)m->n_owned + 16 * ((size_t)c->n_layers + 1)) * sizeof *owned);
+    if (!owned) return fail(err, errlen, "out of memory");
+    m->owned = owned;
+    for (int l = -1; l < c->n_layers; l++) {
+        weight_t *ws[13];
+        int k = 0;
+        if (l < 0) {
+            ws[k++] = &m->embed, ws[k++] = &m->final_norm;
+            if (m->lm_head.data != m->embed.data) ws[k++] = &m->lm_head;
+        } else {
+            layer_weights *lw = &m->layers[l];
+            weight_t *all[] = {&lw->attn_norm, &lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->ffn_norm,
+                               &lw->w_gate, &lw->w_up, &lw->w_down, &lw->bq, &lw->bk, &lw->bv, &lw->bo};
+            for (int i = 0; i < 13; i++) ws[k++] = all[i];
+        }
+        for (int i = 0; i < k; i++) {
+            weight_t *w = ws[i];
+            size_t al = w->dtype == DT_F32 ? 4 : w->dtype == DT_F16 || w->dtype == DT_BF16 ? 2 : 1;
+            if (!w->data || (uintptr_t)w->data % al == 0) continue;
+            size_t bytes = weight_bytes(w);
+            int tied = l < 0 && w == &m->embed && m->lm_head.data == m->embed.data;
+            void *p = alloc_weight(bytes);
+            if (!p) return fail(err, errlen, "out of memory aligning a [%d, %d] weight", w->rows, w->cols);
+            memcpy(p, w->data, bytes);
+            m->owned[m->n_owned++] = p;
+            w->data = p;
+            if (tied) m->lm_head = m->embed;
+        }
+    }
+    return 0;
+}
+
 int model_load(const char *path, model_weights *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     loader L = {.dir = path, .m = m};
@@ -370,6 +412,7 @@ int model_load(const char *path, model_weights *m, char *err, size_t errlen) {
         if (rc == 0) rc = config_load(cpath, &m->cfg, err, errlen);
         if (rc == 0) rc = open_files(&L, err, errlen);
         if (rc == 0) rc = bind_all(&L, err, errlen);
+        if (rc == 0) rc = align_weights(m, err, errlen);
     } else {
         rc = fail(err, errlen, "%s: not a regular file or folder", path);
     }
@@ -540,4 +583,95 @@ void model_free(model_weights *m) {
     free(m->files);
     free(m->layers);
     memset(m, 0, sizeof *m);
+}
+
+/* ------------------------------------------------------------ finite check (issue 19) */
+
+/* Index of the first non-finite element of w (the first block with a non-finite scale for the
+ * block formats), or -1. Exponent bits all ones = inf or nan, tested on the integer bits. */
+static int64_t first_nonfinite(const weight_t *w, int *is_block) {
+    const uint8_t *p = w->data;
+    int64_t n = (int64_t)w->rows * w->cols;
+    *is_block = 0;
+    int64_t bad = INT64_MAX;
+    switch (w->dtype) {
+    case DT_F32:
+        #pragma omp parallel for reduction(min : bad) schedule(static) if (n >= (1 << 20))
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            if ((u & 0x7f800000u) == 0x7f800000u && i < bad) bad = i;
+        }
+        break;
+    case DT_F16:
+    case DT_BF16: {
+        const uint16_t mask = w->dtype == DT_F16 ? 0x7c00 : 0x7f80;
+        #pragma omp parallel for reduction(min : bad) schedule(static) if (n >= (1 << 20))
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t u;
+            memcpy(&u, p + 2 * i, 2);
+            if ((u & mask) == mask && i < bad) bad = i;
+        }
+        break;
+    }
+    default: {
+        /* the f16 scales of each block: d (and m / dmin) first, Q6_K's d last */
+        *is_block = 1;
+        size_t bb = dtype_block_bytes(w->dtype);
+        int64_t nb = n / dtype_block(w->dtype);
+        int two = w->dtype == DT_Q4_1 || w->dtype == DT_Q5_1 || w->dtype == DT_Q4_K || w->dtype == DT_Q5_K;
+        size_t at = w->dtype == DT_Q6_K ? bb - 2 : 0;
+        #pragma omp parallel for reduction(min : bad) schedule(static) if (nb >= (1 << 16))
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *q = p + (size_t)b * bb + at;
+            uint16_t d, m = 0;
+            memcpy(&d, q, 2);
+            if (two) memcpy(&m, q + 2, 2);
+            if (((d & 0x7c00) == 0x7c00 || (m & 0x7c00) == 0x7c00) && b < bad) bad = b;
+        }
+    }
+    }
+    return bad == INT64_MAX ? -1 : bad;
+}
+
+int model_check_finite(const model_weights *m, char *err, size_t errlen) {
+    const model_config *c = &m->cfg;
+    for (int l = -1; l <= c->n_layers; l++) {
+        const weight_t *ws[13];
+        const char *names[13];
+        int k = 0;
+        if (l < 0) {
+            ws[k] = &m->embed, names[k++] = "model.embed_tokens.weight";
+        } else if (l == c->n_layers) {
+            ws[k] = &m->final_norm, names[k++] = "model.norm.weight";
+            if (m->lm_head.data != m->embed.data) ws[k] = &m->lm_head, names[k++] = "lm_head.weight";
+        } else {
+            const layer_weights *lw = &m->layers[l];
+            const weight_t *all[] = {&lw->attn_norm, &lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->ffn_norm,
+                                     &lw->w_gate, &lw->w_up, &lw->w_down, &lw->bq, &lw->bk, &lw->bv, &lw->bo};
+            static const char *nm[] = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                                       "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+                                       "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+                                       "self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias",
+                                       "self_attn.o_proj.bias"};
+            for (int i = 0; i < 13; i++) ws[k] = all[i], names[k++] = nm[i];
+        }
+        for (int i = 0; i < k; i++) {
+            if (!ws[i]->data) continue;
+            int is_block;
+            int64_t at = first_nonfinite(ws[i], &is_block);
+            if (at < 0) continue;
+            char name[160];
+            if (l >= 0 && l < c->n_layers) snprintf(name, sizeof name, "model.layers.%d.%s", l, names[i]);
+            else snprintf(name, sizeof name, "%s", names[i]);
+            if (is_block)
+                return fail(err, errlen, "%s: non-finite scale in %s block %lld (row %lld): the weights are "
+                            "corrupt (--no-check skips this test)", name, dtype_name(ws[i]->dtype), (long long)at,
+                            (long long)(at * dtype_block(ws[i]->dtype) / ws[i]->cols));
+            return fail(err, errlen, "%s: non-finite value (inf or nan) at element %lld (row %lld, column %lld): "
+                        "the weights are corrupt (--no-check skips this test)", name, (long long)at,
+                        (long long)(at / ws[i]->cols), (long long)(at % ws[i]->cols));
+        }
+    }
+    return 0;
 }

@@ -60,8 +60,6 @@ expect - "--budget" "budget inf" -- --budget inf
 expect - "--budget-tokens" "budget-tokens 0" -- --budget-tokens 0
 expect buzz "--stride|--buzz-s" "buzz stride 2 (< 3)" -- --policy buzz --stride 2 --budget 0.3
 expect buzz "--stride|--buzz-s" "buzz stride not an integer" -- --policy buzz --stride x --budget 0.3
-expect streaming "--sink" "streaming sink >= capacity" -- --policy streaming --sink 1000 --budget 0.2
-expect buzz "--window|--buzz-w" "buzz window larger than capacity" -- --policy buzz --window 10000 --budget 0.2
 expect - "malformed.json" "malformed preset file" -- --policy-config "$tmp/malformed.json"
 expect - "not_object.json" "preset that is not an object" -- --policy-config "$tmp/not_object.json"
 expect - "missing.json" "missing preset file" -- --policy-config "$tmp/missing.json"
