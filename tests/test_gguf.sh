@@ -9,7 +9,9 @@
 #     dequantized weights, tests/fixtures/gguf, scripts/make_gguf_fixtures.py): top-1 equal at
 #     every position where transformers' top1 - top2 margin is >= 0.5 and at >= 98% of all
 #     positions, cosine >= 0.999 at the last position; greedy 32-token continuations equal, or
-#     diverging only where transformers' own margin is < 0.5.
+#     diverging only where transformers' own margin is < 0.5; every policy runs on both, and
+#     is identical to full when the budget covers the run.
+#  3. A qwen2 Hugging Face folder made from the GGUF (safetensors with biases) vs transformers.
 # Ends with "N passed, M failed".
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,5 +110,36 @@ PY
         fi
     done
 done
+
+# ---------------------------------------------------------------- 3. a qwen2 Hugging Face folder
+# The Qwen GGUF written as an HF folder (2 layers, BF16 safetensors with the q/k/v biases,
+# tokenizer.json; scripts/make_hf_from_gguf.py, gguf + numpy) against transformers on that folder
+# (tests/fixtures/gguf/qwen2-2layers-hf.npz): the 32 largest logits of every row within 1e-4 of
+# the row's max |logit|, same argmax everywhere.
+if GG=$(scripts/fetch_model.sh qwen2.5-0.5b 2>"$TMP/fetch.err") &&
+   python3 scripts/make_hf_from_gguf.py "$GG" "$TMP/qwen2hf" --layers 2 --dtype BF16 >"$TMP/mk.log" 2>&1; then
+    FX=tests/fixtures/gguf/qwen2-2layers-hf.npz
+    ids=$(python3 -c 'import numpy as np,sys; print(",".join(map(str, np.load(sys.argv[1])["ids"])))' "$FX")
+    if "$BIN" -m "$TMP/qwen2hf" --prompt-ids "$ids" -n 1 -t 2 --logits-out "$TMP/q.npy" >/dev/null 2>"$TMP/e" &&
+       msg=$(python3 - "$FX" "$TMP/q.npy" <<'PY'
+import sys
+import numpy as np
+d = np.load(sys.argv[1]); L = np.load(sys.argv[2])[:len(d["ids"])]
+ours = np.take_along_axis(L, d["top_ids"], axis=1)
+rel = (np.abs(ours - d["top_logits"]).max(axis=1) / d["row_absmax"]).max()
+same = (L.argmax(axis=1) == d["top_ids"][:, 0]).all()
+print("worst |diff| / max|logit| %.2e, argmax equal: %s" % (rel, same))
+sys.exit(0 if rel <= 1e-4 and same else 1)
+PY
+); then ok "qwen2 HF folder (safetensors BF16, biases, tokenizer.json) vs transformers: $msg"
+    else bad "qwen2 HF folder vs transformers: ${msg:-$(head -c 300 "$TMP/e")}"; fi
+    # the folder's tokenizer.json (NFC + Qwen2 split) and the GGUF's vocabulary (llama.cpp rules)
+    # agree on plain text
+    a=$("$BIN" tokenize -m "$TMP/qwen2hf" -p "Hello world, 2015 was a year." --ids 2>&1)
+    b=$("$BIN" tokenize -m "$GG" -p "Hello world, 2015 was a year." --ids 2>&1)
+    [ "$a" = "$b" ] && ok "qwen2 tokenizer.json and GGUF vocabulary agree on plain text: $a" || bad "tokenize: folder $a vs GGUF $b"
+else
+    bad "qwen2 HF folder: could not be made: $(tail -2 "$TMP/mk.log" "$TMP/fetch.err" 2>/dev/null | tr '\n' ' ')"
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
