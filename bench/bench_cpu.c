@@ -270,6 +270,7 @@ int main(int argc, char **argv)
 {
     g_threads = cpu_num_cores();
     size_t bw_mib = 1024;
+    int bw_only = 0;
     bench_model models[8];
     int n_models = 0;
     for (int i = 1; i < argc; i++) {
@@ -278,6 +279,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) g_steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) bw_mib = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--mapped")) g_mapped = 1;   /* weights left in the file mapping */
+        else if (!strcmp(argv[i], "--bw-only")) bw_only = 1;   /* one bandwidth figure, then exit */
         else if (strchr(argv[i], '=') && n_models < 8) {
             bench_model *bm = &models[n_models++];
             memset(bm, 0, sizeof *bm);
@@ -295,6 +297,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] NAME=DIR[:f32|f16|bf16|auto] ...\n");
             return 2;
         }
+    }
+    if (bw_only && g_threads >= 1) {
+        /* bench/vs_llamacpp.py: the streaming-read bandwidth between its rounds, best of 3 */
+        cpu_set_threads(g_threads);
+        if (bw_init(bw_mib) != 0) return 1;
+        double best = 0;
+        for (int rep = 0; rep < 3; rep++) {
+            double b = bw_pass();
+            if (b > best) best = b;
+        }
+        printf("%.3f\n", best / 1e9);   /* GB/s */
+        return 0;
     }
     if (g_threads < 1 || g_reps < 1 || g_steps < 2 || n_models == 0) {
         fprintf(stderr, "bench_cpu: need threads >= 1, reps >= 1, steps >= 2 and at least one model\n");

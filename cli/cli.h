@@ -46,6 +46,7 @@ typedef struct {
     int dtype;                 /* --dtype: -1 auto (the file's), else a dtype_t */
     int verbose_prompt;        /* --verbose-prompt: the prompt's ids and pieces on stderr */
     int no_check;              /* --no-check: skip the finite-weights test at load */
+    int ignore_eos;            /* --ignore-eos: generate max_new tokens whatever they are */
     const char *positional[8]; /* non-option arguments, in order */
     int n_positional;
 } run_options;

@@ -181,6 +181,7 @@ SETTER(set_logits_out) { (void)f; O->logits_out = v; return 0; }
 SETTER(set_verbose_prompt) { (void)f; (void)v; O->verbose_prompt = 1; return 0; }
 SETTER(set_noop) { (void)ctx; (void)f; (void)v; return 0; }
 SETTER(set_no_check) { (void)f; (void)v; O->no_check = 1; return 0; }
+SETTER(set_ignore_eos) { (void)f; (void)v; O->ignore_eos = 1; return 0; }
 
 /* Help texts fit 100 columns; "\n" starts a continuation line. */
 const cli_opt cli_run_options[] = {
@@ -199,6 +200,7 @@ const cli_opt cli_run_options[] = {
     {"--dtype", NULL, "TYPE", "weight dtype in memory: auto (as in the file, default), f32, f16, bf16, or\n"
      "q8_0/q4_0 (quantized at load, row-wise blocks of 32; other row lengths stay as stored)", CLI_G_MODEL, 0, set_dtype},
     {"--max-new-tokens", "-n", "N", "tokens to generate (default 256); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
+    {"--ignore-eos", NULL, NULL, "do not stop at end-of-generation tokens (benchmarks)", CLI_G_GEN, 0, set_ignore_eos},
     {"--ctx-size", "-c", "N", "context: prompt + generated positions at most (default: the model's)", CLI_G_GEN, 0, set_ctx},
     {"--temp", NULL, "F", "temperature; 0 = greedy (default 0)", CLI_G_GEN, 1, set_temp},
     {"--top-p", NULL, "F", "nucleus sampling threshold (default 0.9; 1 = off)", CLI_G_GEN, 0, set_top_p},

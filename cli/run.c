@@ -217,6 +217,10 @@ static void print_json(const run_options *o, const kv_cache *kv, const gen_resul
     cJSON_AddNumberToObject(tm, "prefill_tok_s", g->prefill_s > 0 ? g->n_prompt / g->prefill_s : 0);
     cJSON_AddNumberToObject(tm, "decode_tok_s",
                             g->decode_s > 0 && g->n_decode_steps > 0 ? g->n_decode_steps / g->decode_s : 0);
+    cJSON *wj = cJSON_AddObjectToObject(j, "weights");
+    cJSON_AddNumberToObject(wj, "bytes", (double)model_weight_bytes(eng->w, 0));
+    cJSON_AddNumberToObject(wj, "bytes_per_token", (double)model_weight_bytes(eng->w, 1));
+    cJSON_AddStringToObject(wj, "dtype", dtype_name(eng->w->layers[0].w_up.dtype));
     cJSON *k = cJSON_AddObjectToObject(j, "kv");
     cJSON_AddStringToObject(k, "policy", kv->ops->name);
     cJSON_AddNumberToObject(k, "budget", o->pp.budget);
@@ -523,6 +527,7 @@ int cli_run_main(int argc, char **argv)
      * models emit it between stories, and llama2.c stops there too) */
     const int *stop_ids;
     int n_stop = eval_model_stop_ids(em, &stop_ids);
+    if (o.ignore_eos) n_stop = 0;
     gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = n_stop,
                      .want_prompt_logits = o.logits_out != NULL, .interrupted = &g_interrupted};
     gen_callbacks cb = {.ctx = &out, .on_logits = o.logits_out ? on_logits : NULL, .on_token = on_token,

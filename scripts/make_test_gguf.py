@@ -2,7 +2,8 @@
 """Write a Hugging Face LLaMA folder (F32/F16/BF16 safetensors) as a GGUF file, the way
 llama.cpp's convert_hf_to_gguf.py lays it out, or a deliberately broken variant of it.
 
-    scripts/make_test_gguf.py MODEL_DIR OUT.gguf [--mutate NAME] [--version 3]
+    scripts/make_test_gguf.py MODEL_DIR OUT.gguf [--mutate NAME] [--version 3] [--dtype F32|F16|BF16]
+                              [--vocab dummy]
     scripts/make_test_gguf.py --list-mutations
 
 Python standard library only (the bad-input tests run it on a fresh machine). What it writes:
@@ -10,7 +11,9 @@ general.architecture llama, the llama.* hyper-parameters from config.json, token
 eos ids, every tensor under its GGUF name (token_embd, blk.N.attn_q, ..., output_norm,
 output when untied) in the file's dtype (F32/F16; BF16 as type 30), q/k rows permuted as the
 converter does for llama (per head: rows (half, j) → (j, half)), tensors aligned to 32 bytes.
-No tokenizer metadata: stories260K's tokenizer is the folder's tokenizer.model.
+No tokenizer metadata (stories260K's tokenizer is the folder's tokenizer.model) unless
+--vocab dummy: a placeholder byte-level vocabulary so llama.cpp loads the file (benchmarks feed
+token ids). --dtype converts the matrices (norms stay F32, as llama.cpp's converter does).
 
 --mutate NAME breaks one thing (see MUTATIONS below); tests/bad_inputs/gguf.sh runs llm-run on
 each and checks the one-line error.
@@ -102,7 +105,40 @@ def kv_bytes(key, typ, val):
     return out + struct.pack("<" + fmt[typ], val)
 
 
-def build(model_dir, mutate=None, version=3):
+def gpt2_byte_chars():
+    """GPT-2's byte -> printable character map (the 256 single-byte tokens of a byte-level BPE)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for _, c in sorted(zip(bs, cs))]
+
+
+def convert(raw, dt_from, dt_to):
+    """Raw little-endian tensor bytes from one of F32/F16/BF16 to another (round to nearest even)."""
+    if dt_from == dt_to:
+        return raw
+    import array
+    if dt_from == "F32":
+        f = array.array("f"); f.frombytes(raw)
+    else:
+        h = array.array("H"); h.frombytes(raw)
+        if dt_from == "BF16":
+            f = array.array("f", struct.unpack("<%df" % len(h), b"".join(struct.pack("<I", x << 16) for x in h)))
+        else:
+            f = array.array("f", struct.unpack("<%de" % len(h), raw))
+    if dt_to == "F32":
+        return f.tobytes()
+    if dt_to == "F16":
+        return struct.pack("<%de" % len(f), *f)
+    u = struct.unpack("<%dI" % len(f), f.tobytes())
+    return struct.pack("<%dH" % len(u), *(((x + 0x7FFF + ((x >> 16) & 1)) >> 16) & 0xFFFF for x in u))
+
+
+def build(model_dir, mutate=None, version=3, dtype=None, vocab=None):
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     st = read_safetensors(model_dir)
     H, L = cfg["num_attention_heads"], cfg["num_hidden_layers"]
@@ -134,6 +170,8 @@ def build(model_dir, mutate=None, version=3):
     tensors = []   # [name, ggml_type, ne (innermost first), bytes]
     for k in sorted(st):
         dt, shape, data = st[k]
+        if dtype and len(shape) == 2:   # matrices converted, norms stay F32 (as llama.cpp's converter)
+            data, dt = convert(data, dt, dtype), dtype
         typ, es = ST_DT[dt]
         if k in names:
             g = names[k]
@@ -149,6 +187,15 @@ def build(model_dir, mutate=None, version=3):
     if cfg.get("tie_word_embeddings") and any(t[0] == "output.weight" for t in tensors):
         tensors = [t for t in tensors if t[0] != "output.weight"]
     align = 32
+    if vocab == "dummy":
+        # a placeholder byte-level BPE vocabulary (the 256 byte characters, then "tok<i>"), no
+        # merges: enough for llama.cpp to load the file; benchmarks feed token ids
+        nv = next(t for t in tensors if t[0] == "token_embd.weight")[2][1]
+        toks = gpt2_byte_chars() + ["tok%d" % i for i in range(256, nv)]
+        kvs += [("tokenizer.ggml.model", T_STR, "gpt2"), ("tokenizer.ggml.pre", T_STR, "default"),
+                ("tokenizer.ggml.tokens", T_ARR, (T_STR, toks)),
+                ("tokenizer.ggml.token_type", T_ARR, (T_I32, [1] * nv)),
+                ("tokenizer.ggml.merges", T_ARR, (T_STR, []))]
 
     def kv_set(key, typ, val):
         for i, (k, _, _) in enumerate(kvs):
@@ -238,7 +285,11 @@ def main():
         return
     if len(a) < 2:
         sys.exit("usage: make_test_gguf.py MODEL_DIR OUT.gguf [--mutate NAME] [--version 2|3]")
-    mut, ver = None, 3
+    mut, ver, dt, voc = None, 3, None, None
+    if "--dtype" in a:
+        dt = a[a.index("--dtype") + 1]
+    if "--vocab" in a:
+        voc = a[a.index("--vocab") + 1]
     if "--mutate" in a:
         mut = a[a.index("--mutate") + 1]
         if mut not in MUTATIONS:
@@ -246,7 +297,7 @@ def main():
     if "--version" in a:
         ver = int(a[a.index("--version") + 1])
     with open(a[1], "wb") as f:
-        f.write(build(a[0], mut, ver))
+        f.write(build(a[0], mut, ver, dt, voc))
 
 
 if __name__ == "__main__":

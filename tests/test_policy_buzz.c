@@ -458,22 +458,35 @@ static void expect_init_error(const policy_ops *ops, double budget, int N, int m
     rig_close(&r);
 }
 
+/* A structure the budget cannot hold (POLICIES.md §1.2): the capacity is raised to it. */
+static void expect_raised(const policy_ops *ops, double budget, int N, int max_new,
+                          const char *const *set, int want_cap)
+{
+    rig r;
+    char err[256] = "";
+    assert_int_equal(rig_open(&r, ops, budget, N, max_new, 1, 1, 1, set, err, sizeof err), 0);
+    assert_int_equal(r.kv.cap[0], want_cap);
+    rig_close(&r);
+}
+
 static void test_buzz_rejects_bad_parameters_with_one_line_naming_the_flag(void **state)
 {
     (void)state;
     const char *const s2[] = {"buzz-s", "2", NULL}, *const stride1[] = {"stride", "1", NULL};
     expect_init_error(&policy_buzz, 0.5, 100, 100, s2, "--buzz-s");
     expect_init_error(&policy_buzz_logn, 0.5, 100, 100, stride1, "--buzz-s");
-    const char *const k50[] = {"sink", "50", NULL};
-    expect_init_error(&policy_buzz, 40, 100, 100, k50, "--buzz-k");
-    const char *const w60[] = {"window", "60", NULL};
-    expect_init_error(&policy_buzz, 40, 100, 100, w60, "--buzz-w");
-    const char *const w36[] = {"buzz-w", "36", NULL}; /* 4 + 36 = 40: no room for a middle */
-    expect_init_error(&policy_buzz, 40, 100, 100, w36, "--buzz-w");
-    const char *const t40[] = {"threshold", "40", NULL};
-    expect_init_error(&policy_buzz, 40, 100, 100, t40, "--buzz-T");
+    /* structures a budget of 40 cannot hold are raised to their minimum k + w + T (§1.2; the
+     * caller reports the raise) where they used to fail */
+    const char *const k50[] = {"sink", "50", NULL};        /* 50 + 1 + 1 */
+    expect_raised(&policy_buzz, 40, 100, 100, k50, 52);
+    const char *const w60[] = {"window", "60", NULL};      /* 4 + 60 + 1 */
+    expect_raised(&policy_buzz, 40, 100, 100, w60, 65);
+    const char *const w36[] = {"buzz-w", "36", NULL};      /* 4 + 36 leaves no middle: 41 */
+    expect_raised(&policy_buzz, 40, 100, 100, w36, 41);
+    const char *const t40[] = {"threshold", "40", NULL};   /* 4 + 1 + 40 */
+    expect_raised(&policy_buzz, 40, 100, 100, t40, 45);
     const char *const both[] = {"buzz-w", "20", "buzz-T", "30", NULL}; /* 54 > 40 in peak mode */
-    expect_init_error(&policy_buzz, 40, 100, 100, both, "--buzz-T");
+    expect_raised(&policy_buzz, 40, 100, 100, both, 54);
     const char *const mode[] = {"budget-mode", "mean", NULL};
     expect_init_error(&policy_buzz, 40, 100, 100, mode, "--budget-mode");
     const char *const swap[] = {"buzz-swap-strides", "2", NULL};
