@@ -292,7 +292,11 @@ static void test_activation_quantizers_every_family_match_scalar_and_ggml(void *
                                 int s = 0;
                                 for (int l = 0; l < 16; l++) s += (int8_t)r0[256 * b + 16 * g + l];
                                 assert_int_equal(bs16[16 * b + g], s);
-                                if (g & 1) assert_int_equal(bs32[8 * b + g / 2], s + bs16[16 * b + g - 1]);
+                                assert_int_equal(((const int32_t *)(r0 + qa_off_c16(K)))[16 * b + g], -32 * s);
+                                if (g & 1) {
+                                    assert_int_equal(bs32[8 * b + g / 2], s + bs16[16 * b + g - 1]);
+                                    assert_true(((const float *)(r0 + qa_off_bs32f(K)))[8 * b + g / 2] == bs32[8 * b + g / 2]);
+                                }
                             }
                         }
                     }

@@ -95,7 +95,6 @@ const cpu_quant_ops *cpu_quant_find(const char *name)
                  __builtin_cpu_supports("avx512vl");
     if (!strcmp(name, "avx2") && avx2) return &cpu_quant_avx2;
     if (!strcmp(name, "avxvnni") && avx2 && has_avxvnni()) return &cpu_quant_avxvnni;
-    if (!cpu_quant_avx512.mm[DT_Q8_0]) avx512 = 0;   /* TEMP */
     if (!strcmp(name, "avx512") && avx512) return &cpu_quant_avx512;
     if (!strcmp(name, "avx512vnni") && avx512 && __builtin_cpu_supports("avx512vnni"))
         return &cpu_quant_avx512vnni;

@@ -16,7 +16,8 @@
  *       (the SIMD kernels start their per-block integer sums from it when they use weights
  *       offset to unsigned: Σ (q + c) y − c Σ y).
  *   A256, nk = K/256: int8 qs[K]; float d[nk] (Q8_K's d, f32); int16 bs16[K/16] (Σ of each 16
- *       quants: Q8_K's bsums); int16 bs32[K/32] (Σ of each 32).
+ *       quants: Q8_K's bsums); int16 bs32[K/32] (Σ of each 32); float bs32f[K/32] (the same as
+ *       f32); int32 c16[K/16] (−32 · bs16: Q6_K's offset, for the packed GEMM).
  */
 #ifndef LLM_KERNELS_CPU_QUANT_H
 #define LLM_KERNELS_CPU_QUANT_H
@@ -45,11 +46,13 @@ static inline size_t qa_off_s2(int K) { return qa_off_d(K) + qa_align((size_t)(K
 static inline size_t qa_off_corr(int K) { return qa_off_s2(K) + qa_align((size_t)(K / QK32) * 8); }
 static inline size_t qa_off_bs16(int K) { return qa_off_d(K) + qa_align((size_t)(K / QKK) * 4); }
 static inline size_t qa_off_bs32(int K) { return qa_off_bs16(K) + qa_align((size_t)(K / 16) * 2); }
+static inline size_t qa_off_bs32f(int K) { return qa_off_bs32(K) + qa_align((size_t)(K / QK32) * 2); }
+static inline size_t qa_off_c16(int K) { return qa_off_bs32f(K) + qa_align((size_t)(K / QK32) * 4); }
 
 /* Bytes of one quantized activation row of K columns in format f (a multiple of 64). */
 static inline size_t qact_row_bytes(qact_fmt f, int K)
 {
-    if (f.kind == QA_256) return qa_off_bs32(K) + qa_align((size_t)(K / QK32) * 2);
+    if (f.kind == QA_256) return qa_off_c16(K) + qa_align((size_t)(K / 16) * 4);
     return qa_off_corr(K) + (f.corr ? (size_t)(K / QK32) * 32 : 0);
 }
 
@@ -99,6 +102,9 @@ extern const cpu_quant_ops cpu_quant_avx2;        /* AVX2 + FMA + F16C (maddubs)
 extern const cpu_quant_ops cpu_quant_avxvnni;     /* the same with AVX-VNNI vpdpbusd (256-bit) */
 extern const cpu_quant_ops cpu_quant_avx512;      /* AVX-512 F/BW/VL (maddubs) */
 extern const cpu_quant_ops cpu_quant_avx512vnni;  /* the same with AVX512-VNNI vpdpbusd */
+/* the AVX2 activation quantizers (quant_avx2.c), shared by the AVX-512 tables */
+void cpu_quant_act32_avx2(uint8_t *row, const float *x, int K, int c);
+void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K);
 #endif
 
 /* The activation format the kernels of ops want for weight dtype wdt. */
