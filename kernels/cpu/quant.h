@@ -84,10 +84,19 @@ static inline uint32_t q_rd32(const uint8_t *p)
 typedef void (*qmm_fn)(float *Y, size_t ldy, const uint8_t *W, size_t wstride, const uint8_t *X,
                        size_t xstride, int nr, int nx, int K);
 
+/* The same product for prefill, through packed weight panels (the family's own layout, built
+ * in buf: gemm_buf(dt, K) bytes, 64-byte aligned, per calling thread): the weight rows are
+ * decoded and interleaved a group of rows at a time, then every activation row runs over them. */
+typedef void (*qgemm_fn)(float *Y, size_t ldy, const uint8_t *W, size_t wstride, const uint8_t *X,
+                         size_t xstride, int nr, int nx, int K, uint8_t *buf);
+
 typedef struct cpu_quant_ops {
     const char *name;
     /* kernels per weight dtype (NULL for F32/F16/BF16) */
     qmm_fn mm[DT_COUNT];
+    /* packed-panel GEMM per weight dtype (NULL: mm serves prefill too) and its buffer size */
+    qgemm_fn gemm[DT_COUNT];
+    size_t (*gemm_buf)(dtype_t dt, int K);
     /* the A32 correction factor each A32 dtype's kernel wants (0: none) */
     int corr[DT_COUNT];
     /* Quantize x[K] into one activation row (A32 with correction c, or A256); every family
