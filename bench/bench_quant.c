@@ -8,8 +8,9 @@
  * 4864x896; a type runs the shapes whose cols its block divides), "hot" (the same matrix again
  * and again: from the caches when it fits) and "cold" (a rotation of copies of >= 768 MiB back
  * to back in transparent huge pages, so the weights come from DRAM as in a real decode).
- * Prefill (n = 128, 512): GFLOP/s (2·rows·cols·n / time) of the blocked quantized GEMM and of the
- * alternative, dequantize a tile of weight rows to f32 + cblas_sgemm (cpu_qgemm_mode 1).
+ * Prefill (n = 128, 512): GFLOP/s (2·rows·cols·n / time) of the quantized GEMM as matmul runs it
+ * (packed panels where the family has them), of the register-tile kernels alone (cpu_qgemm_mode
+ * 2) and of the alternative, dequantize a tile of weight rows to f32 + cblas_sgemm (mode 1).
  * --family pins the quantized-kernel table (scalar, avx2, avxvnni, avx512, avx512vnni; default:
  * the one dispatch.c picks). Each figure: the best of 10 runs of --time / 5 seconds (default
  * 0.15 s in all); 1-thread runs are timed in the thread's CPU time (the machine may be shared),
@@ -181,11 +182,11 @@ int main(int argc, char **argv)
     }
 
     if (gemm) {
-        printf("\n## Prefill GEMM: GFLOP/s (2·rows·cols·n / time): quantized GEMM | dequantize + sgemm\n\n");
+        printf("\n## Prefill GEMM: GFLOP/s (2·rows·cols·n / time): quantized GEMM (default) | register tiles only | dequantize + sgemm\n\n");
         printf("| type | rows x cols | n |");
-        for (int t = 0; t < nthr; t++) printf(" qgemm %dT | deq+sgemm %dT |", threads[t], threads[t]);
+        for (int t = 0; t < nthr; t++) printf(" qgemm %dT | tiles %dT | deq+sgemm %dT |", threads[t], threads[t], threads[t]);
         printf("\n|---|---|---|");
-        for (int t = 0; t < nthr; t++) printf("---|---|");
+        for (int t = 0; t < nthr; t++) printf("---|---|---|");
         printf("\n");
         for (int ti = 0; ti < ntypes; ti++) {
             dtype_t dt = types[ti];
@@ -204,10 +205,12 @@ int main(int argc, char **argv)
                         g_clock = threads[t] == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
                         cpu_qgemm_mode = 0;
                         double tq = time_calls(y, x, &w, 1, n);
+                        cpu_qgemm_mode = 2;
+                        double tt = time_calls(y, x, &w, 1, n);
                         cpu_qgemm_mode = 1;
                         double ts = time_calls(y, x, &w, 1, n);
                         cpu_qgemm_mode = 0;
-                        printf(" %.1f | %.1f |", flop / tq / 1e9, flop / ts / 1e9);
+                        printf(" %.1f | %.1f | %.1f |", flop / tq / 1e9, flop / tt / 1e9, flop / ts / 1e9);
                         fflush(stdout);
                     }
                     printf("\n");

@@ -140,9 +140,10 @@ const cpu_quant_ops *cpu_quant_find(const char *name);
 /* Pins the table called name (NULL: back to following the SIMD family); -1 if unusable. */
 int cpu_quant_use(const char *name);
 
-/* Prefill strategy for quantized weights (quant_gemm.c): 0 = the blocked quantized GEMM
- * (default), 1 = dequantize a tile of weight rows to f32 and run cblas_sgemm (kept for the
- * comparison in bench/bench_quant.c). */
+/* Prefill strategy for quantized weights (quant_gemm.c): 0 = the quantized GEMM (default: the
+ * packed-panel kernels from QG_PACK_MIN rows on when the family has them, else the register
+ * tiles), 1 = dequantize a tile of weight rows to f32 and run cblas_sgemm, 2 = the register
+ * tiles only (1 and 2 are kept for the comparisons in bench/bench_quant.c and the tests). */
 extern int cpu_qgemm_mode;
 
 /* matmul/matmul_multi/widen_row for block dtypes (quant_gemm.c; matmul.c routes to them). */

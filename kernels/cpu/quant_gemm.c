@@ -33,7 +33,7 @@ int cpu_qgemm_mode = 0;
 /* f32 tile of dequantized weight rows for cpu_qgemm_mode 1 (per thread). */
 #define QG_TILE_BYTES (1u << 20)
 /* From this many activation rows on, prefill packs the weight panels (when the family can). */
-#define QG_PACK_MIN 4
+#define QG_PACK_MIN 5
 /* Distinct activation formats one call can need (matrices of different dtypes). */
 #define QMAX_FMT 8
 
@@ -82,7 +82,7 @@ static void run_rows(const cpu_quant_ops *ops, float *y, const weight_t *w, cons
 {
     size_t rb = dtype_row_bytes(w->dtype, w->cols);
     const uint8_t *W = w->data;
-    if (n >= QG_PACK_MIN && ops->gemm[w->dtype]) {
+    if (n >= QG_PACK_MIN && ops->gemm[w->dtype] && cpu_qgemm_mode != 2) {
         uint8_t *buf = t_pack = grow(t_pack, &t_pack_cap, ops->gemm_buf(w->dtype, w->cols));
         if (buf) {
             ops->gemm[w->dtype](y + a, (size_t)w->rows, W + (size_t)a * rb, rb, X, xs, b - a, n, w->cols, buf);
