@@ -8,7 +8,8 @@
  *    ggml's Q8_0 (quantize_row), A256 ggml's Q8_K (re-derived here);
  *  - every family's kernels (dot products, matvec, GEMM tiles) against the scalar reference at
  *    odd sizes: |y − y_ref| ≤ 1e-5 · Σ_k |w_k·x_k| (the integer block sums are exact; only the
- *    f32 scaling and summation order differ), and the GEMM against n separate matvecs;
+ *    f32 scaling and summation order differ), the packed-panel GEMMs likewise, and the tiled
+ *    GEMM against n separate matvecs;
  *  - matmul on quantized weights against an f32 reference (dequantized weights × f32
  *    activations, in double) within the bound the 8-bit activations allow: one activation
  *    quantization step per element, Σ_k |w_k| · amax_b(k)/127 (rounding gives at most half a
@@ -292,7 +293,11 @@ static void test_activation_quantizers_every_family_match_scalar_and_ggml(void *
                                 int s = 0;
                                 for (int l = 0; l < 16; l++) s += (int8_t)r0[256 * b + 16 * g + l];
                                 assert_int_equal(bs16[16 * b + g], s);
-                                if (g & 1) assert_int_equal(bs32[8 * b + g / 2], s + bs16[16 * b + g - 1]);
+                                assert_int_equal(((const int32_t *)(r0 + qa_off_c16(K)))[16 * b + g], -32 * s);
+                                if (g & 1) {
+                                    assert_int_equal(bs32[8 * b + g / 2], s + bs16[16 * b + g - 1]);
+                                    assert_true(((const float *)(r0 + qa_off_bs32f(K)))[8 * b + g / 2] == bs32[8 * b + g / 2]);
+                                }
                             }
                         }
                     }
@@ -320,7 +325,7 @@ static const int NXS[] = {1, 2, 3, 5, 17, 64};
 static void test_kernels_every_family_match_scalar_at_odd_sizes(void **state)
 {
     (void)state;
-    const int ROWS[] = {1, 3, 17};
+    const int ROWS[] = {1, 17, 37};   /* 37: two packed panels of 16 and a part one */
     const int NBLK[] = {1, 3, 7};
     int tested = 0;
     for (int f = 0; f < N_FAMILIES; f++) {
@@ -344,11 +349,13 @@ static void test_kernels_every_family_match_scalar_at_odd_sizes(void **state)
                 float *wf = xmalloc((size_t)rows * K * 4);
                 dequantize_row(dt, W, wf, (int64_t)rows * K);
                 float *y0 = xmalloc((size_t)nxmax * rows * 4), *y1 = xmalloc((size_t)nxmax * rows * 4);
-                float *y2 = xmalloc((size_t)nxmax * rows * 4);
+                float *y2 = xmalloc((size_t)nxmax * rows * 4), *y3 = xmalloc((size_t)nxmax * rows * 4);
+                uint8_t *buf = q->gemm[dt] ? xmalloc(q->gemm_buf(dt, K)) : NULL;
                 for (int ni = 0; ni < 6; ni++) {
                     int nx = NXS[ni];
                     cpu_quant_scalar.mm[dt](y0, rows, W, rb, X0, xs0, rows, nx, K);
                     q->mm[dt](y1, rows, W, rb, X1, xs1, rows, nx, K);
+                    if (buf) q->gemm[dt](y3, rows, W, rb, X1, xs1, rows, nx, K, buf);
                     for (int j = 0; j < nx; j++)   /* n separate matvecs (row by row too) */
                         for (int r = 0; r < rows; r++)
                             q->mm[dt](y2 + (size_t)j * rows + r, 0, W + r * rb, rb, X1 + j * xs1, 0, 1, 1, K);
@@ -361,10 +368,13 @@ static void test_kernels_every_family_match_scalar_at_odd_sizes(void **state)
                                   q->name, dtype_name(dt), K, rows, nx, j, r);
                             CLOSE(y1[o], y2[o], 1e-5 * mag + 1e-30, "%s %s K %d nx %d: GEMM y[%d][%d] vs matvec",
                                   q->name, dtype_name(dt), K, nx, j, r);
+                            if (buf)
+                                CLOSE(y3[o], y0[o], 1e-5 * mag + 1e-30, "%s %s K %d rows %d nx %d: packed GEMM y[%d][%d] vs scalar",
+                                      q->name, dtype_name(dt), K, rows, nx, j, r);
                         }
                     tested++;
                 }
-                free(W), free(x), free(X0), free(X1), free(wf), free(y0), free(y1), free(y2);
+                free(W), free(x), free(X0), free(X1), free(wf), free(y0), free(y1), free(y2), free(y3), free(buf);
             }
         }
     }
@@ -459,11 +469,13 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
                   dtype_name(dt), rows, K, n, threads, j, r);
             e2 += (got - ref) * (got - ref);
         }
-        if (j < 3 || j == n - 1) {   /* decode of the same row gives the same numbers */
+        if (j < 3 || j == n - 1) {   /* decode of the same row: the same numbers up to f32 rounding */
             matmul(y1, xj, &w, 1);
-            for (int r = 0; r < rows; r++)
-                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * fabs(y1[r]) + 1e-6, "%s %s: decode vs prefill row %d", fam,
-                      dtype_name(dt), j);
+            for (int r = 0; r < rows; r++) {
+                double mag = 0;
+                for (int k = 0; k < K; k++) mag += fabs((double)wf[(size_t)r * K + k] * xj[k]);
+                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag, "%s %s: decode vs prefill row %d", fam, dtype_name(dt), j);
+            }
         }
     }
     /* in aggregate the error is the rounding noise's: RMS within 2× of Σ w²·step²/12 */

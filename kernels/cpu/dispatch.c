@@ -16,16 +16,25 @@
 
 static _Atomic(const cpu_simd_ops *) g_active;
 
+#ifdef LLM_SIMD_X86
+/* F16C (CPUID.1:ECX bit 29): clang's __builtin_cpu_supports has no name for it. */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+}
+#endif
+
 const cpu_simd_ops *cpu_simd_find(const char *name)
 {
     if (!strcmp(name, "scalar")) return &cpu_simd_scalar;
 #ifdef LLM_SIMD_X86
     __builtin_cpu_init();
     if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+        has_f16c())
         return &cpu_simd_avx2;
     if (!strcmp(name, "avx512") && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         return &cpu_simd_avx512;
 #endif
     return NULL;
@@ -90,12 +99,11 @@ const cpu_quant_ops *cpu_quant_find(const char *name)
     if (!strcmp(name, "scalar")) return &cpu_quant_scalar;
 #ifdef LLM_SIMD_X86
     __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl");
     if (!strcmp(name, "avx2") && avx2) return &cpu_quant_avx2;
     if (!strcmp(name, "avxvnni") && avx2 && has_avxvnni()) return &cpu_quant_avxvnni;
-    if (!cpu_quant_avx512.mm[DT_Q8_0]) avx512 = 0;   /* TEMP */
     if (!strcmp(name, "avx512") && avx512) return &cpu_quant_avx512;
     if (!strcmp(name, "avx512vnni") && avx512 && __builtin_cpu_supports("avx512vnni"))
         return &cpu_quant_avx512vnni;

@@ -227,6 +227,8 @@ static void act256_scalar(uint8_t *row, const float *x, int K)
     int8_t *qs = (int8_t *)row;
     float *dd = (float *)(row + qa_off_d(K));
     int16_t *bs16 = (int16_t *)(row + qa_off_bs16(K)), *bs32 = (int16_t *)(row + qa_off_bs32(K));
+    float *bs32f = (float *)(row + qa_off_bs32f(K));
+    int32_t *c16 = (int32_t *)(row + qa_off_c16(K));
     for (int b = 0; b < K / QKK; b++, x += QKK, qs += QKK) {
         float max = 0, amax = 0;
         for (int j = 0; j < QKK; j++)
@@ -249,7 +251,11 @@ static void act256_scalar(uint8_t *row, const float *x, int K)
             int sum = 0;
             for (int l = 0; l < 16; l++) sum += qs[16 * j + l];
             bs16[b * 16 + j] = (int16_t)sum;
-            if (j & 1) bs32[b * 8 + j / 2] = (int16_t)(bs16[b * 16 + j - 1] + sum);
+            c16[b * 16 + j] = -32 * sum;
+            if (j & 1) {
+                bs32[b * 8 + j / 2] = (int16_t)(bs16[b * 16 + j - 1] + sum);
+                bs32f[b * 8 + j / 2] = (float)bs32[b * 8 + j / 2];
+            }
         }
     }
 }

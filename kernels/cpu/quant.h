@@ -16,7 +16,8 @@
  *       (the SIMD kernels start their per-block integer sums from it when they use weights
  *       offset to unsigned: Σ (q + c) y − c Σ y).
  *   A256, nk = K/256: int8 qs[K]; float d[nk] (Q8_K's d, f32); int16 bs16[K/16] (Σ of each 16
- *       quants: Q8_K's bsums); int16 bs32[K/32] (Σ of each 32).
+ *       quants: Q8_K's bsums); int16 bs32[K/32] (Σ of each 32); float bs32f[K/32] (the same as
+ *       f32); int32 c16[K/16] (−32 · bs16: Q6_K's offset, for the packed GEMM).
  */
 #ifndef LLM_KERNELS_CPU_QUANT_H
 #define LLM_KERNELS_CPU_QUANT_H
@@ -45,11 +46,13 @@ static inline size_t qa_off_s2(int K) { return qa_off_d(K) + qa_align((size_t)(K
 static inline size_t qa_off_corr(int K) { return qa_off_s2(K) + qa_align((size_t)(K / QK32) * 8); }
 static inline size_t qa_off_bs16(int K) { return qa_off_d(K) + qa_align((size_t)(K / QKK) * 4); }
 static inline size_t qa_off_bs32(int K) { return qa_off_bs16(K) + qa_align((size_t)(K / 16) * 2); }
+static inline size_t qa_off_bs32f(int K) { return qa_off_bs32(K) + qa_align((size_t)(K / QK32) * 2); }
+static inline size_t qa_off_c16(int K) { return qa_off_bs32f(K) + qa_align((size_t)(K / QK32) * 4); }
 
 /* Bytes of one quantized activation row of K columns in format f (a multiple of 64). */
 static inline size_t qact_row_bytes(qact_fmt f, int K)
 {
-    if (f.kind == QA_256) return qa_off_bs32(K) + qa_align((size_t)(K / QK32) * 2);
+    if (f.kind == QA_256) return qa_off_c16(K) + qa_align((size_t)(K / 16) * 4);
     return qa_off_corr(K) + (f.corr ? (size_t)(K / QK32) * 32 : 0);
 }
 
@@ -81,10 +84,19 @@ static inline uint32_t q_rd32(const uint8_t *p)
 typedef void (*qmm_fn)(float *Y, size_t ldy, const uint8_t *W, size_t wstride, const uint8_t *X,
                        size_t xstride, int nr, int nx, int K);
 
+/* The same product for prefill, through packed weight panels (the family's own layout, built
+ * in buf: gemm_buf(dt, K) bytes, 64-byte aligned, per calling thread): the weight rows are
+ * decoded and interleaved a group of rows at a time, then every activation row runs over them. */
+typedef void (*qgemm_fn)(float *Y, size_t ldy, const uint8_t *W, size_t wstride, const uint8_t *X,
+                         size_t xstride, int nr, int nx, int K, uint8_t *buf);
+
 typedef struct cpu_quant_ops {
     const char *name;
     /* kernels per weight dtype (NULL for F32/F16/BF16) */
     qmm_fn mm[DT_COUNT];
+    /* packed-panel GEMM per weight dtype (NULL: mm serves prefill too) and its buffer size */
+    qgemm_fn gemm[DT_COUNT];
+    size_t (*gemm_buf)(dtype_t dt, int K);
     /* the A32 correction factor each A32 dtype's kernel wants (0: none) */
     int corr[DT_COUNT];
     /* Quantize x[K] into one activation row (A32 with correction c, or A256); every family
@@ -99,6 +111,9 @@ extern const cpu_quant_ops cpu_quant_avx2;        /* AVX2 + FMA + F16C (maddubs)
 extern const cpu_quant_ops cpu_quant_avxvnni;     /* the same with AVX-VNNI vpdpbusd (256-bit) */
 extern const cpu_quant_ops cpu_quant_avx512;      /* AVX-512 F/BW/VL (maddubs) */
 extern const cpu_quant_ops cpu_quant_avx512vnni;  /* the same with AVX512-VNNI vpdpbusd */
+/* the AVX2 activation quantizers (quant_avx2.c), shared by the AVX-512 tables */
+void cpu_quant_act32_avx2(uint8_t *row, const float *x, int K, int c);
+void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K);
 #endif
 
 /* The activation format the kernels of ops want for weight dtype wdt. */
@@ -125,9 +140,10 @@ const cpu_quant_ops *cpu_quant_find(const char *name);
 /* Pins the table called name (NULL: back to following the SIMD family); -1 if unusable. */
 int cpu_quant_use(const char *name);
 
-/* Prefill strategy for quantized weights (quant_gemm.c): 0 = the blocked quantized GEMM
- * (default), 1 = dequantize a tile of weight rows to f32 and run cblas_sgemm (kept for the
- * comparison in bench/bench_quant.c). */
+/* Prefill strategy for quantized weights (quant_gemm.c): 0 = the quantized GEMM (default: the
+ * packed-panel kernels from QG_PACK_MIN rows on when the family has them, else the register
+ * tiles), 1 = dequantize a tile of weight rows to f32 and run cblas_sgemm, 2 = the register
+ * tiles only (1 and 2 are kept for the comparisons in bench/bench_quant.c and the tests). */
 extern int cpu_qgemm_mode;
 
 /* matmul/matmul_multi/widen_row for block dtypes (quant_gemm.c; matmul.c routes to them). */

@@ -10,6 +10,9 @@
 #include <math.h>
 #include <string.h>
 
+
+
+#define QPF 2048
 #define TA __attribute__((target("avx2,fma,f16c")))
 
 TA static inline float hmax8(__m256 v)
@@ -47,7 +50,7 @@ TA static inline void pack32(int8_t *dst, __m256i a, __m256i b, __m256i c, __m25
     _mm256_storeu_si256((__m256i *)dst, v);
 }
 
-TA static void act32_avx2(uint8_t *row, const float *x, int K, int c)
+TA void cpu_quant_act32_avx2(uint8_t *row, const float *x, int K, int c)
 {
     int8_t *qs = (int8_t *)row;
     float *dd = (float *)(row + qa_off_d(K)), *s2 = (float *)(row + qa_off_s2(K));
@@ -75,11 +78,13 @@ TA static void act32_avx2(uint8_t *row, const float *x, int K, int c)
     }
 }
 
-TA static void act256_avx2(uint8_t *row, const float *x, int K)
+TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 {
     int8_t *qs = (int8_t *)row;
     float *dd = (float *)(row + qa_off_d(K));
     int16_t *bs16 = (int16_t *)(row + qa_off_bs16(K)), *bs32 = (int16_t *)(row + qa_off_bs32(K));
+    float *bs32f = (float *)(row + qa_off_bs32f(K));
+    int32_t *c16 = (int32_t *)(row + qa_off_c16(K));
     const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int b = 0; b < K / QKK; b++, x += QKK, qs += QKK) {
         __m256 m = _mm256_setzero_ps();
@@ -88,8 +93,8 @@ TA static void act256_avx2(uint8_t *row, const float *x, int K)
         if (!amax) {
             dd[b] = 0;
             memset(qs, 0, QKK);
-            for (int j = 0; j < 16; j++) bs16[16 * b + j] = 0;
-            for (int j = 0; j < 8; j++) bs32[8 * b + j] = 0;
+            for (int j = 0; j < 16; j++) bs16[16 * b + j] = 0, c16[16 * b + j] = 0;
+            for (int j = 0; j < 8; j++) bs32[8 * b + j] = 0, bs32f[8 * b + j] = 0.0f;
             continue;
         }
         int jm = 0;
@@ -105,7 +110,10 @@ TA static void act256_avx2(uint8_t *row, const float *x, int K)
             int s0 = hsum8i(_mm256_add_epi32(q[0], q[1])), s1 = hsum8i(_mm256_add_epi32(q[2], q[3]));
             bs16[16 * b + 2 * g] = (int16_t)s0;
             bs16[16 * b + 2 * g + 1] = (int16_t)s1;
+            c16[16 * b + 2 * g] = -32 * s0;
+            c16[16 * b + 2 * g + 1] = -32 * s1;
             bs32[8 * b + g] = (int16_t)(s0 + s1);
+            bs32f[8 * b + g] = (float)(s0 + s1);
         }
         dd[b] = 1 / iscale;
     }
@@ -136,15 +144,15 @@ const cpu_quant_ops cpu_quant_avx2 = {
     .name = "avx2",
     .mm = MM_TABLE(avx2),
     .corr = {[DT_Q4_0] = 8, [DT_Q5_0] = 16},
-    .act32 = act32_avx2,
-    .act256 = act256_avx2,
+    .act32 = cpu_quant_act32_avx2,
+    .act256 = cpu_quant_act256_avx2,
 };
 
 const cpu_quant_ops cpu_quant_avxvnni = {
     .name = "avxvnni",
     .mm = MM_TABLE(avxvnni),
     .corr = {[DT_Q4_0] = 8, [DT_Q5_0] = 16, [DT_Q8_0] = 128},
-    .act32 = act32_avx2,
-    .act256 = act256_avx2,
+    .act32 = cpu_quant_act32_avx2,
+    .act256 = cpu_quant_act256_avx2,
 };
 #endif

@@ -32,6 +32,8 @@ int cpu_qgemm_mode = 0;
 #define QG_CHUNK_BYTES (256u << 10)
 /* f32 tile of dequantized weight rows for cpu_qgemm_mode 1 (per thread). */
 #define QG_TILE_BYTES (1u << 20)
+/* From this many activation rows on, prefill packs the weight panels (when the family can). */
+#define QG_PACK_MIN 5
 /* Distinct activation formats one call can need (matrices of different dtypes). */
 #define QMAX_FMT 8
 
@@ -41,6 +43,8 @@ static _Thread_local uint8_t *t_act;
 static _Thread_local size_t t_act_cap;
 static _Thread_local float *t_tile;
 static _Thread_local size_t t_tile_cap;
+static _Thread_local uint8_t *t_pack;
+static _Thread_local size_t t_pack_cap;
 
 static void *grow(void *p, size_t *cap, size_t need)
 {
@@ -78,6 +82,13 @@ static void run_rows(const cpu_quant_ops *ops, float *y, const weight_t *w, cons
 {
     size_t rb = dtype_row_bytes(w->dtype, w->cols);
     const uint8_t *W = w->data;
+    if (n >= QG_PACK_MIN && ops->gemm[w->dtype] && cpu_qgemm_mode != 2) {
+        uint8_t *buf = t_pack = grow(t_pack, &t_pack_cap, ops->gemm_buf(w->dtype, w->cols));
+        if (buf) {
+            ops->gemm[w->dtype](y + a, (size_t)w->rows, W + (size_t)a * rb, rb, X, xs, b - a, n, w->cols, buf);
+            return;
+        }
+    }
     qmm_fn mm = ops->mm[w->dtype];
     int chunk = n == 1 ? b - a : (int)(QG_CHUNK_BYTES / rb);
     if (chunk < 8) chunk = 8;
@@ -181,6 +192,10 @@ void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float
 #pragma omp barrier
         }
         long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
+        if (n > 1) {   /* whole panels of 32 rows per thread */
+            g0 = t ? (g0 + 16) & ~31LL : 0;
+            g1 = t + 1 < T ? (g1 + 16) & ~31LL : total;
+        }
         for (int i = 0; i < k; i++) {
             long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
             if (a < b) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], n, (int)(a - base), (int)(b - base));
