@@ -1,7 +1,7 @@
 /* A GGUF file as a model: hyper-parameters from its metadata (llama.cpp's key names, as written
  * by convert_hf_to_gguf.py) and its tensor names mapped to the Hugging Face names weights.c
  * binds, so nothing above this file needs to know which format a model came from. */
-#include "model/model.h"
+#include "model/internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -191,5 +191,48 @@ int gguf_map_names(gguf_file *g, char *err, size_t errlen) {
     for (int i = 1; i < t->n_tensors; i++)
         if (!strcmp(t->tensors[i - 1].name, t->tensors[i].name))
             return fail(err, errlen, "%s: two tensors map to %s", g->path, t->tensors[i].name);
+    return 0;
+}
+
+/* llama.cpp's converter stores the q/k rows of architecture llama interleaved for its RoPE
+ * (convert_hf_to_gguf.py LlamaModel.permute: per head, rows (half, j) → (j, half)); the HF
+ * order is GGUF row h·hd + 2j + half at HF row h·hd + half·hd/2 + j. Copies w with the rows
+ * put back (any dtype: rows are whole blocks). */
+static int unpermute_rows(model_weights *m, weight_t *w, int n_heads, int head_dim, char *err, size_t errlen) {
+    if (!w->data) return 0;
+    size_t rb = dtype_row_bytes(w->dtype, w->cols);
+    char *out = model_alloc_weight(rb * (size_t)w->rows);
+    if (!out) return fail(err, errlen, "out of memory un-permuting a [%d, %d] weight", w->rows, w->cols);
+    const char *in = w->data;
+    int half = head_dim / 2;
+    for (int h = 0; h < n_heads; h++)
+        for (int hf = 0; hf < 2; hf++)
+            for (int j = 0; j < half; j++) {
+                size_t dst = (size_t)h * head_dim + (size_t)hf * half + j;
+                size_t src = (size_t)h * head_dim + 2 * (size_t)j + hf;
+                memcpy(out + dst * rb, in + src * rb, rb);
+            }
+    m->owned[m->n_owned++] = out;
+    w->data = out;
+    return 0;
+}
+
+int gguf_unpermute_qk(model_weights *m, char *err, size_t errlen) {
+    const model_config *c = &m->cfg;
+    if (model_reserve_owned(m, 4 * (size_t)c->n_layers, err, errlen)) return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_weights *lw = &m->layers[l];
+        /* a bias is a [1][n] "matrix": permute its n elements as rows of one element */
+        weight_t bq = lw->bq, bk = lw->bk;
+        bq.rows = bq.cols, bq.cols = 1;
+        bk.rows = bk.cols, bk.cols = 1;
+        if (unpermute_rows(m, &lw->wq, c->n_heads, c->head_dim, err, errlen) ||
+            unpermute_rows(m, &lw->wk, c->n_kv_heads, c->head_dim, err, errlen) ||
+            (lw->bq.data && unpermute_rows(m, &bq, c->n_heads, c->head_dim, err, errlen)) ||
+            (lw->bk.data && unpermute_rows(m, &bk, c->n_kv_heads, c->head_dim, err, errlen)))
+            return -1;
+        lw->bq.data = bq.data;
+        lw->bk.data = bk.data;
+    }
     return 0;
 }

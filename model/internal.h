@@ -1,0 +1,24 @@
+/* model/internal.h — shared by the files of model/ only (not an interface: model/model.h is).
+ * Owned weight buffers and the load-time fix-ups that the format readers and the converters
+ * share. */
+#ifndef LLM_MODEL_INTERNAL_H
+#define LLM_MODEL_INTERNAL_H
+
+#include "model/model.h"
+
+/* A weight buffer of `bytes`, 2 MiB-aligned and marked for transparent huge pages before its
+ * first touch (a smaller one: plain malloc). Freed with free(). NULL when out of memory. */
+void *model_alloc_weight(size_t bytes);
+
+/* Makes room for `more` entries in m->owned. 0, or -1 with err set. */
+int model_reserve_owned(model_weights *m, size_t more, char *err, size_t errlen);
+
+/* F32/F16/BF16 tensors at addresses not aligned to their element size (a safetensors header
+ * length that is not a multiple of 4) copied once into aligned owned memory. 0 or -1. */
+int model_align_weights(model_weights *m, char *err, size_t errlen);
+
+/* A llama GGUF's q/k rows (and biases) put back from llama.cpp's interleaved RoPE order into
+ * the Hugging Face rotate_half order, in owned memory (gguf_model.c). 0 or -1. */
+int gguf_unpermute_qk(model_weights *m, char *err, size_t errlen);
+
+#endif
