@@ -71,7 +71,7 @@ EMU=$OUTD/llm-run-emu
 if timeout 900 g++ -std=c++20 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I"$OUTD" \
         -I"$CUDA_HOME/include" -pthread -c -o "$OUTD/engine_emu.o" tests/cuda_emu/engine_emu.cc >"$OUTD/engine.log" 2>&1 &&
     ! grep -q warning "$OUTD/engine.log" &&
-    g++ -o "$EMU" $objs "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/engine.log" 2>&1; then
+    g++ -o "$EMU" $objs "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/engine.log" 2>&1; then
     ok "emulated engine builds ($EMU)"
 else
     bad "emulated engine build:"; head -10 "$OUTD/engine.log"; finish

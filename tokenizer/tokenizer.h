@@ -238,7 +238,8 @@ typedef struct tok_decoder tok_decoder;
 #define TOK_DECODER_BUF 256
 
 /* The output buffer size that push and flush never find too small for t (at least
- * TOK_DECODER_BUF; BPE: the longest decoded token plus 12 bytes for held bytes). */
+ * TOK_DECODER_BUF; BPE: 3 bytes (a U+FFFD) for each byte of the longest decoded token and of the
+ * held bytes, 397 for Qwen2.5). */
 size_t tok_decoder_buf_size(const tokenizer *t);
 
 /* A decoder reading pieces from t (t must outlive it), reset with prev_token = -1. NULL when out
