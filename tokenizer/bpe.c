@@ -327,6 +327,7 @@ bpe_model *bpe_model_build(bpe_build *b, char *err, size_t errlen) {
 
     for (int i = 0; i < m->n_added; i++) {
         const int id = m->added[i].id;
+        if (m->added[i].len) m->added_first[(unsigned char)m->added[i].text[0]] = 1;
         if (id < 0 || id >= nv) {
             set_err(err, errlen, "%s: added token id %d out of range [0, %d)", src, id, nv);
             goto fail;

@@ -110,6 +110,7 @@ struct bpe_model {
     bpe_step steps[BPE_MAX_STEPS];
     bpe_added *added;           /* GGUF: longest first */
     int n_added;
+    unsigned char added_first[256];  /* 1: some added token starts with this byte */
     int bos, eos, eot, eom, pad, unk;
     int add_bos, add_eos;
     int *eog;                   /* sorted */

@@ -300,6 +300,7 @@ static int partition_json(const bpe_model *m, const char *s, size_t len, int par
         int best = -1;
         size_t at = pos;
         for (; at < len && best < 0; at++) {
+            if (!m->added_first[(unsigned char)s[at]]) continue;
             for (int t = 0; t < n_added; t++) {
                 const bpe_added *tk = &added[t];
                 if (tk->normalized != normalized || tk->len == 0 || tk->len > len - at) continue;

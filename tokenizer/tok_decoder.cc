@@ -3,6 +3,7 @@
 #include "tokenizer/tokenizer_impl.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -90,7 +91,8 @@ void tok_decoder_free(tok_decoder *d) { free(d); }
 
 size_t tok_decoder_buf_size(const tokenizer *t) {
     size_t n = TOK_DECODER_BUF;
-    if (t && t->bpe && bpe_max_piece_bytes(t->bpe) + 13 > n) n = bpe_max_piece_bytes(t->bpe) + 13;
+    // BPE: every byte of a token and of the (at most 3) held bytes may become U+FFFD (3 bytes)
+    if (t && t->bpe) n = std::max(n, 3 * (bpe_max_piece_bytes(t->bpe) + 3) + 1);
     return n;
 }
 

@@ -3,9 +3,10 @@
  *   - SentencePiece models (tokenizer.model) behind a small extern "C" wrapper (tokenizer.cc);
  *   - byte-level BPE (GPT-2 style: SmolLM2, Qwen2, LLaMA-3) from a Hugging Face tokenizer.json
  *     (bpe_json.c) or from GGUF metadata handed over as plain data (tok_bpe_spec; model/ reads
- *     the GGUF, tokenizer/ never includes model/), implemented in bpe.c, bpe_codec.c and
- *     bpe_pretok.c (PCRE2 for the pre-tokenizer regexes, utf8proc for NFC, cJSON);
- * plus a streaming detokenizer for printing tokens as they are generated (tokenizer.cc), and
+ *     the GGUF, tokenizer/ never includes model/), implemented in bpe.c, bpe_codec.c,
+ *     bpe_text.c and bpe_pretok.c (PCRE2 for the pre-tokenizer regexes, utf8proc for NFC,
+ *     cJSON; see bpe.h);
+ * plus a streaming detokenizer for printing tokens as they are generated (tok_decoder.cc), and
  * chat templates (chat.c) with the --messages JSON parser (chat_messages.c).
  *
  * Token ids are int, 0 <= id < tokenizer_vocab_size(). Text is UTF-8, NUL-terminated unless a
@@ -31,6 +32,14 @@
  *   Output bytes that are not valid UTF-8 (a token sequence cut inside a character): GGUF mode →
  *   U+FFFD per byte (llama.cpp), tokenizer.json mode → U+FFFD per maximal invalid subpart
  *   (tokenizers' String::from_utf8_lossy).
+ *   A byte whose byte-level character is not in the vocabulary (SmolLM2 lacks a few control
+ *   bytes, e.g. 0x04): tokenizer.json mode → model.unk_token, as tokenizers does; GGUF mode
+ *   drops it, as llama.cpp does.
+ *   Known limits: Unicode properties come from PCRE2's tables (Unicode 14 in Debian 12) and
+ *   utf8proc (15); the references use their own, so characters assigned after Unicode 14 may
+ *   split differently. An added token whose text is also a vocabulary entry keeps the id the
+ *   tokenizer.json gives it (tokenizers would use the vocabulary id). llama.cpp's detokenizer
+ *   option clean_spaces is not applied (decoding is the plain concatenation of token bytes).
  *
  * Errors: functions that can fail take `char *err, size_t errlen` (err may be NULL) and return
  * 0 on success, or -1 (NULL for constructors) with a one-line message in err that names the file
@@ -197,7 +206,7 @@ const char *tokenizer_piece(const tokenizer *t, int id);
  * unknown pieces to <unk>; that case, and "<unk>" itself, return -1). */
 int tokenizer_piece_to_id(const tokenizer *t, const char *piece);
 
-/* ------------------------------------------------ streaming detokenizer (tokenizer.cc) */
+/* ------------------------------------------------ streaming detokenizer (tok_decoder.cc) */
 
 /* Turns ids into text one token at a time, for printing during generation. The concatenation of
  * everything tok_decoder_push and tok_decoder_flush return after a reset equals
@@ -229,7 +238,8 @@ typedef struct tok_decoder tok_decoder;
 #define TOK_DECODER_BUF 256
 
 /* The output buffer size that push and flush never find too small for t (at least
- * TOK_DECODER_BUF; BPE: the longest decoded token plus 12 bytes for held bytes). */
+ * TOK_DECODER_BUF; BPE: 3 bytes (a U+FFFD) for each byte of the longest decoded token and of the
+ * held bytes, 397 for Qwen2.5). */
 size_t tok_decoder_buf_size(const tokenizer *t);
 
 /* A decoder reading pieces from t (t must outlive it), reset with prev_token = -1. NULL when out
