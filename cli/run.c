@@ -176,7 +176,7 @@ static int append(run_out *o, const char *piece, int m, char *err, size_t errlen
 static int on_token(void *ctx, int id, char *err, size_t errlen)
 {
     run_out *o = ctx;
-    char piece[TOK_DECODER_BUF];
+    char piece[TOK_PIECE_MAX];
     int m = o->dec ? tok_decoder_push(o->dec, id, piece, sizeof piece)
                    : snprintf(piece, sizeof piece, "%s%d", o->n_ids_printed++ ? " " : "", id);
     return append(o, piece, m, err, errlen) < 0 ? -1 : 0;
@@ -538,7 +538,7 @@ int cli_run_main(int argc, char **argv)
         goto done;
     }
     if (out.prefill_progress) fputc('\n', stderr);
-    char piece[TOK_DECODER_BUF];
+    char piece[TOK_PIECE_MAX];
     int m = out.dec ? tok_decoder_flush(out.dec, piece, sizeof piece) : 0;
     if (append(&out, piece, m, err, sizeof err) != 0) {
         fprintf(stderr, "llm-run: %s\n", err);

@@ -61,7 +61,7 @@ static int text_push(gen_text *t, const char *piece, int k)
 static int gen_on_token(void *ctx, int id, char *err, size_t errlen)
 {
     gen_text *t = ctx;
-    char piece[TOK_DECODER_BUF];
+    char piece[TOK_PIECE_MAX];
     if (text_push(t, piece, tok_decoder_push(t->dec, id, piece, sizeof piece)) != 0) {
         eval_seterr(err, errlen, "out of memory");
         return -1;
@@ -100,7 +100,7 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     gen_callbacks cb = {.ctx = &t, .on_token = gen_on_token};
     if (generate(&eng, &smp, tokens, n_prompt, &gp, &cb, &g, err, errlen) != 0) goto done;
     if (!t.stopped) {
-        char piece[TOK_DECODER_BUF];
+        char piece[TOK_PIECE_MAX];
         if (text_push(&t, piece, tok_decoder_flush(m->dec, piece, sizeof piece)) != 0) goto oom;
     }
     r->text = t.text;

@@ -126,6 +126,11 @@ eval_model *eval_model_open(const char *path, const eval_model_opts *o, char *er
              tokenizer_vocab_size(m->tok), m->w.cfg.vocab_size);
         goto fail;
     }
+    if (m->tok && tok_decoder_buf_size(m->tok) > TOK_PIECE_MAX) {
+        fail(err, errlen, "%s: a token of %zu bytes (at most %d supported)", m->tok_path,
+             tok_decoder_buf_size(m->tok) - 12, TOK_PIECE_MAX - 12);
+        goto fail;
+    }
     /* end of generation: the tokenizer's list; a SentencePiece model also stops at BOS
      * (TinyStories models emit it between stories, and llama2.c stops there too) */
     const int *eog = NULL;

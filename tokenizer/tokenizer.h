@@ -240,6 +240,10 @@ typedef struct tok_decoder tok_decoder;
 /* The output buffer size that push and flush never find too small for t (at least
  * TOK_DECODER_BUF; BPE: 3 bytes (a U+FFFD) for each byte of the longest decoded token and of the
  * held bytes, 397 for Qwen2.5). */
+/* A buffer size that covers tok_decoder_buf_size() of every tokenizer llm-run loads (the
+ * longest BPE token in the supported vocabularies is under 400 bytes; a tokenizer whose tokens
+ * are longer is refused at load by the callers that use it: tok_decoder_buf_size() > this). */
+#define TOK_PIECE_MAX 4096
 size_t tok_decoder_buf_size(const tokenizer *t);
 
 /* A decoder reading pieces from t (t must outlive it), reset with prev_token = -1. NULL when out
