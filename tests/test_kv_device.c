@@ -28,6 +28,7 @@
 #include "eviction/eviction.h"
 #include "eviction/kv_device.h"
 #include "model/cuda/cuda_engine.h"
+#include "tests/support/support.h"
 
 #define D 4
 #define L 2
@@ -53,15 +54,10 @@ static long n_append, n_overwrite, n_gather_pre, n_moved_post; /* replay paths e
 
 static int init_kv(kv_cache *kv, const char *name, double budget, int n_prompt, int max_new)
 {
-    policy_params p;
-    memset(&p, 0, sizeof p);
-    p.budget = budget;
+    const char *set[] = {extra_name, extra_value, NULL};
     char err[256];
-    if (extra_name && policy_params_set(&p, policy_find(name), extra_name, extra_value, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    int rc = kv_init(kv, policy_find(name), &p, L, HKV, H, D, n_prompt, max_new, err, sizeof err);
+    int rc = ts_kv_try(kv, policy_find(name), budget, 0, extra_name ? set : NULL, L, HKV, H, D, n_prompt, max_new,
+                       err, sizeof err);
     if (rc) fprintf(stderr, "kv_init %s: %s\n", name, err);
     return rc;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "eviction/eviction.h"
+#include "tests/support/support.h"
 
 /* From eviction/policy_buzz.c and eviction/policy_buzz_logn.c. */
 extern const policy_ops policy_buzz, policy_buzz_logn;
@@ -59,9 +60,8 @@ static int rig_open(rig *r, const policy_ops *ops, double budget, int N, int max
                     int H, const char *const *set, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    policy_params p = {.budget = budget};
-    for (int i = 0; set && set[i]; i += 2)
-        if (policy_params_set(&p, ops, set[i], set[i + 1], err, errlen) != 0) return -1;
+    policy_params p;
+    if (ts_params(&p, ops, budget, 0, set, err, errlen) != 0) return -1;
     r->L = L;
     r->Hkv = Hkv;
     r->H = H;
@@ -446,42 +446,30 @@ static void test_buzz_identity_when_budget_covers_everything(void **state)
     }
 }
 
-static void expect_init_error(const policy_ops *ops, double budget, int N, int max_new,
-                              const char *const *set, const char *flag)
-{
-    rig r;
-    char err[256] = "";
-    int rc = rig_open(&r, ops, budget, N, max_new, 1, 1, 1, set, err, sizeof err);
-    assert_int_equal(rc, -1);
-    assert_non_null(strstr(err, flag));
-    assert_null(strchr(err, '\n'));
-    rig_close(&r);
-}
-
 static void test_buzz_rejects_bad_parameters_with_one_line_naming_the_flag(void **state)
 {
     (void)state;
     const char *const s2[] = {"buzz-s", "2", NULL}, *const stride1[] = {"stride", "1", NULL};
-    expect_init_error(&policy_buzz, 0.5, 100, 100, s2, "--buzz-s");
-    expect_init_error(&policy_buzz_logn, 0.5, 100, 100, stride1, "--buzz-s");
+    ts_expect_init_error(&policy_buzz, 0.5, s2, 100, 100, "--buzz-s");
+    ts_expect_init_error(&policy_buzz_logn, 0.5, stride1, 100, 100, "--buzz-s");
     const char *const k50[] = {"sink", "50", NULL};
-    expect_init_error(&policy_buzz, 40, 100, 100, k50, "--buzz-k");
+    ts_expect_init_error(&policy_buzz, 40, k50, 100, 100, "--buzz-k");
     const char *const w60[] = {"window", "60", NULL};
-    expect_init_error(&policy_buzz, 40, 100, 100, w60, "--buzz-w");
+    ts_expect_init_error(&policy_buzz, 40, w60, 100, 100, "--buzz-w");
     const char *const w36[] = {"buzz-w", "36", NULL}; /* 4 + 36 = 40: no room for a middle */
-    expect_init_error(&policy_buzz, 40, 100, 100, w36, "--buzz-w");
+    ts_expect_init_error(&policy_buzz, 40, w36, 100, 100, "--buzz-w");
     const char *const t40[] = {"threshold", "40", NULL};
-    expect_init_error(&policy_buzz, 40, 100, 100, t40, "--buzz-T");
+    ts_expect_init_error(&policy_buzz, 40, t40, 100, 100, "--buzz-T");
     const char *const both[] = {"buzz-w", "20", "buzz-T", "30", NULL}; /* 54 > 40 in peak mode */
-    expect_init_error(&policy_buzz, 40, 100, 100, both, "--buzz-T");
+    ts_expect_init_error(&policy_buzz, 40, both, 100, 100, "--buzz-T");
     const char *const mode[] = {"budget-mode", "mean", NULL};
-    expect_init_error(&policy_buzz, 40, 100, 100, mode, "--budget-mode");
+    ts_expect_init_error(&policy_buzz, 40, mode, 100, 100, "--budget-mode");
     const char *const swap[] = {"buzz-swap-strides", "2", NULL};
-    expect_init_error(&policy_buzz, 40, 100, 100, swap, "--buzz-swap-strides");
+    ts_expect_init_error(&policy_buzz, 40, swap, 100, 100, "--buzz-swap-strides");
     const char *const base[] = {"logn-base", "1", NULL};
-    expect_init_error(&policy_buzz_logn, 40, 100, 100, base, "--logn-base");
+    ts_expect_init_error(&policy_buzz_logn, 40, base, 100, 100, "--logn-base");
     const char *const pq[] = {"logn-mode", "per-query", NULL};
-    expect_init_error(&policy_buzz_logn, 40, 100, 100, pq, "--logn-mode");
+    ts_expect_init_error(&policy_buzz_logn, 40, pq, 100, 100, "--logn-mode");
     /* a parameter buzz does not have */
     policy_params p = {.budget = 1};
     char err[256];

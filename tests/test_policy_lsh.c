@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "eviction/eviction.h"
+#include "tests/support/support.h"
 
 /* the pure functions under test (eviction/policy_*.c) */
 extern void hashevict_projection(uint64_t seed, int layer, int bits, int d, float *R);
@@ -34,71 +35,21 @@ extern int scissorhands_slot_records(const kv_cache *kv, int layer, int g, int j
 
 /* ------------------------------------------------------------------------ helpers */
 
-/* Uniform in [-1, 1) from a 64-bit LCG state (test data only). */
-static float frand(uint64_t *st)
-{
-    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (float)((double)(*st >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
-static void fill(float *x, size_t n, uint64_t *st)
-{
-    for (size_t i = 0; i < n; i++) x[i] = frand(st);
-}
-
-/* kv_init with `name`, a budget (tokens when > 1), a seed and NULL-terminated flag/value pairs. */
+/* kv_init with the policy `name`, a budget (tokens when > 1), a seed and NULL-terminated
+ * flag/value pairs (tests/support). */
 static void make_kv(kv_cache *kv, const char *name, int L, int hkv, int H, int n_prompt,
                     int max_new, double budget, uint64_t seed, const char *const *flags)
 {
-    const policy_ops *ops = policy_find(name);
-    assert_non_null(ops);
-    policy_params pp;
-    memset(&pp, 0, sizeof pp);
-    pp.budget = budget;
-    pp.seed = seed;
-    char err[256];
-    for (int i = 0; flags && flags[i]; i += 2)
-        assert_int_equal(policy_params_set(&pp, ops, flags[i], flags[i + 1], err, sizeof err), 0);
-    int rc = kv_init(kv, ops, &pp, L, hkv, H, D, n_prompt, max_new, err, sizeof err);
-    if (rc) fprintf(stderr, "kv_init: %s\n", err);
-    assert_int_equal(rc, 0);
-}
-
-/* kv_prefill of layer `layer`: n tokens at pos0 with q [n][H][D], k, v [n][hkv][D] and optional
- * colsum [hkv][stride]. */
-static void prefill(kv_cache *kv, int layer, int n, int pos0, const float *q, const float *k,
-                    const float *v, const float *colsum, int stride)
-{
-    kv_prefill_chunk c = {.layer = layer, .n_new = n, .pos0 = pos0, .q_new = q, .k_new = k,
-                          .v_new = v, .colsum = colsum, .cand_stride = stride};
-    char err[256];
-    assert_int_equal(kv_prefill(kv, &c, err, sizeof err), 0);
-}
-
-/* One decode step of (layer, g): slot choice + write; returns the slot. */
-static int decode(kv_cache *kv, int layer, int g, int t, const float *q, const float *k,
-                  const float *v)
-{
-    int slot = kv_decode_slot(kv, layer, g, t, q, k, v);
-    kv_write(kv, layer, g, slot, t, k, v);
-    return slot;
-}
-
-static int has_pos(const kv_cache *kv, int layer, int g, int pos)
-{
-    const int32_t *P = kv_positions(kv, layer, g);
-    for (int j = 0; j < kv_len(kv, layer, g); j++)
-        if (P[j] == pos) return 1;
-    return 0;
+    ts_kv(kv, policy_find(name), budget, seed, flags, L, hkv, H, D, n_prompt, max_new);
 }
 
 /* §15.1 protected sets for the token about to be written at t: positions < sink that entered,
  * and t − recent .. t − 1, are all live. */
 static void assert_protected(const kv_cache *kv, int layer, int g, int sink, int recent, int t)
 {
-    for (int p = 0; p < sink && p < t; p++) assert_true(has_pos(kv, layer, g, p));
+    for (int p = 0; p < sink && p < t; p++) assert_true(ts_has_pos(kv, layer, g, p));
     for (int p = t - recent; p < t; p++)
-        if (p >= 0) assert_true(has_pos(kv, layer, g, p));
+        if (p >= 0) assert_true(ts_has_pos(kv, layer, g, p));
 }
 
 /* ------------------------------------------------------------------------ hashevict golden */
@@ -225,9 +176,9 @@ static void run_hashevict_against_reference(const char *probe, const char *accum
     hashevict_projection(11, 0, BITS, D, R);
     uint64_t rng = 5;
     static float q[MAXN * H * D], k[MAXN * HKV * D], v[MAXN * HKV * D];
-    fill(q, (size_t)N * H * D, &rng);
-    fill(k, (size_t)N * HKV * D, &rng);
-    fill(v, (size_t)N * HKV * D, &rng);
+    ts_fill(q, (size_t)N * H * D, &rng);
+    ts_fill(k, (size_t)N * HKV * D, &rng);
+    ts_fill(v, (size_t)N * HKV * D, &rng);
     /* reference prefill: fill with the first C tokens, replay the rule over the rest */
     mirror m[HKV];
     for (int g = 0; g < HKV; g++) {
@@ -257,7 +208,7 @@ static void run_hashevict_against_reference(const char *probe, const char *accum
                     m[g].age[i] = tmp.age[j], m[g].age[j] = tmp.age[i];
                 }
     }
-    prefill(&kv, 0, N, 0, q, k, v, NULL, 0);
+    ts_prefill(&kv, 0, N, 0, q, k, v, NULL, 0);
     for (int g = 0; g < HKV; g++) {
         assert_int_equal(kv_len(&kv, 0, g), m[g].n);
         assert_memory_equal(kv_positions(&kv, 0, g), m[g].pos, (size_t)m[g].n * sizeof(int32_t));
@@ -265,7 +216,7 @@ static void run_hashevict_against_reference(const char *probe, const char *accum
     /* decode: the same victim as the reference, one eviction per head per step once full */
     for (int t = N; t < N + steps; t++) {
         float qt[H * D], kt[HKV * D], vt[HKV * D];
-        fill(qt, H * D, &rng), fill(kt, HKV * D, &rng), fill(vt, HKV * D, &rng);
+        ts_fill(qt, H * D, &rng), ts_fill(kt, HKV * D, &rng), ts_fill(vt, HKV * D, &rng);
         for (int g = 0; g < HKV; g++) {
             int full = kv_len(&kv, 0, g) == C;
             if (full) assert_protected(&kv, 0, g, SINK, RECENT, t);
@@ -281,7 +232,7 @@ static void run_hashevict_against_reference(const char *probe, const char *accum
                 m[g].n++;
             }
             m[g].pos[want] = t, m[g].code[want] = code, m[g].acc[want] = 0, m[g].age[want] = 0;
-            int slot = decode(&kv, 0, g, t, qt + g * G * D, kt + g * D, vt + g * D);
+            int slot = ts_decode(&kv, 0, g, t, qt + g * G * D, kt + g * D, vt + g * D);
             assert_int_equal(slot, want);
             assert_int_equal(kv.evictions - ev, full ? 1 : 0);
             assert_true(kv_len(&kv, 0, g) <= C);
@@ -325,9 +276,9 @@ static void test_hashevict_recent_global_prefill_keeps_first_sink_and_last(void 
     assert_int_equal(kv.cap[0], 20);
     uint64_t rng = 9;
     static float q[40 * D], k[40 * D], v[40 * D];
-    fill(q, sizeof q / sizeof *q, &rng), fill(k, sizeof k / sizeof *k, &rng), fill(v, sizeof v / sizeof *v, &rng);
+    ts_fill(q, sizeof q / sizeof *q, &rng), ts_fill(k, sizeof k / sizeof *k, &rng), ts_fill(v, sizeof v / sizeof *v, &rng);
     for (int l = 0; l < 2; l++) {
-        prefill(&kv, l, 40, 0, q, k, v, NULL, 0);
+        ts_prefill(&kv, l, 40, 0, q, k, v, NULL, 0);
         const int32_t *P = kv_positions(&kv, l, 0);
         assert_int_equal(kv_len(&kv, l, 0), 20);
         for (int i = 0; i < 4; i++) assert_int_equal(P[i], i);
@@ -344,8 +295,8 @@ static void test_hashevict_chunked_prefill_keeps_capacity_and_ascending_position
     uint64_t rng = 2;
     static float q[10 * 2 * D], k[10 * D], v[10 * D];
     for (int c = 0; c < 5; c++) {
-        fill(q, sizeof q / sizeof *q, &rng), fill(k, sizeof k / sizeof *k, &rng), fill(v, sizeof v / sizeof *v, &rng);
-        prefill(&kv, 0, 10, 10 * c, q, k, v, NULL, 0);
+        ts_fill(q, sizeof q / sizeof *q, &rng), ts_fill(k, sizeof k / sizeof *k, &rng), ts_fill(v, sizeof v / sizeof *v, &rng);
+        ts_prefill(&kv, 0, 10, 10 * c, q, k, v, NULL, 0);
         int n = kv_len(&kv, 0, 0);
         assert_int_equal(n, (10 * (c + 1) < 16 ? 10 * (c + 1) : 16));
         assert_protected(&kv, 0, 0, 4, 10, 10 * (c + 1));
@@ -361,12 +312,12 @@ static void test_hashevict_identity_when_budget_covers_everything(void **st)
     assert_true(kv.cap[0] >= 20);
     uint64_t rng = 1;
     float q[10 * D], k[10 * D], v[10 * D];
-    fill(q, 40, &rng), fill(k, 40, &rng), fill(v, 40, &rng);
-    prefill(&kv, 0, 10, 0, q, k, v, NULL, 0);
+    ts_fill(q, 40, &rng), ts_fill(k, 40, &rng), ts_fill(v, 40, &rng);
+    ts_prefill(&kv, 0, 10, 0, q, k, v, NULL, 0);
     for (int t = 10; t < 19; t++) {
         float x[D];
-        fill(x, D, &rng);
-        assert_int_equal(decode(&kv, 0, 0, t, x, x, x), t);
+        ts_fill(x, D, &rng);
+        assert_int_equal(ts_decode(&kv, 0, 0, t, x, x, x), t);
     }
     assert_int_equal(kv.evictions, 0);
     for (int j = 0; j < 19; j++) assert_int_equal(kv_positions(&kv, 0, 0)[j], j);
@@ -390,19 +341,8 @@ static void test_hashevict_bad_flags_are_one_line_errors(void **st)
 {
     (void)st;
     const policy_ops *ops = policy_find("hashevict");
-    policy_params pp;
-    memset(&pp, 0, sizeof pp);
-    pp.budget = 0.5;
-    char err[256];
-    assert_int_equal(policy_params_set(&pp, ops, "hash-bits", "65", err, sizeof err), 0);
-    kv_cache kv;
-    assert_int_equal(kv_init(&kv, ops, &pp, 1, 1, 1, D, 10, 10, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--hash-bits"));
-    memset(&pp, 0, sizeof pp);
-    pp.budget = 0.5;
-    assert_int_equal(policy_params_set(&pp, ops, "hash-prefill", "stream", err, sizeof err), 0);
-    assert_int_equal(kv_init(&kv, ops, &pp, 1, 1, 1, D, 10, 10, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--hash-prefill"));
+    ts_expect_init_error(ops, 0.5, (const char *const[]){"hash-bits", "65", NULL}, 10, 10, "--hash-bits");
+    ts_expect_init_error(ops, 0.5, (const char *const[]){"hash-prefill", "stream", NULL}, 10, 10, "--hash-prefill");
 }
 
 /* ------------------------------------------------------------------------ l2norm */
@@ -417,12 +357,12 @@ static void test_l2norm_decode_evicts_largest_norm_outside_protected_sets(void *
     assert_int_equal(kv.cap[0], 6);
     uint64_t rng = 3;
     float q[N * HKV * D], k[N * HKV * D], v[N * HKV * D];
-    fill(q, sizeof q / sizeof *q, &rng), fill(k, sizeof k / sizeof *k, &rng), fill(v, sizeof v / sizeof *v, &rng);
-    prefill(&kv, 0, N, 0, q, k, v, NULL, 0);
+    ts_fill(q, sizeof q / sizeof *q, &rng), ts_fill(k, sizeof k / sizeof *k, &rng), ts_fill(v, sizeof v / sizeof *v, &rng);
+    ts_prefill(&kv, 0, N, 0, q, k, v, NULL, 0);
     for (int t = N; t < N + STEPS; t++)
         for (int g = 0; g < HKV; g++) {
             float x[D];
-            fill(x, D, &rng);
+            ts_fill(x, D, &rng);
             /* reference: the largest norm among the candidates */
             int n = kv_len(&kv, 0, g);
             float norm[MAXN];
@@ -430,7 +370,7 @@ static void test_l2norm_decode_evicts_largest_norm_outside_protected_sets(void *
             int want = l2norm_victim(kv_positions(&kv, 0, g), norm, n, 1, 2, t);
             assert_protected(&kv, 0, g, 1, 2, t);
             int64_t ev = kv.evictions;
-            assert_int_equal(decode(&kv, 0, g, t, x, x, x), want);
+            assert_int_equal(ts_decode(&kv, 0, g, t, x, x, x), want);
             assert_int_equal(kv.evictions - ev, 1);
             assert_int_equal(kv_len(&kv, 0, g), 6);
         }
@@ -448,14 +388,14 @@ static void test_l2norm_prefill_keeps_sinks_recent_and_lowest_norms(void **st)
     const float scale[N] = {9, 9, 5, 8, 1, 7, 2, 6, 9, 0.5f, 9, 9};
     float q[N * D] = {0}, k[N * D] = {0}, v[N * D] = {0};
     for (int p = 0; p < N; p++) k[p * D] = scale[p];
-    prefill(&kv, 0, N, 0, q, k, v, NULL, 0);
+    ts_prefill(&kv, 0, N, 0, q, k, v, NULL, 0);
     const int32_t want[8] = {0, 1, 2, 4, 6, 9, 10, 11};
     /* sinks 0, 1; recent 9, 10, 11; lowest of the rest: 4 (1), 6 (2), 2 (5) */
     assert_int_equal(kv_len(&kv, 0, 0), 8);
     assert_memory_equal(kv_positions(&kv, 0, 0), want, sizeof want);
     /* the next step evicts the largest unprotected norm: position 2 (5) vs 4 (1), 6 (2) */
     float x[D] = {1, 0, 0, 0};
-    int slot = decode(&kv, 0, 0, N, x, x, x);
+    int slot = ts_decode(&kv, 0, 0, N, x, x, x);
     assert_int_equal(slot, 2);
     kv_free(&kv);
 }
@@ -470,9 +410,9 @@ static void run_random(uint64_t seed, int32_t *final_pos, int *n_final)
     make_kv(&kv, "random", 2, 2, 2, N, STEPS, 10, seed, flags);
     uint64_t rng = 4;
     float q[N * 2 * D], k[N * 2 * D], v[N * 2 * D];
-    fill(q, sizeof q / sizeof *q, &rng), fill(k, sizeof k / sizeof *k, &rng), fill(v, sizeof v / sizeof *v, &rng);
+    ts_fill(q, sizeof q / sizeof *q, &rng), ts_fill(k, sizeof k / sizeof *k, &rng), ts_fill(v, sizeof v / sizeof *v, &rng);
     for (int l = 0; l < 2; l++) {
-        prefill(&kv, l, N, 0, q, k, v, NULL, 0);
+        ts_prefill(&kv, l, N, 0, q, k, v, NULL, 0);
         assert_protected(&kv, l, 0, 2, 3, N);
         assert_int_equal(kv_len(&kv, l, 0), 10);
     }
@@ -480,11 +420,11 @@ static void run_random(uint64_t seed, int32_t *final_pos, int *n_final)
         for (int l = 0; l < 2; l++)
             for (int g = 0; g < 2; g++) {
                 float x[D];
-                fill(x, D, &rng);
+                ts_fill(x, D, &rng);
                 assert_protected(&kv, l, g, 2, 3, t);
                 int want = random_victim(seed, l, g, t, kv_positions(&kv, l, g), kv_len(&kv, l, g), 2, 3);
                 int64_t ev = kv.evictions;
-                assert_int_equal(decode(&kv, l, g, t, x, x, x), want);
+                assert_int_equal(ts_decode(&kv, l, g, t, x, x, x), want);
                 assert_int_equal(kv.evictions - ev, 1);
                 assert_int_equal(kv_len(&kv, l, g), 10);
             }
@@ -534,9 +474,9 @@ static void test_scissorhands_prompt_history_is_mean_attention_at_least_1_over_N
      * 0.56, 0.175, 0.3, 0.2, 0.2 → ≥ 1/5: 1, 0, 1, 1, 1 */
     float colsum[N] = {2.8f, 0.7f, 0.9f, 0.4f, 0.2f};
     float q[N * D] = {0}, k[N * D] = {0}, v[N * D] = {0};
-    prefill(&kv, 0, N, 0, q, k, v, colsum, N);
+    ts_prefill(&kv, 0, N, 0, q, k, v, colsum, N);
     float x[D] = {0};
-    decode(&kv, 0, 0, N, x, x, x); /* pre_attn writes the prompt history */
+    ts_decode(&kv, 0, 0, N, x, x, x); /* pre_attn writes the prompt history */
     const double want[N] = {1, 0, 1, 1, 1};
     for (int j = 0; j < N; j++) {
         assert_int_equal(scissorhands_slot_records(&kv, 0, 0, j), 1);
@@ -552,14 +492,14 @@ static void test_scissorhands_history_is_a_ring_of_the_last_hist_steps(void **st
     const char *flags[] = {"sh-hist", "3", "sh-sink", "0", "sh-recent", "0", NULL};
     make_kv(&kv, "scissorhands", 1, 1, 1, 1, 30, 20, 0, flags);
     float q[D] = {0}, k[D] = {0}, v[D] = {0}, colsum[1] = {1.0f};
-    prefill(&kv, 0, 1, 0, q, k, v, colsum, 1); /* position 0: history [1] */
+    ts_prefill(&kv, 0, 1, 0, q, k, v, colsum, 1); /* position 0: history [1] */
     /* steps 1..5 with two live slots; position 0 gets p = 0.9, 0.1, 0.1, 0.1, 0.9 */
     const float p0[5] = {0.9f, 0.1f, 0.1f, 0.1f, 0.9f};
     const double want[5] = {1.0, 2.0 / 3, 1.0 / 3, 0.0, 1.0 / 3};
     for (int t = 1; t <= 5; t++) {
         float x[D] = {0};
         int n = kv_len(&kv, 0, 0);
-        decode(&kv, 0, 0, t, x, x, x);
+        ts_decode(&kv, 0, 0, t, x, x, x);
         float probs[32] = {0};
         probs[0] = p0[t - 1];
         for (int j = 1; j <= n; j++) probs[j] = (1.0f - p0[t - 1]) / n;
@@ -584,7 +524,7 @@ static void test_scissorhands_evicts_least_important_and_state_follows_slot(void
     float q[N * G * D] = {0}, k[N * D] = {0}, v[N * D] = {0};
     float colsum[N] = {0};
     for (int j = 0; j < N; j++) colsum[j] = 1.01f * G * (N - j) / N; /* all just above 1/N */
-    prefill(&kv, 0, N, 0, q, k, v, colsum, N);
+    ts_prefill(&kv, 0, N, 0, q, k, v, colsum, N);
     /* reference rings by position: ones and records (hist 400 is never reached) */
     int ones[N + STEPS], recs[N + STEPS];
     for (int p = 0; p < N; p++) ones[p] = 1, recs[p] = 1;
@@ -605,7 +545,7 @@ static void test_scissorhands_evicts_least_important_and_state_follows_slot(void
         assert_protected(&kv, 0, 0, 1, 1, t);
         int64_t ev = kv.evictions;
         float x[D] = {0};
-        int slot = decode(&kv, 0, 0, t, x, x, x);
+        int slot = ts_decode(&kv, 0, 0, t, x, x, x);
         assert_int_equal(slot, want);
         assert_int_equal(kv.evictions - ev, 1);
         ones[t] = 0, recs[t] = 0;
@@ -613,8 +553,8 @@ static void test_scissorhands_evicts_least_important_and_state_follows_slot(void
         float probs[2 * 16];
         float sum0 = 0, sum1 = 0;
         for (int j = 0; j < n; j++) {
-            probs[j] = frand(&rng) + 1.0f, sum0 += probs[j];
-            probs[16 + j] = frand(&rng) + 1.0f, sum1 += probs[16 + j];
+            probs[j] = ts_frand(&rng) + 1.0f, sum0 += probs[j];
+            probs[16 + j] = ts_frand(&rng) + 1.0f, sum1 += probs[16 + j];
         }
         for (int j = 0; j < n; j++) probs[j] /= sum0, probs[16 + j] /= sum1;
         kv_post_attn(&kv, 0, 0, t, probs, 16);
@@ -641,7 +581,7 @@ static void test_scissorhands_prefill_keeps_sinks_recent_and_top_mean_attention(
      * 5: 1.5/5 = 0.3, 6: 0.2/4, 7: 0.3/3 → top 3: 2, 5, 4 */
     float colsum[N] = {5, 0.9f, 2.4f, 0.7f, 1.2f, 1.5f, 0.2f, 0.3f, 0.5f, 0.1f};
     float q[N * D] = {0}, k[N * D] = {0}, v[N * D] = {0};
-    prefill(&kv, 0, N, 0, q, k, v, colsum, N);
+    ts_prefill(&kv, 0, N, 0, q, k, v, colsum, N);
     const int32_t want[6] = {0, 2, 4, 5, 8, 9};
     assert_int_equal(kv_len(&kv, 0, 0), 6);
     assert_memory_equal(kv_positions(&kv, 0, 0), want, sizeof want);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "eviction/snap_internal.h" /* the pure functions of snap_score.c, snap_alloc.c */
+#include "tests/support/support.h"
 
 extern const policy_ops policy_snapkv, policy_pyramidkv, policy_ada_snapkv, policy_ada_pyramidkv;
 
@@ -194,16 +195,11 @@ static void toy_free(toy *s)
 static float *toy_k(toy *s, int t, int g) { return s->k + ((size_t)t * s->Hkv + g) * D; }
 static float *toy_q(toy *s, int t, int h) { return s->q + ((size_t)t * s->H + h) * D; }
 
-/* kv_init of ops with budget (tokens when > 1) and NAME, VALUE pairs (NULL-terminated). */
+/* kv_init of ops with budget (tokens when > 1) and NAME, VALUE pairs (NULL-terminated); err [256]. */
 static int make_kv(kv_cache *kv, const policy_ops *ops, double budget, const toy *s, int n_prompt, int max_new,
                    const char *const *set, char *err)
 {
-    policy_params p;
-    memset(&p, 0, sizeof p);
-    p.budget = budget;
-    for (int i = 0; set && set[i]; i += 2)
-        if (policy_params_set(&p, ops, set[i], set[i + 1], err, 256) != 0) return -1;
-    return kv_init(kv, ops, &p, s->L, s->Hkv, s->H, D, n_prompt, max_new, err, 256);
+    return ts_kv_try(kv, ops, budget, 0, set, s->L, s->Hkv, s->H, D, n_prompt, max_new, err, 256);
 }
 
 /* Prefill positions 0..n−1 in chunks of `chunk` tokens through kv_prefill. */
@@ -262,13 +258,6 @@ static void check_slots(const kv_cache *kv, toy *s)
     assert_int_equal(at, kv->n_slots);
 }
 
-static int has_pos(const kv_cache *kv, int l, int g, int pos)
-{
-    for (int j = 0; j < kv_len(kv, l, g); j++)
-        if (kv_positions(kv, l, g)[j] == pos) return 1;
-    return 0;
-}
-
 static int total_len(const kv_cache *kv, int l)
 {
     int n = 0;
@@ -318,8 +307,8 @@ static void test_snapkv_chunked_prefill_keeps_window_and_heavy_token(void **stat
     assert_int_equal(make_kv(&kv, &policy_snapkv, 10, &s, 16, 2, set, err), 0);
     prefill(&kv, &s, 16, 5);
     assert_int_equal(kv_len(&kv, 0, 0), 8);
-    for (int p = 12; p < 16; p++) assert_true(has_pos(&kv, 0, 0, p));
-    assert_true(has_pos(&kv, 0, 0, 7));
+    for (int p = 12; p < 16; p++) assert_true(ts_has_pos(&kv, 0, 0, p));
+    assert_true(ts_has_pos(&kv, 0, 0, 7));
     check_slots(&kv, &s);
     kv_free(&kv);
     toy_free(&s);
@@ -406,9 +395,9 @@ static void test_ada_snapkv_exact_split_sums_to_layer_budget_in_uniform_arena(vo
     assert_int_equal(kv_len(&kv, 0, 1), 10 + 4);
     assert_int_equal(total_len(&kv, 0), 2 * 12);
     assert_int_equal(kv.cap[0] + kv.cap[1] + 2, 2 * (16 + 1));
-    assert_true(has_pos(&kv, 0, 0, 5));
+    assert_true(ts_has_pos(&kv, 0, 0, 5));
     for (int g = 0; g < 2; g++)
-        for (int p = 28; p < 32; p++) assert_true(has_pos(&kv, 0, g, p));
+        for (int p = 28; p < 32; p++) assert_true(ts_has_pos(&kv, 0, g, p));
     check_slots(&kv, &s);
     /* reserve: the decode appends fit every head, peak per layer ≤ H_kv·C */
     for (int t = 32; t < 35; t++) {
@@ -444,7 +433,7 @@ static void test_ada_chunked_prefill_repartitions_arena_and_data_follows_slots(v
             int sum = 0;
             for (int l = 0; l < 2; l++) {
                 for (int g = 0; g < 2; g++)
-                    for (int p = 32; p < 36; p++) assert_true(has_pos(&kv, l, g, p));
+                    for (int p = 32; p < 36; p++) assert_true(ts_has_pos(&kv, l, g, p));
                 sum += total_len(&kv, l);
             }
             /* exact split and exact schedule: Σ over layers and heads = L·H_kv·(C − max_new) */
@@ -518,10 +507,10 @@ static void test_capped_mode_recompresses_every_R_steps_keeping_window(void **st
             int steps = t - 15;
             for (int g = 0; g < 2; g++) {
                 assert_true(kv_len(&kv, 0, g) <= kv.cap[g]);
-                for (int p = t - 3; p <= t; p++) assert_true(has_pos(&kv, 0, g, p));
+                for (int p = t - 3; p <= t; p++) assert_true(ts_has_pos(&kv, 0, g, p));
             }
-            assert_true(has_pos(&kv, 0, 0, 7));
-            assert_true(has_pos(&kv, 0, 1, 3));
+            assert_true(ts_has_pos(&kv, 0, 0, 7));
+            assert_true(ts_has_pos(&kv, 0, 1, 3));
             if (steps % 4 == 0) {
                 assert_true(kv.evictions > ev); /* re-compressed back to C' */
                 assert_int_equal(total_len(&kv, 0), 2 * 8);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "eviction/eviction.h"
+#include "tests/support/support.h"
 #include "kernels/kernels.h"
 
 /* the pure functions under test (eviction/policy_subgen*.c) */
@@ -36,56 +37,19 @@ extern int subgen_stream_cluster(const kv_cache *kv, int layer, int g, int i, in
 
 /* ------------------------------------------------------------------------ helpers */
 
-static float frand(uint64_t *st)
-{
-    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (float)((double)(*st >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
-static void fill(float *x, size_t n, uint64_t *st)
-{
-    for (size_t i = 0; i < n; i++) x[i] = frand(st);
-}
-
-static int try_make_kv(kv_cache *kv, const char *name, int L, int hkv, int H, int n_prompt,
-                       int max_new, double budget, uint64_t seed, const char *const *flags,
-                       char *err, size_t errlen)
-{
-    const policy_ops *ops = policy_find(name);
-    assert_non_null(ops);
-    policy_params pp;
-    memset(&pp, 0, sizeof pp);
-    pp.budget = budget;
-    pp.seed = seed;
-    for (int i = 0; flags && flags[i]; i += 2)
-        assert_int_equal(policy_params_set(&pp, ops, flags[i], flags[i + 1], err, errlen), 0);
-    return kv_init(kv, ops, &pp, L, hkv, H, D, n_prompt, max_new, err, errlen);
-}
-
+/* kv_init with the policy `name`, a budget (tokens when > 1), a seed and NULL-terminated
+ * flag/value pairs (tests/support). */
 static void make_kv(kv_cache *kv, const char *name, int L, int hkv, int H, int n_prompt,
                     int max_new, double budget, uint64_t seed, const char *const *flags)
 {
-    char err[256];
-    int rc = try_make_kv(kv, name, L, hkv, H, n_prompt, max_new, budget, seed, flags, err, sizeof err);
-    if (rc) fprintf(stderr, "kv_init: %s\n", err);
-    assert_int_equal(rc, 0);
+    ts_kv(kv, policy_find(name), budget, seed, flags, L, hkv, H, D, n_prompt, max_new);
 }
 
+/* kv_prefill of `layer`: n tokens at pos0 (no column sums). */
 static void prefill(kv_cache *kv, int layer, int n, int pos0, const float *q, const float *k,
                     const float *v)
 {
-    kv_prefill_chunk c = {.layer = layer, .n_new = n, .pos0 = pos0, .q_new = q, .k_new = k,
-                          .v_new = v, .colsum = NULL, .cand_stride = 0};
-    char err[256];
-    assert_int_equal(kv_prefill(kv, &c, err, sizeof err), 0);
-}
-
-static int decode(kv_cache *kv, int layer, int g, int t, const float *q, const float *k,
-                  const float *v)
-{
-    int slot = kv_decode_slot(kv, layer, g, t, q, k, v);
-    kv_write(kv, layer, g, slot, t, k, v);
-    return slot;
+    ts_prefill(kv, layer, n, pos0, q, k, v, NULL, 0);
 }
 
 /* ------------------------------------------------------------------------ golden vectors */
@@ -155,7 +119,7 @@ static void test_subgen_reserve_prefill_keeps_centers_and_recent_then_appends_to
     assert_int_equal(kv.cap[0], 15);
     uint64_t rng = 6;
     static float q[N * 2 * HKV * D], k[N * HKV * D], v[N * HKV * D];
-    fill(q, sizeof q / sizeof *q, &rng), fill(k, sizeof k / sizeof *k, &rng), fill(v, sizeof v / sizeof *v, &rng);
+    ts_fill(q, sizeof q / sizeof *q, &rng), ts_fill(k, sizeof k / sizeof *k, &rng), ts_fill(v, sizeof v / sizeof *v, &rng);
     prefill(&kv, 0, N, 0, q, k, v);
     /* reference: C' = 15 − 5 = 10, r = 5 recent, k = 5 centers of positions 0..14 from 0 */
     for (int g = 0; g < HKV; g++) {
@@ -178,9 +142,9 @@ static void test_subgen_reserve_prefill_keeps_centers_and_recent_then_appends_to
     for (int t = N; t < N + MAX_NEW - 1; t++)
         for (int g = 0; g < HKV; g++) {
             float x[2 * D];
-            fill(x, 2 * D, &rng);
+            ts_fill(x, 2 * D, &rng);
             int n = kv_len(&kv, 0, g);
-            assert_int_equal(decode(&kv, 0, g, t, x, x, x), n);
+            assert_int_equal(ts_decode(&kv, 0, g, t, x, x, x), n);
             kv_post_attn(&kv, 0, g, t, NULL, 0);
             assert_true(kv_len(&kv, 0, g) <= 15);
         }
@@ -198,14 +162,14 @@ static void test_subgen_grow_keeps_C_and_allocates_C_plus_max_new(void **st)
     assert_int_equal(kv.cap[0], 18);
     uint64_t rng = 7;
     float q[N * D], k[N * D], v[N * D];
-    fill(q, N * D, &rng), fill(k, N * D, &rng), fill(v, N * D, &rng);
+    ts_fill(q, N * D, &rng), ts_fill(k, N * D, &rng), ts_fill(v, N * D, &rng);
     prefill(&kv, 0, N, 0, q, k, v);
     assert_int_equal(kv_len(&kv, 0, 0), 8);
     for (int i = 5; i < 8; i++) assert_int_equal(kv_positions(&kv, 0, 0)[i], N - 8 + i); /* r = 3 */
     for (int t = N; t < N + MAX_NEW; t++) {
         float x[D];
-        fill(x, D, &rng);
-        decode(&kv, 0, 0, t, x, x, x);
+        ts_fill(x, D, &rng);
+        ts_decode(&kv, 0, 0, t, x, x, x);
         kv_post_attn(&kv, 0, 0, t, NULL, 0);
     }
     assert_int_equal(kv_len(&kv, 0, 0), 8 + MAX_NEW);
@@ -221,7 +185,7 @@ static void test_subgen_reserve_falls_back_to_recompression_when_max_new_fills_C
     assert_int_equal(kv.cap[0], 6);
     uint64_t rng = 8;
     float q[N * D], k[N * D], v[N * D];
-    fill(q, N * D, &rng), fill(k, N * D, &rng), fill(v, N * D, &rng);
+    ts_fill(q, N * D, &rng), ts_fill(k, N * D, &rng), ts_fill(v, N * D, &rng);
     prefill(&kv, 0, N, 0, q, k, v);
     /* C' = ⌊6/2⌋ = 3: one recent token (⌊3/2⌋) and two centers, the first at position 0 */
     assert_int_equal(kv_len(&kv, 0, 0), 3);
@@ -230,8 +194,8 @@ static void test_subgen_reserve_falls_back_to_recompression_when_max_new_fills_C
     int compressions = 0;
     for (int t = N; t < N + MAX_NEW; t++) {
         float x[D];
-        fill(x, D, &rng);
-        decode(&kv, 0, 0, t, x, x, x);
+        ts_fill(x, D, &rng);
+        ts_decode(&kv, 0, 0, t, x, x, x);
         int before = kv_len(&kv, 0, 0);
         kv_post_attn(&kv, 0, 0, t, NULL, 0);
         int n = kv_len(&kv, 0, 0);
@@ -260,14 +224,14 @@ static void test_subgen_capped_recompresses_to_C_minus_R_when_full(void **st)
     assert_int_equal(kv.cap[0], 10);
     uint64_t rng = 9;
     float q[N * D], k[N * D], v[N * D];
-    fill(q, N * D, &rng), fill(k, N * D, &rng), fill(v, N * D, &rng);
+    ts_fill(q, N * D, &rng), ts_fill(k, N * D, &rng), ts_fill(v, N * D, &rng);
     prefill(&kv, 0, N, 0, q, k, v);
     assert_int_equal(kv_len(&kv, 0, 0), 6);
     int compressions = 0;
     for (int t = N; t < N + STEPS; t++) {
         float x[D];
-        fill(x, D, &rng);
-        decode(&kv, 0, 0, t, x, x, x);
+        ts_fill(x, D, &rng);
+        ts_decode(&kv, 0, 0, t, x, x, x);
         int before = kv_len(&kv, 0, 0);
         kv_post_attn(&kv, 0, 0, t, NULL, 0);
         assert_true(kv_len(&kv, 0, 0) <= 10);
@@ -285,7 +249,7 @@ static void test_subgen_select_matches_chunked_prefill(void **st)
     make_kv(&kv, "subgen", 1, 1, 1, N, 4, 12, 0, NULL); /* C' = 8: r = 4, k = 4 */
     uint64_t rng = 10;
     float q[N * D], k[N * D], v[N * D];
-    fill(q, N * D, &rng), fill(k, N * D, &rng), fill(v, N * D, &rng);
+    ts_fill(q, N * D, &rng), ts_fill(k, N * D, &rng), ts_fill(v, N * D, &rng);
     /* reference: the selection re-run over the kept set + each chunk */
     int32_t ref_pos[N];
     const float *ref_rows[N];
@@ -314,20 +278,18 @@ static void test_subgen_identity_and_bad_recent(void **st)
     make_kv(&kv, "subgen", 1, 1, 1, 10, 10, 1.0, 0, NULL);
     uint64_t rng = 1;
     float q[10 * D], k[10 * D], v[10 * D];
-    fill(q, 40, &rng), fill(k, 40, &rng), fill(v, 40, &rng);
+    ts_fill(q, 40, &rng), ts_fill(k, 40, &rng), ts_fill(v, 40, &rng);
     prefill(&kv, 0, 10, 0, q, k, v);
     for (int t = 10; t < 19; t++) {
         float x[D];
-        fill(x, D, &rng);
-        assert_int_equal(decode(&kv, 0, 0, t, x, x, x), t);
+        ts_fill(x, D, &rng);
+        assert_int_equal(ts_decode(&kv, 0, 0, t, x, x, x), t);
         kv_post_attn(&kv, 0, 0, t, NULL, 0);
     }
     assert_int_equal(kv.evictions, 0);
     kv_free(&kv);
-    char err[256];
     const char *flags[] = {"subgen-recent", "12", NULL};
-    assert_int_equal(try_make_kv(&kv, "subgen", 1, 1, 1, 100, 10, 12, 0, flags, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--subgen-recent"));
+    ts_expect_init_error(policy_find("subgen"), 12, flags, 100, 10, "--subgen-recent");
 }
 
 /* ------------------------------------------------------------------------ subgen_stream */
@@ -503,13 +465,13 @@ static void test_subgen_stream_is_exact_attention_when_the_window_holds_every_to
     const policy_ops *ops = kv.ops;
     uint64_t rng = 3;
     static float q[N * HKV * G * D], k[N * HKV * D], v[N * HKV * D];
-    fill(q, sizeof q / sizeof *q, &rng), fill(k, sizeof k / sizeof *k, &rng), fill(v, sizeof v / sizeof *v, &rng);
+    ts_fill(q, sizeof q / sizeof *q, &rng), ts_fill(k, sizeof k / sizeof *k, &rng), ts_fill(v, sizeof v / sizeof *v, &rng);
     prefill(&kv, 0, N, 0, q, k, v);
     for (int t = N; t < N + MAX_NEW - 1; t++)
         for (int g = 0; g < HKV; g++) {
             float qt[G * D], kt[D], vt[D], out[G * D], ref[D], probs[64];
-            fill(qt, G * D, &rng), fill(kt, D, &rng), fill(vt, D, &rng);
-            decode(&kv, 0, g, t, qt, kt, vt);
+            ts_fill(qt, G * D, &rng), ts_fill(kt, D, &rng), ts_fill(vt, D, &rng);
+            ts_decode(&kv, 0, g, t, qt, kt, vt);
             assert_int_equal(kv_len(&kv, 0, g), t + 1);
             ops->attend(&kv, 0, g, qt, 0.5f, out);
             for (int h = 0; h < G; h++) {
@@ -532,12 +494,12 @@ static void test_subgen_stream_decode_moves_the_oldest_window_token_into_the_ske
     assert_int_equal(kv.cap[0], 10);
     uint64_t rng = 12;
     float q[N * D], k[N * D], v[N * D];
-    fill(q, N * D, &rng), fill(k, N * D, &rng), fill(v, N * D, &rng);
+    ts_fill(q, N * D, &rng), ts_fill(k, N * D, &rng), ts_fill(v, N * D, &rng);
     prefill(&kv, 0, N, 0, q, k, v);
     for (int t = N; t < N + STEPS; t++) {
         float x[3 * D], out[D];
-        fill(x, 3 * D, &rng);
-        decode(&kv, 0, 0, t, x, x + D, x + 2 * D);
+        ts_fill(x, 3 * D, &rng);
+        ts_decode(&kv, 0, 0, t, x, x + D, x + 2 * D);
         int n = kv_len(&kv, 0, 0);
         assert_int_equal(n, t + 1 < 10 ? t + 1 : 10);
         /* the window holds exactly the last n positions */
@@ -564,7 +526,7 @@ static void test_subgen_stream_auto_delta_is_the_gonzalez_radius_of_the_sketched
     /* C = 20: r = 5, s = 5, t = 8, m_max = 2 */
     uint64_t rng = 13;
     float q[N * D], k[N * D], v[N * D];
-    fill(q, N * D, &rng), fill(k, N * D, &rng), fill(v, N * D, &rng);
+    ts_fill(q, N * D, &rng), ts_fill(k, N * D, &rng), ts_fill(v, N * D, &rng);
     prefill(&kv, 0, N, 0, q, k, v);
     const float *X[N];
     for (int p = 0; p < N - 5; p++) X[p] = k + p * D;
@@ -584,14 +546,10 @@ static void test_subgen_stream_auto_delta_is_the_gonzalez_radius_of_the_sketched
 static void test_subgen_stream_rejects_a_sketch_larger_than_the_budget(void **st)
 {
     (void)st;
-    kv_cache kv;
-    char err[256];
     const char *flags[] = {"ss-recent", "10", "ss-s", "10", NULL};
-    assert_int_equal(try_make_kv(&kv, "subgen_stream", 1, 1, 1, 100, 10, 20, 0, flags, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--ss-mmax"));
+    ts_expect_init_error(policy_find("subgen_stream"), 20, flags, 100, 10, "--ss-mmax");
     const char *flags2[] = {"ss-mmax", "10", NULL};
-    assert_int_equal(try_make_kv(&kv, "subgen_stream", 1, 1, 1, 100, 10, 20, 0, flags2, err, sizeof err), -1);
-    assert_non_null(strstr(err, "exceed the capacity"));
+    ts_expect_init_error(policy_find("subgen_stream"), 20, flags2, 100, 10, "exceed the capacity");
 }
 
 int main(void)
