@@ -13,7 +13,12 @@
  *  - kv_moves_from_positions replays the slot moves of the CPU hooks (swap-last, compaction)
  *    on the simulated device rows, over long decodes of those policies;
  *  - the length mirror of device policies: after every decode step of full, local, streaming
- *    and h2o, len = min(len + 1, cap) and evictions grow by one exactly when over capacity. */
+ *    and h2o, len = min(len + 1, cap) and evictions grow by one exactly when over capacity.
+ *
+ * Kept whole (over ~500 lines): every test replays against the same simulated device (devsim:
+ * its allocation, gathers and moves) and the policy runner built on it (run_policy); a split
+ * would copy that simulator.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

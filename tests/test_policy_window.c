@@ -2,7 +2,11 @@
  * layer-wise policy_tova.c (POLICIES.md §2.2, §2.3, §10.3). Property tests of §15.1 (capacity,
  * protected sets, cadence, state follows its slot, identity) on small hand-built KV caches
  * driven through kv_prefill / kv_decode_slot / kv_write / kv_post_attn / post_attn_layer with
- * hand-made statistics, plus the pure selection functions. */
+ * hand-made statistics, plus the pure selection functions.
+ *
+ * Kept whole (a little over 500 lines): the three policies share the token formulas, the
+ * trace runner and the layer-wise checks at the top.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

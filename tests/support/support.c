@@ -101,6 +101,12 @@ void ts_expect_init_error(const policy_ops *ops, double budget, const char *cons
     assert_null(strchr(err, '\n'));
 }
 
+void ts_make_kv(kv_cache *kv, const char *name, int L, int hkv, int H, int n_prompt, int max_new,
+                double budget, uint64_t seed, const char *const *set)
+{
+    ts_kv(kv, policy_find(name), budget, seed, set, L, hkv, H, TS_D, n_prompt, max_new);
+}
+
 /* ----------------------------------------------------------------------- driving a cache */
 
 void ts_prefill(kv_cache *kv, int layer, int n, int pos0, const float *q, const float *k, const float *v,
@@ -193,6 +199,13 @@ void ts_check_identity(const policy_ops *ops, const char *const *set, const ts_t
 }
 
 /* ------------------------------------------------------------------- inspecting a cache */
+
+void ts_assert_protected(const kv_cache *kv, int layer, int g, int sink, int recent, int t)
+{
+    for (int p = 0; p < sink && p < t; p++) assert_true(ts_has_pos(kv, layer, g, p));
+    for (int p = t - recent; p < t; p++)
+        if (p >= 0) assert_true(ts_has_pos(kv, layer, g, p));
+}
 
 int ts_has_pos(const kv_cache *kv, int layer, int g, int pos)
 {

@@ -48,6 +48,12 @@ int ts_kv_try(kv_cache *kv, const policy_ops *ops, double budget, uint64_t seed,
 void ts_kv(kv_cache *kv, const policy_ops *ops, double budget, uint64_t seed, const char *const *set,
            int L, int hkv, int H, int d, int n_prompt, int max_new);
 
+/* ts_kv of the policy called `name` with head_dim TS_D, in the argument order of the policy
+ * tests (shape, then budget, seed and NAME, VALUE pairs). */
+#define TS_D 4
+void ts_make_kv(kv_cache *kv, const char *name, int L, int hkv, int H, int n_prompt, int max_new,
+                double budget, uint64_t seed, const char *const *set);
+
 /* The parameters set (policy_params_set accepts every NAME, VALUE of set) but kv_init of ops on
  * a cache of 1 layer, 1 head of head_dim 4 for n_prompt + max_new tokens fails with a one-line
  * error that contains `want` (the flag at fault, "--NAME", or the reason). */
@@ -90,6 +96,10 @@ void ts_decode_tokens(kv_cache *kv, const ts_tokens *tk, int t, ts_prob_fn f, vo
 void ts_check_identity(const policy_ops *ops, const char *const *set, const ts_tokens *tk, const float *colsum);
 
 /* ------------------------------------------------------------------- inspecting a cache */
+
+/* §15.1 protected sets for the token about to be written at t: the positions < sink that
+ * entered and t − recent .. t − 1 are all live in (layer, g). */
+void ts_assert_protected(const kv_cache *kv, int layer, int g, int sink, int recent, int t);
 
 /* 1 if position pos is live in (layer, g). */
 int ts_has_pos(const kv_cache *kv, int layer, int g, int pos);
