@@ -44,9 +44,9 @@ static void test_config_reads_fields_and_defaults(void **state) {
     assert_int_equal(c.eos_token_id, 2);
 
     ts_write_text(path, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 5, "
-                     "\"num_attention_heads\": 8, \"vocab_size\": 128256, \"max_position_embeddings\": 512, "
-                     "\"rms_norm_eps\": 1e-05, \"rope_theta\": 500000.0, \"tie_word_embeddings\": true, "
-                     "\"bos_token_id\": 128000, \"eos_token_id\": [128001, 128009], \"rope_scaling\": null}");
+                        "\"num_attention_heads\": 8, \"vocab_size\": 128256, \"max_position_embeddings\": 512, "
+                        "\"rms_norm_eps\": 1e-05, \"rope_theta\": 500000.0, \"tie_word_embeddings\": true, "
+                        "\"bos_token_id\": 128000, \"eos_token_id\": [128001, 128009], \"rope_scaling\": null}");
     assert_int_equal(config_load(path, &c, err, sizeof err), 0);
     assert_int_equal(c.n_kv_heads, 8);                 /* defaults to n_heads */
     assert_int_equal(c.head_dim, 8);
@@ -85,7 +85,7 @@ static void test_config_rejects_unsupported_rope_scaling(void **state) {
 static void test_config_rejects_kv_heads_not_dividing_heads(void **state) {
     const char *path = ts_at(*state, "config.json");
     ts_write_text(path, "{\"hidden_size\": 64, \"intermediate_size\": 16, \"num_hidden_layers\": 2, "
-                     "\"num_attention_heads\": 8, \"num_key_value_heads\": 3, \"vocab_size\": 10}");
+                        "\"num_attention_heads\": 8, \"num_key_value_heads\": 3, \"vocab_size\": 10}");
     expect_config_error(path, "config.json: num_key_value_heads=3 does not divide num_attention_heads=8");
 }
 
@@ -133,7 +133,7 @@ static void test_config_rejects_zero_and_missing_sizes(void **state) {
 static void test_config_accepts_explicit_head_dim(void **state) {
     const char *path = ts_at(*state, "config.json");
     ts_write_text(path, "{\"hidden_size\": 12, \"intermediate_size\": 16, \"num_hidden_layers\": 1, "
-                     "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 4, \"vocab_size\": 10}");
+                        "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 4, \"vocab_size\": 10}");
     model_config c;
     char err[LLM_ERR_LEN];
     assert_int_equal(config_load(path, &c, err, sizeof err), 0);

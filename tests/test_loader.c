@@ -300,7 +300,7 @@ static void test_model_load_reports_tensor_missing_from_index_or_shard(void **st
     make_model(*state, &s);
     const char *index = ts_at(*state, "model.safetensors.index.json");
     ts_write_text(index, "{\"weight_map\": {\"model.embed_tokens.weight\": \"model-00002-of-00002.safetensors\", "
-                      "\"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}");
+                         "\"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}");
     expect_load_error(*state, "model-00002-of-00002.safetensors: missing tensor model.embed_tokens.weight", NULL);
 }
 
@@ -325,7 +325,7 @@ static void test_model_load_reports_missing_weights_and_config(void **state) {
     model_spec s = {0};
     make_model(*state, &s);
     ts_write_text(ts_at(*state, "config.json"), "{\"hidden_size\": 8, \"intermediate_size\": 16, \"num_hidden_layers\": 2, "
-               "\"num_attention_heads\": 2, \"num_key_value_heads\": 3, \"vocab_size\": 10}");
+                     "\"num_attention_heads\": 2, \"num_key_value_heads\": 3, \"vocab_size\": 10}");
     expect_load_error(*state, "config.json: num_key_value_heads=3 does not divide num_attention_heads=2", NULL);
 }
 
