@@ -110,7 +110,8 @@ int subgen_gonzalez(const float *const *X, int n, int d, int k, int first, int *
                     double *dist);
 
 /* free() of every argument: a policy state's arrays, then the state itself. */
-#define EVICT_FREE(...) evict_free_all((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
+#define EVICT_FREE(...)                                                                            \
+    evict_free_all((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
 void evict_free_all(void *const *ptrs, size_t n);
 
 #endif

@@ -100,7 +100,10 @@ static int rnd_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_
     for (int j = 0; j < n_cand; j++) {
         int32_t pos = j < n_live ? P[j] : c->pos0 + (j - n_live);
         if (evict_protected(pos, s->sink, s->recent, t_next)) keep[n_keep++] = j;
-        else s->rank[n_rank++] = (evict_rank){evict_rng_u01(kv->params.seed, RND_STREAM_PREFILL, c->layer, g, t_next, pos), pos, j};
+        else {
+            double u = evict_rng_u01(kv->params.seed, RND_STREAM_PREFILL, c->layer, g, t_next, pos);
+            s->rank[n_rank++] = (evict_rank){u, pos, j};
+        }
     }
     return evict_keep_ranked(keep, n_keep, s->rank, n_rank, cap);
 }
