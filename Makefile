@@ -53,6 +53,9 @@ endif
 
 TEST_C   := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_C:tests/%.c=$(BUILD)/tests/%)
+# Builders shared by the cmocka tests (tests/support/support.h), linked into every test binary.
+TEST_SUPPORT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/support/*.c))
+.SECONDARY: $(TEST_SUPPORT_OBJ)
 
 # Fuzz targets (fuzz/fuzz_NAME.c). `make check` builds each with the normal compiler and
 # fuzz/replay.c into $(BUILD)/fuzz/replay_NAME, which tests/test_fuzz_corpus.sh runs on the
@@ -88,9 +91,9 @@ $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/%.c $(LIB_OBJ)
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(TEST_SUPPORT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(TEST_SUPPORT_OBJ) $(LDLIBS) -lcmocka
 
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)

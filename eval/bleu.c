@@ -127,19 +127,7 @@ double self_bleu(const char *text)
             sp = t;
         }
         sp[ns].start = (int)w.n;
-        for (size_t i = 0; i < len;) {
-            uint32_t cp;
-            int k = utf8_decode((const unsigned char *)s + i, len - i, &cp);
-            if (py_isspace(cp)) { i += (size_t)k; continue; }
-            size_t st = i;
-            while (i < len) {
-                k = utf8_decode((const unsigned char *)s + i, len - i, &cp);
-                if (py_isspace(cp)) break;
-                i += (size_t)k;
-            }
-            int id = strtab_id(&tab, s + st, i - st);
-            if (id < 0 || ivec_push(&w, id)) goto done;
-        }
+        if (py_split_ids(s, len, &tab, &w)) goto done;
         sp[ns].len = (int)w.n - sp[ns].start;
         ns++;
         if (!dot) break;

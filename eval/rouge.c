@@ -254,20 +254,7 @@ static int pltrdy_split(const char *text, strtab *tab, sents *out)
         size_t len = dot ? (size_t)(dot - s) : strlen(s);
         if (len) {
             size_t before = out->w.n;
-            size_t i = 0;
-            while (i < len) {
-                uint32_t cp;
-                int k = utf8_decode((const unsigned char *)s + i, len - i, &cp);
-                if (py_isspace(cp)) { i += (size_t)k; continue; }
-                size_t st = i;
-                while (i < len) {
-                    k = utf8_decode((const unsigned char *)s + i, len - i, &cp);
-                    if (py_isspace(cp)) break;
-                    i += (size_t)k;
-                }
-                int id = strtab_id(tab, s + st, i - st);
-                if (id < 0 || ivec_push(&out->w, id)) return -1;
-            }
+            if (py_split_ids(s, len, tab, &out->w)) return -1;
             if (out->w.n == before) {                      /* the empty word "" */
                 int id = strtab_id(tab, "", 0);
                 if (id < 0 || ivec_push(&out->w, id)) return -1;

@@ -90,3 +90,24 @@ void strtab_free(strtab *t)
     free(t->key); free(t->klen); free(t->id);
     memset(t, 0, sizeof *t);
 }
+
+int py_split_ids(const char *s, size_t len, strtab *t, ivec *out)
+{
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        int k = utf8_decode((const unsigned char *)s + i, len - i, &cp);
+        if (py_isspace(cp)) {
+            i += (size_t)k;
+            continue;
+        }
+        size_t st = i;
+        while (i < len) {
+            k = utf8_decode((const unsigned char *)s + i, len - i, &cp);
+            if (py_isspace(cp)) break;
+            i += (size_t)k;
+        }
+        int id = strtab_id(t, s + st, i - st);
+        if (id < 0 || ivec_push(out, id)) return -1;
+    }
+    return 0;
+}

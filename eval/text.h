@@ -26,4 +26,8 @@ typedef struct { char **key; size_t *klen; int *id; size_t cap, n; } strtab;
 int  strtab_id(strtab *t, const char *s, size_t len);   /* id, or -1 when out of memory */
 void strtab_free(strtab *t);
 
+/* Appends to out the ids (t) of the words of s[0..len), split as Python's str.split() without
+ * arguments (runs of py_isspace). Returns 0, or -1 when out of memory. */
+int py_split_ids(const char *s, size_t len, strtab *t, ivec *out);
+
 #endif

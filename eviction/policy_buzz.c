@@ -11,7 +11,7 @@
  *
  * `buzz_logn` (policy_buzz_logn.c) reuses the hooks below through their non-static names.
  */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,13 +310,7 @@ void buzz_free_state(kv_cache *kv)
 {
     buzz_state *st = kv->pstate;
     if (!st) return;
-    free(st->n_old);
-    free(st->n_old_before);
-    free(st->event);
-    free(st->iscr);
-    free(st->keep);
-    free(st->fscr);
-    free(st);
+    EVICT_FREE(st->n_old, st->n_old_before, st->event, st->iscr, st->keep, st->fscr, st);
     kv->pstate = NULL;
 }
 

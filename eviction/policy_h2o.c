@@ -13,7 +13,7 @@
  *
  * Scores: kv->score (moved with the slots by the cache). The prefill column sums are added to the
  * kept slots by kv_prefill (KV_STAT_PREFILL_COLSUM). */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,27 +34,6 @@ typedef struct {
 enum { H2O_SCORE_SUM, H2O_SCORE_MEAN };
 enum { H2O_ATTEND_FIRST, H2O_EVICT_FIRST };
 
-/* 1 when candidate a ranks above b: larger score, ties → smaller position (§1.6). */
-static int ranks_above(const float *score, const int32_t *pos, int a, int b)
-{
-    return score[a] > score[b] || (score[a] == score[b] && pos[a] < pos[b]);
-}
-
-/* Restores the min-heap (root = lowest-ranked kept candidate) below node i. */
-static void sift_down(int *heap, int n, int i, const float *score, const int32_t *pos)
-{
-    for (;;) {
-        int lo = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && ranks_above(score, pos, heap[lo], heap[l])) lo = l;
-        if (r < n && ranks_above(score, pos, heap[lo], heap[r])) lo = r;
-        if (lo == i) return;
-        int tmp = heap[i];
-        heap[i] = heap[lo];
-        heap[lo] = tmp;
-        i = lo;
-    }
-}
-
 /* h2o_prefill_select: which of n prefill candidates to keep (§3.4 on_prefill).
  * score[n]: fp32 ranking score per candidate (accumulated attention: the live slot's score plus
  * the chunk's column sum; with --h2o-score mean, divided by the number of queries); pos[n]:
@@ -66,43 +45,15 @@ static void sift_down(int *heap, int n, int i, const float *score, const int32_t
 int h2o_prefill_select(const float *score, const int32_t *pos, int n, int n_sink, int n_recent,
                        int cap, int *keep, int *heap, unsigned char *sel)
 {
-    /* everything fits: keep all */
-    if (n <= cap) {
-        for (int j = 0; j < n; j++) keep[j] = j;
-        return n;
-    }
+    if (n <= cap) return evict_keep_all(keep, n); /* everything fits */
     /* the protected sets: sinks and the recent window */
     int first_recent = n - n_recent < 0 ? 0 : n - n_recent, n_prot = 0;
     for (int j = 0; j < n; j++) {
         sel[j] = pos[j] < n_sink || j >= first_recent;
         n_prot += sel[j];
     }
-    /* heavy hitters: top-hh of the rest by score, kept in a min-heap of size hh */
-    int hh = cap - n_prot, m = 0;
-    for (int j = 0; j < n && hh > 0; j++) {
-        if (sel[j]) continue;
-        if (m < hh) {
-            /* heap not full: insert and sift up */
-            int i = m++;
-            heap[i] = j;
-            while (i > 0 && ranks_above(score, pos, heap[(i - 1) / 2], heap[i])) {
-                int p = (i - 1) / 2, tmp = heap[p];
-                heap[p] = heap[i];
-                heap[i] = tmp;
-                i = p;
-            }
-        } else if (ranks_above(score, pos, j, heap[0])) {
-            /* better than the worst kept heavy hitter: replace it */
-            heap[0] = j;
-            sift_down(heap, m, 0, score, pos);
-        }
-    }
-    for (int i = 0; i < m; i++) sel[heap[i]] = 1;
-    /* the keep-list in candidate (= position) order */
-    int k = 0;
-    for (int j = 0; j < n; j++)
-        if (sel[j]) keep[k++] = j;
-    return k;
+    /* heavy hitters: the top cap − |protected| of the rest by score */
+    return evict_select_top(score, pos, n, cap - n_prot, sel, heap, keep);
 }
 
 /* h2o_select_victim: the slot to evict among n live slots (§3.4 post_attn).
@@ -132,15 +83,12 @@ int h2o_select_victim(const float *score, const int32_t *pos, int n, int n_sink,
 static int reserve_scratch(h2o_state *s, int n)
 {
     if (n <= s->max_cand) return 0;
-    float *score = realloc(s->score, (size_t)n * sizeof *score);
-    if (score) s->score = score;
-    int32_t *pos = realloc(s->pos, (size_t)n * sizeof *pos);
-    if (pos) s->pos = pos;
-    int *heap = realloc(s->heap, (size_t)n * sizeof *heap);
-    if (heap) s->heap = heap;
-    unsigned char *sel = realloc(s->sel, (size_t)n);
-    if (sel) s->sel = sel;
-    if (!score || !pos || !heap || !sel) return -1;
+    int ok = 1;
+    EVICT_GROW(s->score, n, ok);
+    EVICT_GROW(s->pos, n, ok);
+    EVICT_GROW(s->heap, n, ok);
+    EVICT_GROW(s->sel, n, ok);
+    if (!ok) return -1;
     s->max_cand = n;
     return 0;
 }
@@ -148,11 +96,7 @@ static int reserve_scratch(h2o_state *s, int n)
 static void h2o_free_state(kv_cache *kv)
 {
     h2o_state *s = kv->pstate;
-    free(s->score);
-    free(s->pos);
-    free(s->heap);
-    free(s->sel);
-    free(s);
+    EVICT_FREE(s->score, s->pos, s->heap, s->sel, s);
     kv->pstate = NULL;
 }
 

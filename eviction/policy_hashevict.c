@@ -12,7 +12,7 @@
  * slot's state when a token is written into it, so codes are computed lazily from the stored
  * key (valid flag) at the next hook; the mean accumulators of the simulated prompt are stashed in
  * pstate by on_prefill and applied to the gathered slots at the next hook. */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -55,27 +55,6 @@ typedef struct {
     int max_cap;
 } he_state;
 
-/* splitmix64 finalizer (POLICIES.md §1.6). */
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-/* Counter RNG U(seed; stream, layer, g, pos, idx) in [0, 1) (§1.6): the counter fields are
- * chained through splitmix64, xored with the seed, mixed once more; 53-bit mantissa. */
-static double rng_u01(uint64_t seed, uint64_t stream, int layer, int g, int64_t pos, int64_t idx)
-{
-    uint64_t h = splitmix64(stream);
-    h = splitmix64(h ^ (uint64_t)(uint32_t)layer);
-    h = splitmix64(h ^ (uint64_t)(uint32_t)g);
-    h = splitmix64(h ^ (uint64_t)pos);
-    h = splitmix64(h ^ (uint64_t)idx);
-    return (double)(splitmix64(seed ^ h) >> 11) * 0x1.0p-53;
-}
-
 /* Fills R [bits][d] (fp32) for `layer` with N(0,1) draws: Box–Muller on the counter RNG,
  * z = sqrt(-2 ln(1 - u1)) cos(2π u2), u1 = U(seed; proj, layer, 0, b, 2i), u2 = U(.., 2i + 1)
  * for entry (b, i). Shared by all KV heads of the layer (§9.2). */
@@ -84,8 +63,8 @@ void hashevict_projection(uint64_t seed, int layer, int bits, int d, float *R)
     const double two_pi = 6.283185307179586476925286766559;
     for (int b = 0; b < bits; b++)
         for (int i = 0; i < d; i++) {
-            double u1 = rng_u01(seed, HE_STREAM_PROJ, layer, 0, b, 2 * (int64_t)i);
-            double u2 = rng_u01(seed, HE_STREAM_PROJ, layer, 0, b, 2 * (int64_t)i + 1);
+            double u1 = evict_rng_u01(seed, HE_STREAM_PROJ, layer, 0, b, 2 * (int64_t)i);
+            double u2 = evict_rng_u01(seed, HE_STREAM_PROJ, layer, 0, b, 2 * (int64_t)i + 1);
             R[(size_t)b * d + i] = (float)(sqrt(-2.0 * log(1.0 - u1)) * cos(two_pi * u2));
         }
 }
@@ -112,11 +91,6 @@ static uint32_t probe_dist(uint64_t code, const uint64_t *probes, int n_q)
     return d;
 }
 
-static int is_candidate(int32_t pos, int sink, int recent, int t)
-{
-    return pos >= sink && (int64_t)pos < (int64_t)t - recent;
-}
-
 /* The §9.3 victim: among slots j < n with pos[j] ≥ sink and pos[j] < t − recent, the one whose
  * code is farthest from the probe codes (Σ_h popcount(codes[j] ^ qcodes[h]) over n_q probes).
  * Ties: smaller position. Returns the slot index, or -1 when no slot is a candidate. */
@@ -126,7 +100,7 @@ int hashevict_victim(const int32_t *pos, const uint64_t *codes, int n, const uin
     int best = -1;
     uint32_t best_d = 0;
     for (int j = 0; j < n; j++) {
-        if (!is_candidate(pos[j], sink, recent, t)) continue;
+        if (evict_protected(pos[j], sink, recent, t)) continue;
         uint32_t d = probe_dist(codes[j], qcodes, n_q);
         if (best < 0 || d > best_d || (d == best_d && pos[j] < pos[best])) best = j, best_d = d;
     }
@@ -141,7 +115,7 @@ int hashevict_victim_mean(const int32_t *pos, const uint64_t *acc, const uint32_
 {
     int best = -1;
     for (int j = 0; j < n; j++) {
-        if (!is_candidate(pos[j], sink, recent, t)) continue;
+        if (evict_protected(pos[j], sink, recent, t)) continue;
         if (best < 0) {
             best = j;
             continue;
@@ -156,8 +130,7 @@ int hashevict_victim_mean(const int32_t *pos, const uint64_t *acc, const uint32_
 
 static const policy_param_def he_params[] = {
     {"hash-bits", "lsh-bits", PARAM_INT, "16", NULL, "code length c in bits (1..64)"},
-    {"hash-sink", "sink", PARAM_INT, "4", NULL, "first positions never evicted"},
-    {"hash-recent", "window", PARAM_INT, "10", NULL, "most recent positions never evicted"},
+    EVICT_PROTECT_PARAM_DEFS("hash"),
     {"hash-probe", NULL, PARAM_ENUM, "query", "query|key",
      "hash the current query (paper) or the incoming key (authors' code)"},
     {"hash-accum", NULL, PARAM_ENUM, "none", "none|mean",
@@ -171,33 +144,22 @@ static void he_free(kv_cache *kv)
 {
     he_state *s = kv->pstate;
     if (!s) return;
-    free(s->R);
-    free(s->qcodes);
-    free(s->set);
-    free(s->cand);
-    free(s->cand_pos);
-    free(s->sortbuf);
-    free(s->members);
-    free(s->member_pos);
-    free(s->stash);
-    free(s->stash_n);
-    free(s);
+    EVICT_FREE(s->R, s->qcodes, s->set, s->cand, s->cand_pos, s->sortbuf, s->members, s->member_pos,
+               s->stash, s->stash_n, s);
     kv->pstate = NULL;
 }
 
 static int he_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_new, char *err,
                    size_t errlen)
 {
-    int bits, sink, recent, probe, accum, prefill;
+    int bits, sink, recent, probe, accum, prefill, cap;
     if (policy_param_int(p, "hash-bits", 16, 1, 64, &bits, err, errlen) ||
-        policy_param_int(p, "hash-sink", 4, 0, 1 << 20, &sink, err, errlen) ||
-        policy_param_int(p, "hash-recent", 10, 0, 1 << 20, &recent, err, errlen) ||
+        (cap = evict_protect_init(kv, p, "hash", n_prompt, max_new, &sink, &recent, err, errlen)) < 0 ||
         policy_param_enum(p, "hash-probe", "query|key", PROBE_QUERY, &probe, err, errlen) ||
         policy_param_enum(p, "hash-accum", "none|mean", ACCUM_NONE, &accum, err, errlen) ||
         policy_param_enum(p, "hash-prefill", "simulate|recent_global", PREFILL_SIMULATE, &prefill,
                           err, errlen))
         return -1;
-    int cap = kv_set_protected_capacity(kv, p, n_prompt, max_new, sink, recent); /* C_min, §1.2 */
     int n = kv->n_layers * kv->n_kv_heads, d = kv->head_dim;
 
     he_state *s = calloc(1, sizeof *s);
@@ -207,7 +169,7 @@ static int he_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
     s->probe = probe, s->accum = accum, s->prefill = prefill;
     s->G = kv->n_heads / kv->n_kv_heads;
     s->max_cap = cap;
-    s->max_cand = cap + 1 + (n_prompt > 0 ? n_prompt : 1);
+    s->max_cand = evict_max_cand(cap, n_prompt);
     s->R = malloc((size_t)kv->n_layers * bits * d * sizeof *s->R);
     s->qcodes = malloc((size_t)s->G * sizeof *s->qcodes);
     s->set = malloc((size_t)(cap + 1) * sizeof *s->set);
@@ -290,7 +252,7 @@ static int rule_victim(he_state *s, he_slot *const *st, const int32_t *pos, int 
         uint32_t d = probe_dist(st[i]->code, s->qcodes, n_q);
         /* --hash-accum mean: every member's distance joins its running mean */
         if (s->accum == ACCUM_MEAN) st[i]->acc += d, st[i]->age++;
-        if (!is_candidate(pos[i], s->sink, s->recent, t)) continue;
+        if (evict_protected(pos[i], s->sink, s->recent, t)) continue;
         if (s->accum == ACCUM_NONE) {
             if (best < 0 || d > best_d || (d == best_d && pos[i] < pos[best])) best = i, best_d = d;
         } else {
@@ -318,13 +280,8 @@ static int he_pre_attn(kv_cache *kv, int layer, int g, int t, const float *q, co
      * evaluations, i.e. while the cache is full — the same in the prefill replay) */
     for (int j = 0; j < n; j++) s->members[j] = slot_state(kv, layer, g, j);
     int victim = rule_victim(s, s->members, kv_positions(kv, layer, g), n, n_q, t);
-    /* [DECISION] unreachable with C ≥ sink + recent + 1; evict the oldest slot if it happens */
-    if (victim < 0) {
-        const int32_t *P = kv_positions(kv, layer, g);
-        victim = 0;
-        for (int j = 1; j < n; j++)
-            if (P[j] < P[victim]) victim = j;
-    }
+    /* unreachable with C ≥ sink + recent + 1 */
+    if (victim < 0) victim = evict_oldest_slot(kv_positions(kv, layer, g), n);
     kv->evictions++;
     return victim;
 }
@@ -332,12 +289,6 @@ static int he_pre_attn(kv_cache *kv, int layer, int g, int t, const float *q, co
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
     return x < y ? -1 : x > y;
 }
 
@@ -357,7 +308,7 @@ static int keep_recent_global(he_state *s, int n_cand, int cap, int *keep)
         if (s->cand_pos[j] < s->sink) keep[n_keep++] = j;
     int first = n - (cap - n_sink) > 0 ? n - (cap - n_sink) : 0;
     for (int i = first; i < n; i++) keep[n_keep++] = (int)(s->sortbuf[i] & 0xffffffffu);
-    qsort(keep, (size_t)n_keep, sizeof *keep, cmp_int);
+    evict_sort_ints(keep, n_keep);
     return n_keep;
 }
 
@@ -382,9 +333,7 @@ static int he_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_l
     }
     int n_keep;
     if (n_cand <= cap) {
-        /* everything fits */
-        for (int j = 0; j < n_cand; j++) keep[j] = j;
-        n_keep = n_cand;
+        n_keep = evict_keep_all(keep, n_cand); /* everything fits */
     } else if (s->prefill == PREFILL_RECENT_GLOBAL) {
         n_keep = keep_recent_global(s, n_cand, cap, keep);
     } else {
@@ -400,16 +349,12 @@ static int he_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_l
             int n_q = probe_codes(s, R, d, qr, (size_t)d, c->k_new + ((size_t)r * hkv + g) * d);
             for (int i = 0; i < n_set; i++) st[i] = &s->cand[s->set[i]], set_pos[i] = s->cand_pos[s->set[i]];
             int v = rule_victim(s, st, set_pos, n_set, n_q, s->cand_pos[j]);
-            if (v < 0) { /* [DECISION] unreachable with C ≥ sink + recent + 1: replace the oldest */
-                v = 0;
-                for (int i = 1; i < n_set; i++)
-                    if (set_pos[i] < set_pos[v]) v = i;
-            }
+            if (v < 0) v = evict_oldest_slot(set_pos, n_set); /* unreachable with C ≥ sink + recent + 1 */
             /* the prompt token replaces the victim */
             s->set[v] = j;
         }
         for (int i = 0; i < n_set; i++) keep[i] = s->set[i];
-        qsort(keep, (size_t)n_set, sizeof *keep, cmp_int);
+        evict_sort_ints(keep, n_set);
         n_keep = n_set;
     }
     /* stash the mean accumulators of the kept candidates: slot i will hold keep[i] */

@@ -9,7 +9,7 @@
  * Per-slot state: the key norm ‖k‖₂ (fp32) and a valid flag. The cache zeroes the state of a
  * slot when a token is written into it, so norms are computed from the stored key at the next
  * hook (the same arithmetic as at write time). No attention statistics. */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,17 +21,11 @@ typedef struct {
 } l2_slot;
 
 typedef struct {
-    float key;   /* ranking key: lower is kept first */
-    int32_t pos;
-    int idx;
-} rank_ent;
-
-typedef struct {
     int sink, recent;
     int max_cand;
     float *norm;       /* [max_cand] candidate norms (prefill) */
     int32_t *pos;      /* [max_cand] candidate positions */
-    rank_ent *rank;    /* [max_cand] */
+    evict_rank *rank;  /* [max_cand] */
 } l2_state;
 
 /* ‖x‖₂ of x [d]: squares summed in double, i in order, rounded to fp32. */
@@ -48,24 +42,11 @@ int l2norm_victim(const int32_t *pos, const float *norm, int n, int sink, int re
 {
     int best = -1;
     for (int j = 0; j < n; j++) {
-        if (pos[j] < sink || (int64_t)pos[j] >= (int64_t)t - recent) continue;
+        if (evict_protected(pos[j], sink, recent, t)) continue;
         if (best < 0 || norm[j] > norm[best] || (norm[j] == norm[best] && pos[j] < pos[best]))
             best = j;
     }
     return best;
-}
-
-static int cmp_rank(const void *a, const void *b)
-{
-    const rank_ent *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Prefill selection (§10.2): of n candidates (norm[n], distinct pos[n]) keep every one when
@@ -74,27 +55,20 @@ static int cmp_int(const void *a, const void *b)
  * rank: scratch [n]. keep: out, ascending candidate indices. Returns the count, min(n, cap).
  * Requires the protected count ≤ cap (C ≥ sink + recent). */
 static int prefill_select(const float *norm, const int32_t *pos, int n, int sink, int recent,
-                          int t_next, int cap, int *keep, rank_ent *rank)
+                          int t_next, int cap, int *keep, evict_rank *rank)
 {
     int n_keep = 0, n_rank = 0;
-    if (n <= cap) {
-        for (int j = 0; j < n; j++) keep[j] = j;
-        return n;
-    }
+    if (n <= cap) return evict_keep_all(keep, n);
     /* the protected sets, then the rest ranked by norm */
     for (int j = 0; j < n; j++) {
-        if (pos[j] < sink || (int64_t)pos[j] >= (int64_t)t_next - recent) keep[n_keep++] = j;
-        else rank[n_rank++] = (rank_ent){norm[j], pos[j], j};
+        if (evict_protected(pos[j], sink, recent, t_next)) keep[n_keep++] = j;
+        else rank[n_rank++] = (evict_rank){norm[j], pos[j], j};
     }
-    qsort(rank, (size_t)n_rank, sizeof *rank, cmp_rank);
-    for (int i = 0; i < n_rank && n_keep < cap; i++) keep[n_keep++] = rank[i].idx;
-    qsort(keep, (size_t)n_keep, sizeof *keep, cmp_int);
-    return n_keep;
+    return evict_keep_ranked(keep, n_keep, rank, n_rank, cap);
 }
 
 static const policy_param_def l2_params[] = {
-    {"l2-sink", "sink", PARAM_INT, "4", NULL, "first positions never evicted"},
-    {"l2-recent", "window", PARAM_INT, "10", NULL, "most recent positions never evicted"},
+    EVICT_PROTECT_PARAM_DEFS("l2"),
     {NULL, NULL, 0, NULL, NULL, NULL},
 };
 
@@ -102,10 +76,7 @@ static void l2_free(kv_cache *kv)
 {
     l2_state *s = kv->pstate;
     if (!s) return;
-    free(s->norm);
-    free(s->pos);
-    free(s->rank);
-    free(s);
+    EVICT_FREE(s->norm, s->pos, s->rank, s);
     kv->pstate = NULL;
 }
 
@@ -113,15 +84,13 @@ static int l2_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
                    size_t errlen)
 {
     int sink, recent;
-    if (policy_param_int(p, "l2-sink", 4, 0, 1 << 20, &sink, err, errlen) ||
-        policy_param_int(p, "l2-recent", 10, 0, 1 << 20, &recent, err, errlen))
-        return -1;
-    int cap = kv_set_protected_capacity(kv, p, n_prompt, max_new, sink, recent); /* C_min, §1.2 */
+    int cap = evict_protect_init(kv, p, "l2", n_prompt, max_new, &sink, &recent, err, errlen);
+    if (cap < 0) return -1;
     l2_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     kv->pstate = s;
     s->sink = sink, s->recent = recent;
-    s->max_cand = cap + 1 + (n_prompt > 0 ? n_prompt : 1);
+    s->max_cand = evict_max_cand(cap, n_prompt);
     s->norm = malloc((size_t)s->max_cand * sizeof *s->norm);
     s->pos = malloc((size_t)s->max_cand * sizeof *s->pos);
     s->rank = malloc((size_t)s->max_cand * sizeof *s->rank);
@@ -157,16 +126,11 @@ static int l2_pre_attn(kv_cache *kv, int layer, int g, int t, const float *q, co
     int best = -1;
     float best_norm = 0.0f;
     for (int j = 0; j < n; j++) {
-        if (P[j] < s->sink || (int64_t)P[j] >= (int64_t)t - s->recent) continue;
+        if (evict_protected(P[j], s->sink, s->recent, t)) continue;
         float nj = slot_norm(kv, layer, g, j);
         if (best < 0 || nj > best_norm || (nj == best_norm && P[j] < P[best])) best = j, best_norm = nj;
     }
-    /* [DECISION] unreachable with C ≥ sink + recent + 1: evict the oldest slot if it happens */
-    if (best < 0) {
-        best = 0;
-        for (int j = 1; j < n; j++)
-            if (P[j] < P[best]) best = j;
-    }
+    if (best < 0) best = evict_oldest_slot(P, n); /* unreachable with C ≥ sink + recent + 1 */
     kv->evictions++;
     return best;
 }

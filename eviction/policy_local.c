@@ -30,8 +30,8 @@ static int local_init(kv_cache *kv, const policy_params *p, int n_prompt, int ma
 {
     /* one capacity for every (layer, head): the window C */
     int cap = kv_budget_capacity(p, n_prompt, max_new, 1);
+    kv_set_uniform_capacity(kv, cap);
     int n = kv->n_layers * kv->n_kv_heads;
-    for (int i = 0; i < n; i++) kv->cap[i] = cap;
     /* the ring pointers (all 0: slot 0 is the oldest until the first eviction) */
     local_state *s = calloc(1, sizeof *s);
     if (s) s->ring = calloc((size_t)n, sizeof *s->ring);

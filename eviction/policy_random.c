@@ -8,7 +8,7 @@
  * "pick index ⌊u·n⌋", independent of the slot layout. Prefill with N > C keeps the protected
  * sets and a uniform random subset of the rest: the smallest u_j = U(seed; prefill stream,
  * layer, g, next position, pos_j). No per-slot state, no statistics. */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,37 +17,10 @@
 #define RND_STREAM_PREFILL 0x524e44505245ULL /* "RNDPRE" */
 
 typedef struct {
-    double key;
-    int32_t pos;
-    int idx;
-} rank_ent;
-
-typedef struct {
     int sink, recent;
     int max_cand;
-    rank_ent *rank; /* [max_cand] prefill scratch */
+    evict_rank *rank; /* [max_cand] prefill scratch */
 } rnd_state;
-
-/* splitmix64 finalizer (POLICIES.md §1.6). */
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-/* Counter RNG U(seed; stream, layer, g, pos, idx) in [0, 1) (§1.6): the counter fields are
- * chained through splitmix64, xored with the seed, mixed once more; 53-bit mantissa. */
-static double rng_u01(uint64_t seed, uint64_t stream, int layer, int g, int64_t pos, int64_t idx)
-{
-    uint64_t h = splitmix64(stream);
-    h = splitmix64(h ^ (uint64_t)(uint32_t)layer);
-    h = splitmix64(h ^ (uint64_t)(uint32_t)g);
-    h = splitmix64(h ^ (uint64_t)pos);
-    h = splitmix64(h ^ (uint64_t)idx);
-    return (double)(splitmix64(seed ^ h) >> 11) * 0x1.0p-53;
-}
 
 /* The §10.4 victim for the token at position t in (layer, g): among slots j < n with
  * pos[j] ≥ sink and pos[j] < t − recent, the smallest u_j = U(seed; decode, layer, g, t, pos[j]),
@@ -58,29 +31,15 @@ int random_victim(uint64_t seed, int layer, int g, int t, const int32_t *pos, in
     int best = -1;
     double best_u = 0.0;
     for (int j = 0; j < n; j++) {
-        if (pos[j] < sink || (int64_t)pos[j] >= (int64_t)t - recent) continue;
-        double u = rng_u01(seed, RND_STREAM_DECODE, layer, g, t, pos[j]);
+        if (evict_protected(pos[j], sink, recent, t)) continue;
+        double u = evict_rng_u01(seed, RND_STREAM_DECODE, layer, g, t, pos[j]);
         if (best < 0 || u < best_u || (u == best_u && pos[j] < pos[best])) best = j, best_u = u;
     }
     return best;
 }
 
-static int cmp_rank(const void *a, const void *b)
-{
-    const rank_ent *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
-}
-
 static const policy_param_def rnd_params[] = {
-    {"rnd-sink", "sink", PARAM_INT, "4", NULL, "first positions never evicted"},
-    {"rnd-recent", "window", PARAM_INT, "10", NULL, "most recent positions never evicted"},
+    EVICT_PROTECT_PARAM_DEFS("rnd"),
     {NULL, NULL, 0, NULL, NULL, NULL},
 };
 
@@ -97,15 +56,13 @@ static int rnd_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_
                     size_t errlen)
 {
     int sink, recent;
-    if (policy_param_int(p, "rnd-sink", 4, 0, 1 << 20, &sink, err, errlen) ||
-        policy_param_int(p, "rnd-recent", 10, 0, 1 << 20, &recent, err, errlen))
-        return -1;
-    int cap = kv_set_protected_capacity(kv, p, n_prompt, max_new, sink, recent); /* C_min, §1.2 */
+    int cap = evict_protect_init(kv, p, "rnd", n_prompt, max_new, &sink, &recent, err, errlen);
+    if (cap < 0) return -1;
     rnd_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     kv->pstate = s;
     s->sink = sink, s->recent = recent;
-    s->max_cand = cap + 1 + (n_prompt > 0 ? n_prompt : 1);
+    s->max_cand = evict_max_cand(cap, n_prompt);
     s->rank = malloc((size_t)s->max_cand * sizeof *s->rank);
     if (!s->rank) goto oom;
     return 0;
@@ -124,12 +81,7 @@ static int rnd_pre_attn(kv_cache *kv, int layer, int g, int t, const float *q, c
     if (n < kv->cap[kv_idx(kv, layer, g)]) return n;
     const int32_t *P = kv_positions(kv, layer, g);
     int victim = random_victim(kv->params.seed, layer, g, t, P, n, s->sink, s->recent);
-    /* [DECISION] unreachable with C ≥ sink + recent + 1: evict the oldest slot if it happens */
-    if (victim < 0) {
-        victim = 0;
-        for (int j = 1; j < n; j++)
-            if (P[j] < P[victim]) victim = j;
-    }
+    if (victim < 0) victim = evict_oldest_slot(P, n); /* unreachable with C ≥ sink + recent + 1 */
     kv->evictions++;
     return victim;
 }
@@ -142,21 +94,18 @@ static int rnd_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_
     const int n_cand = n_live + c->n_new, cap = kv->cap[kv_idx(kv, c->layer, g)];
     const int t_next = c->pos0 + c->n_new;
     const int32_t *P = kv_positions(kv, c->layer, g);
-    if (n_cand <= cap) {
-        for (int j = 0; j < n_cand; j++) keep[j] = j;
-        return n_cand;
-    }
+    if (n_cand <= cap) return evict_keep_all(keep, n_cand);
     /* the protected sets, then the others ranked by a random key */
     int n_keep = 0, n_rank = 0;
     for (int j = 0; j < n_cand; j++) {
         int32_t pos = j < n_live ? P[j] : c->pos0 + (j - n_live);
-        if (pos < s->sink || (int64_t)pos >= (int64_t)t_next - s->recent) keep[n_keep++] = j;
-        else s->rank[n_rank++] = (rank_ent){rng_u01(kv->params.seed, RND_STREAM_PREFILL, c->layer, g, t_next, pos), pos, j};
+        if (evict_protected(pos, s->sink, s->recent, t_next)) keep[n_keep++] = j;
+        else {
+            double u = evict_rng_u01(kv->params.seed, RND_STREAM_PREFILL, c->layer, g, t_next, pos);
+            s->rank[n_rank++] = (evict_rank){u, pos, j};
+        }
     }
-    qsort(s->rank, (size_t)n_rank, sizeof *s->rank, cmp_rank);
-    for (int i = 0; i < n_rank && n_keep < cap; i++) keep[n_keep++] = s->rank[i].idx;
-    qsort(keep, (size_t)n_keep, sizeof *keep, cmp_int);
-    return n_keep;
+    return evict_keep_ranked(keep, n_keep, s->rank, n_rank, cap);
 }
 
 const policy_ops policy_random = {

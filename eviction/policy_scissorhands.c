@@ -15,7 +15,7 @@
  *
  * Per-slot state: the ring (up to SH_MAX_HIST bits), the number of pushes and the ones count;
  * the cache moves it with its slot and zeroes it when a token is written into the slot. */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,15 +30,9 @@ typedef struct {
 } sh_slot;
 
 typedef struct {
-    double key;  /* ranking key: lower is kept first */
-    int32_t pos;
-    int idx;
-} rank_ent;
-
-typedef struct {
     int hist, sink, recent, G;
     int max_cand;
-    rank_ent *rank; /* [max_cand] prefill scratch */
+    evict_rank *rank; /* [max_cand] prefill scratch */
 } sh_state;
 
 /* Pushes indicator `bit` into a slot's ring of `hist` entries (the oldest falls out). */
@@ -87,23 +81,9 @@ int scissorhands_slot_records(const kv_cache *kv, int layer, int g, int j)
     return e->n_push < (uint32_t)s->hist ? (int)e->n_push : s->hist;
 }
 
-static int cmp_rank(const void *a, const void *b)
-{
-    const rank_ent *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
-}
-
 static const policy_param_def sh_params[] = {
     {"sh-hist", NULL, PARAM_INT, "400", NULL, "history window in decode steps (1..448)"},
-    {"sh-sink", "sink", PARAM_INT, "4", NULL, "first positions never evicted"},
-    {"sh-recent", "window", PARAM_INT, "10", NULL, "most recent positions never evicted"},
+    EVICT_PROTECT_PARAM_DEFS("sh"),
     {NULL, NULL, 0, NULL, NULL, NULL},
 };
 
@@ -120,17 +100,15 @@ static int sh_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
                    size_t errlen)
 {
     int hist, sink, recent;
-    if (policy_param_int(p, "sh-hist", 400, 1, SH_MAX_HIST, &hist, err, errlen) ||
-        policy_param_int(p, "sh-sink", 4, 0, 1 << 20, &sink, err, errlen) ||
-        policy_param_int(p, "sh-recent", 10, 0, 1 << 20, &recent, err, errlen))
-        return -1;
-    int cap = kv_set_protected_capacity(kv, p, n_prompt, max_new, sink, recent); /* C_min, §1.2 */
+    if (policy_param_int(p, "sh-hist", 400, 1, SH_MAX_HIST, &hist, err, errlen)) return -1;
+    int cap = evict_protect_init(kv, p, "sh", n_prompt, max_new, &sink, &recent, err, errlen);
+    if (cap < 0) return -1;
     sh_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     kv->pstate = s;
     s->hist = hist, s->sink = sink, s->recent = recent;
     s->G = kv->n_heads / kv->n_kv_heads;
-    s->max_cand = cap + 1 + (n_prompt > 0 ? n_prompt : 1);
+    s->max_cand = evict_max_cand(cap, n_prompt);
     s->rank = malloc((size_t)s->max_cand * sizeof *s->rank);
     if (!s->rank) goto oom;
     return 0;
@@ -171,18 +149,13 @@ static int sh_pre_attn(kv_cache *kv, int layer, int g, int t, const float *q, co
     int best = -1;
     const sh_slot *best_e = NULL;
     for (int j = 0; j < n; j++) {
-        if (P[j] < s->sink || (int64_t)P[j] >= (int64_t)t - s->recent) continue;
+        if (evict_protected(P[j], s->sink, s->recent, t)) continue;
         const sh_slot *e = (const sh_slot *)kv_slot_state(kv, layer, g, j);
         if (best < 0 || less_important(e, best_e, s->hist) ||
             (!less_important(best_e, e, s->hist) && P[j] < P[best]))
             best = j, best_e = e;
     }
-    /* [DECISION] unreachable with C ≥ sink + recent + 1: evict the oldest slot if it happens */
-    if (best < 0) {
-        best = 0;
-        for (int j = 1; j < n; j++)
-            if (P[j] < P[best]) best = j;
-    }
+    if (best < 0) best = evict_oldest_slot(P, n); /* unreachable with C ≥ sink + recent + 1 */
     kv->evictions++;
     return best;
 }
@@ -211,10 +184,7 @@ static int sh_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_l
     sh_state *s = kv->pstate;
     const int n_cand = n_live + c->n_new, cap = kv->cap[kv_idx(kv, c->layer, g)];
     const int t_next = c->pos0 + c->n_new;
-    if (n_cand <= cap) {
-        for (int j = 0; j < n_cand; j++) keep[j] = j;
-        return n_cand;
-    }
+    if (n_cand <= cap) return evict_keep_all(keep, n_cand);
     const int32_t *P = kv_positions(kv, c->layer, g);
     const float *score = kv_scores(kv, c->layer, g);
     const float *colsum = c->colsum ? c->colsum + (size_t)g * c->cand_stride : NULL;
@@ -222,19 +192,16 @@ static int sh_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_l
     int n_keep = 0, n_rank = 0;
     for (int j = 0; j < n_cand; j++) {
         int32_t pos = j < n_live ? P[j] : c->pos0 + (j - n_live);
-        if (pos < s->sink || (int64_t)pos >= (int64_t)t_next - s->recent) {
+        if (evict_protected(pos, s->sink, s->recent, t_next)) {
             keep[n_keep++] = j;
             continue;
         }
         /* [DECISION] chunked prefill: the sum over all prompt rows so far (kv->score of a live
          * slot + this chunk's column) over the rows that saw the token */
         double sum = (colsum ? colsum[j] : 0.0f) + (j < n_live && score ? score[j] : 0.0f);
-        s->rank[n_rank++] = (rank_ent){-sum / (double)(t_next - pos), pos, j};
+        s->rank[n_rank++] = (evict_rank){-sum / (double)(t_next - pos), pos, j};
     }
-    qsort(s->rank, (size_t)n_rank, sizeof *s->rank, cmp_rank);
-    for (int i = 0; i < n_rank && n_keep < cap; i++) keep[n_keep++] = s->rank[i].idx;
-    qsort(keep, (size_t)n_keep, sizeof *keep, cmp_int);
-    return n_keep;
+    return evict_keep_ranked(keep, n_keep, s->rank, n_rank, cap);
 }
 
 const policy_ops policy_scissorhands = {

@@ -19,6 +19,7 @@
  * The scoring (observation window, pooling, top-k) is in snap_score.c, the budget allocation
  * (uniform, pyramid §7.3, Ada-KV §6.2, with the [DECISION] on the ada arena) in snap_alloc.c;
  * the state and the functions they share in snap_internal.h. */
+#include "eviction/policy_common.h"
 #include "eviction/snap_internal.h"
 
 #include <stdio.h>
@@ -106,7 +107,7 @@ int snap_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_new, i
     s->ring = calloc((size_t)s->L * s->w_flag * s->H * s->d, sizeof(float));
     s->ring_pos = malloc((size_t)s->L * s->Hkv * s->w_flag * sizeof(int32_t));
     s->n_keep = calloc((size_t)s->Hkv * 6, sizeof(int));
-    if (!s->ring || !s->ring_pos || !s->n_keep || snap_ensure_scratch(s, max_cap + 1 + (n_prompt > 0 ? n_prompt : 1)))
+    if (!s->ring || !s->ring_pos || !s->n_keep || snap_ensure_scratch(s, evict_max_cand(max_cap, n_prompt)))
         goto oom;
     for (size_t i = 0; i < (size_t)s->L * s->Hkv * s->w_flag; i++) s->ring_pos[i] = -1;
     s->n_live_kept = s->n_keep + s->Hkv;
@@ -124,22 +125,8 @@ void snap_free(kv_cache *kv)
 {
     snap_state *s = kv->pstate;
     if (!s) return;
-    free(s->layer_target);
-    free(s->target);
-    free(s->arena);
-    free(s->cap_max);
-    free(s->keep_max);
-    free(s->caps);
-    free(s->ring);
-    free(s->ring_pos);
-    free(s->att);
-    free(s->pooled);
-    free(s->row);
-    free(s->acc);
-    free(s->idx);
-    free(s->keep);
-    free(s->n_keep);
-    free(s);
+    EVICT_FREE(s->layer_target, s->target, s->arena, s->cap_max, s->keep_max, s->caps, s->ring,
+               s->ring_pos, s->att, s->pooled, s->row, s->acc, s->idx, s->keep, s->n_keep, s);
     kv->pstate = NULL;
 }
 

@@ -51,8 +51,8 @@ static int streaming_init(kv_cache *kv, const policy_params *p, int n_prompt, in
         /* the whole run fits in the sinks (capacity capped at prompt + max new): all kept */
         n_sink = cap;
     }
+    kv_set_uniform_capacity(kv, cap);
     int n = kv->n_layers * kv->n_kv_heads;
-    for (int i = 0; i < n; i++) kv->cap[i] = cap;
     streaming_state *s = calloc(1, sizeof *s);
     if (s) s->ring = calloc((size_t)n, sizeof *s->ring);
     if (!s || !s->ring) {

@@ -16,7 +16,7 @@
  *            allocated and peak = C + max_new).
  * r = ⌊C'/2⌋ (--subgen-recent, clamped to C' − 1), k = C' − r.
  * No per-slot state, no attention statistics; slots stay in position order (stable compaction). */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 
 #include <float.h>
 #include <math.h>
@@ -35,66 +35,6 @@ typedef struct {
     int *keep;          /* [max_cand] decode re-compression keep-list */
 } sg_state;
 
-/* ‖x − y‖₂² for x, y [d], summed in double, i in order. */
-static double dist2(const float *x, const float *y, int d)
-{
-    double s = 0.0;
-    for (int i = 0; i < d; i++) {
-        double e = (double)x[i] - y[i];
-        s += e * e;
-    }
-    /* a non-finite key (NaN/Inf from corrupt weights run with --no-check) counts as infinitely
-     * far: the farthest-point search always finds a point, never index -1 */
-    return s >= 0.0 && s <= DBL_MAX ? s : DBL_MAX;
-}
-
-/* Greedy k-center (Gonzalez '85, §8.2). X: n points X[i] [d] (fp32, read through pointers),
- * k ≥ 1 centers, the first is X[first]; each next one is the point farthest (ℓ2) from the
- * centers so far, ties → smaller index (= older token when X is in position order).
- * centers: out, min(k, n) indices in selection order; radius: out (may be NULL), the covering
- * radius max_i min_c ‖X[i] − X[c]‖₂ after the last center; dist: scratch [n].
- * Returns the number of centers. Cost O(k·n·d). */
-int subgen_gonzalez(const float *const *X, int n, int d, int k, int first, int *centers,
-                    double *radius, double *dist)
-{
-    if (n <= 0 || k <= 0) {
-        if (radius) *radius = 0.0;
-        return 0;
-    }
-    if (k > n) k = n;
-    /* the first center and every point's (squared) distance to it; a center has dist −1 */
-    centers[0] = first;
-    for (int i = 0; i < n; i++) dist[i] = dist2(X[i], X[first], d);
-    dist[first] = -1.0;
-    for (int c = 1; c < k; c++) {
-        /* the farthest point from the current centers */
-        int j = -1;
-        for (int i = 0; i < n; i++)
-            if (dist[i] >= 0.0 && (j < 0 || dist[i] > dist[j])) j = i;
-        centers[c] = j;
-        dist[j] = -1.0;
-        /* update the distances to the nearest center */
-        for (int i = 0; i < n; i++)
-            if (dist[i] >= 0.0) {
-                double e = dist2(X[i], X[j], d);
-                if (e < dist[i]) dist[i] = e;
-            }
-    }
-    if (radius) {
-        double m = 0.0;
-        for (int i = 0; i < n; i++)
-            if (dist[i] > m) m = dist[i];
-        *radius = sqrt(m);
-    }
-    return k;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The §8.2 selection over n candidates in position order (keys X[i] [d]): all of them when
  * n ≤ target; otherwise the `recent` last ones plus target − recent greedy k-center
  * representatives of the others, the first center being candidate 0.
@@ -103,16 +43,13 @@ static int cmp_int(const void *a, const void *b)
 int subgen_select(const float *const *X, int n, int d, int target, int recent, int *keep,
                   int *centers, double *dist)
 {
-    if (n <= target) {
-        for (int j = 0; j < n; j++) keep[j] = j;
-        return n;
-    }
+    if (n <= target) return evict_keep_all(keep, n);
     if (recent > target - 1) recent = target - 1;
     if (recent < 0) recent = 0;
     /* k-center over the non-recent candidates, then the recent window */
     int n_old = n - recent;
     int k = subgen_gonzalez(X, n_old, d, target - recent, 0, centers, NULL, dist);
-    qsort(centers, (size_t)k, sizeof *centers, cmp_int);
+    evict_sort_ints(centers, k);
     for (int i = 0; i < k; i++) keep[i] = centers[i];
     for (int j = n_old; j < n; j++) keep[k + j - n_old] = j;
     return k + recent;
@@ -133,11 +70,7 @@ static void sg_free(kv_cache *kv)
 {
     sg_state *s = kv->pstate;
     if (!s) return;
-    free(s->rows);
-    free(s->dist);
-    free(s->centers);
-    free(s->keep);
-    free(s);
+    EVICT_FREE(s->rows, s->dist, s->centers, s->keep, s);
     kv->pstate = NULL;
 }
 
@@ -176,7 +109,7 @@ static int sg_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
     kv->pstate = s;
     s->recent = recent;
     s->target = target;
-    s->max_cand = cap + 1 + (n_prompt > 0 ? n_prompt : 1);
+    s->max_cand = evict_max_cand(cap, n_prompt);
     s->rows = malloc((size_t)s->max_cand * sizeof *s->rows);
     s->dist = malloc((size_t)s->max_cand * sizeof *s->dist);
     s->centers = malloc((size_t)s->max_cand * sizeof *s->centers);

@@ -20,7 +20,7 @@
  * covering radius of Gonzalez with m_max centers on the prompt keys that go into the sketch
  * (0 when they are fewer than m_max). When C ≥ N + max_new, r = C and the sketch is never used.
  * Randomness: the counter RNG of §1.6, U(seed; stream S|M, layer, g, pos, slot). */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 #include "kernels/kernels.h"
 
 #include <float.h>
@@ -62,40 +62,6 @@ typedef struct {
     double *dist;       /* [max_cand] */
 } ss_state;
 
-/* splitmix64 finalizer (POLICIES.md §1.6). */
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-/* Counter RNG U(seed; stream, layer, g, pos, idx) in [0, 1) (§1.6): the counter fields are
- * chained through splitmix64, xored with the seed, mixed once more; 53-bit mantissa. */
-static double rng_u01(uint64_t seed, uint64_t stream, int layer, int g, int64_t pos, int64_t idx)
-{
-    uint64_t h = splitmix64(stream);
-    h = splitmix64(h ^ (uint64_t)(uint32_t)layer);
-    h = splitmix64(h ^ (uint64_t)(uint32_t)g);
-    h = splitmix64(h ^ (uint64_t)pos);
-    h = splitmix64(h ^ (uint64_t)idx);
-    return (double)(splitmix64(seed ^ h) >> 11) * 0x1.0p-53;
-}
-
-/* ‖x − y‖₂² for x, y [d], summed in double, i in order. */
-static double dist2(const float *x, const float *y, int d)
-{
-    double s = 0.0;
-    for (int i = 0; i < d; i++) {
-        double e = (double)x[i] - y[i];
-        s += e * e;
-    }
-    /* a non-finite key (NaN/Inf from corrupt weights run with --no-check) counts as infinitely
-     * far: the farthest-point search always finds a point, never index -1 */
-    return s >= 0.0 && s <= DBL_MAX ? s : DBL_MAX;
-}
-
 static float dotf(const float *a, const float *b, int d)
 {
     float s = 0.0f;
@@ -115,7 +81,7 @@ int subgen_stream_assign(float *reps, int64_t *counts, int *m, int m_max, int d,
     int best = -1;
     double best_d2 = 0.0;
     for (int i = 0; i < *m; i++) {
-        double e = dist2(reps + (size_t)i * d, x, d);
+        double e = evict_dist2(reps + (size_t)i * d, x, d);
         if (best < 0 || e < best_d2) best = i, best_d2 = e;
     }
     *created = 0;
@@ -130,31 +96,6 @@ int subgen_stream_assign(float *reps, int64_t *counts, int *m, int m_max, int d,
     counts[best] = 1;
     *created = 1;
     return best;
-}
-
-/* Covering radius of greedy k-center (Gonzalez, as subgen_gonzalez in policy_subgen.c) with k
- * centers on the n keys X[i] [d], first center X[0]; 0 when n ≤ k. dist: scratch [n]. */
-static double gonzalez_radius(const float *const *X, int n, int d, int k, double *dist)
-{
-    if (n <= k) return 0.0;
-    for (int i = 0; i < n; i++) dist[i] = dist2(X[i], X[0], d);
-    dist[0] = -1.0;
-    for (int c = 1; c < k; c++) {
-        /* the farthest point (ties → lower index) becomes a center */
-        int j = -1;
-        for (int i = 0; i < n; i++)
-            if (dist[i] >= 0.0 && (j < 0 || dist[i] > dist[j])) j = i;
-        dist[j] = -1.0;
-        for (int i = 0; i < n; i++)
-            if (dist[i] >= 0.0) {
-                double e = dist2(X[i], X[j], d);
-                if (e < dist[i]) dist[i] = e;
-            }
-    }
-    double mx = 0.0;
-    for (int i = 0; i < n; i++)
-        if (dist[i] > mx) mx = dist[i];
-    return sqrt(mx);
 }
 
 /* Inserts the token (k, v) [d] at position pos into the sketch of (layer, g) (§8.3 insert). */
@@ -173,7 +114,7 @@ static void sketch_insert(kv_cache *kv, ss_state *s, int layer, int g, const flo
     float *S = s->samp + ((size_t)idx * s->m_max + i) * t * d;
     int32_t *Spos = s->samp_pos + ((size_t)idx * s->m_max + i) * t;
     for (int j = 0; j < t; j++)
-        if (created || rng_u01(kv->params.seed, SS_STREAM_S, layer, g, pos, j) < 1.0 / (double)count[i]) {
+        if (created || evict_rng_u01(kv->params.seed, SS_STREAM_S, layer, g, pos, j) < 1.0 / (double)count[i]) {
             memcpy(S + (size_t)j * d, k, (size_t)d * sizeof(float));
             Spos[j] = pos;
         }
@@ -182,7 +123,7 @@ static void sketch_insert(kv_cache *kv, ss_state *s, int layer, int g, const flo
     for (int e = 0; e < d; e++) w2 += (double)v[e] * v[e];
     double p = h->mu + w2 == 0.0 ? 1.0 : w2 / (h->mu + w2);
     for (int j = 0; j < s->s; j++)
-        if (rng_u01(kv->params.seed, SS_STREAM_M, layer, g, pos, j) < p) {
+        if (evict_rng_u01(kv->params.seed, SS_STREAM_M, layer, g, pos, j) < p) {
             size_t o = ((size_t)idx * s->s + j) * d;
             memcpy(s->mk + o, k, (size_t)d * sizeof(float));
             memcpy(s->mv + o, v, (size_t)d * sizeof(float));
@@ -275,20 +216,8 @@ static void ss_free(kv_cache *kv)
 {
     ss_state *s = kv->pstate;
     if (!s) return;
-    free(s->head);
-    free(s->rep);
-    free(s->count);
-    free(s->samp);
-    free(s->samp_pos);
-    free(s->mk);
-    free(s->mv);
-    free(s->mw2);
-    free(s->mpos);
-    free(s->logits);
-    free(s->num);
-    free(s->rows);
-    free(s->dist);
-    free(s);
+    EVICT_FREE(s->head, s->rep, s->count, s->samp, s->samp_pos, s->mk, s->mv, s->mw2, s->mpos,
+               s->logits, s->num, s->rows, s->dist, s);
     kv->pstate = NULL;
 }
 
@@ -396,7 +325,7 @@ static int ss_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_l
     /* δ (auto): Gonzalez radius with m_max centers over the keys of the first insertion.
      * [DECISION] with --prefill-chunk that is the first chunk that overflows the window. */
     if (n_out > 0 && !h->delta_set) {
-        h->delta = gonzalez_radius(s->rows, n_out, d, s->m_max, s->dist);
+        subgen_gonzalez(s->rows, n_out, d, s->m_max, 0, NULL, &h->delta, s->dist);
         h->delta_set = 1;
     }
     /* insert them in position order */

@@ -10,7 +10,7 @@
  * keep the top-C by the head-averaged attention of the chunk's last query row, computed here
  * from q_new and the candidate keys as the attention saw them (kv_cand_key; logit scale
  * 1/sqrt(head_dim)). */
-#include "eviction/eviction.h"
+#include "eviction/policy_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,12 +29,6 @@ typedef struct {
     int warned;         /* the missing-layer-hook warning was printed */
 } tova_state;
 
-/* 1 when candidate a ranks above b: larger score, ties → smaller position (§1.6). */
-static int ranks_above(const float *score, const int32_t *pos, int a, int b)
-{
-    return score[a] > score[b] || (score[a] == score[b] && pos[a] < pos[b]);
-}
-
 /* tova_prefill_select: keep the top-cap of n candidates by score (§10.3 prefill).
  * score[n]: head-averaged last-row attention; pos[n]: original positions (ties → smaller
  * position, §1.6). heap, sel: scratch [n]. keep: out, ascending candidate indices. Returns the
@@ -42,46 +36,9 @@ static int ranks_above(const float *score, const int32_t *pos, int a, int b)
 int tova_prefill_select(const float *score, const int32_t *pos, int n, int cap, int *keep,
                         int *heap, unsigned char *sel)
 {
-    /* everything fits: keep all */
-    if (n <= cap) {
-        for (int j = 0; j < n; j++) keep[j] = j;
-        return n;
-    }
-    /* the top-cap in a min-heap (root = the lowest-ranked kept candidate) */
-    int m = 0;
-    for (int j = 0; j < n; j++) {
-        if (m < cap) {
-            /* heap not full: insert and sift up */
-            int i = m++;
-            heap[i] = j;
-            while (i > 0 && ranks_above(score, pos, heap[(i - 1) / 2], heap[i])) {
-                int p = (i - 1) / 2, tmp = heap[p];
-                heap[p] = heap[i];
-                heap[i] = tmp;
-                i = p;
-            }
-        } else if (ranks_above(score, pos, j, heap[0])) {
-            /* better than the worst kept one: replace the root and sift down */
-            heap[0] = j;
-            for (int i = 0;;) {
-                int lo = i, l = 2 * i + 1, r = l + 1;
-                if (l < m && ranks_above(score, pos, heap[lo], heap[l])) lo = l;
-                if (r < m && ranks_above(score, pos, heap[lo], heap[r])) lo = r;
-                if (lo == i) break;
-                int tmp = heap[i];
-                heap[i] = heap[lo];
-                heap[lo] = tmp;
-                i = lo;
-            }
-        }
-    }
-    /* the keep-list in candidate (= position) order */
-    for (int j = 0; j < n; j++) sel[j] = 0;
-    for (int i = 0; i < m; i++) sel[heap[i]] = 1;
-    int k = 0;
-    for (int j = 0; j < n; j++)
-        if (sel[j]) keep[k++] = j;
-    return k;
+    if (n <= cap) return evict_keep_all(keep, n); /* everything fits */
+    memset(sel, 0, (size_t)n);
+    return evict_select_top(score, pos, n, cap, sel, heap, keep);
 }
 
 /* tova_select_victim: the slot to evict among n live slots (§10.3 decode).
@@ -100,19 +57,14 @@ int tova_select_victim(const float *score, const int32_t *pos, int n)
 static int reserve_scratch(tova_state *s, int n)
 {
     if (n <= s->max_cand) return 0;
-    float *avg = realloc(s->avg, (size_t)n * sizeof *avg);
-    if (avg) s->avg = avg;
-    float *logit = realloc(s->logit, (size_t)n * sizeof *logit);
-    if (logit) s->logit = logit;
-    int32_t *pos = realloc(s->pos, (size_t)n * sizeof *pos);
-    if (pos) s->pos = pos;
-    int *heap = realloc(s->heap, (size_t)n * sizeof *heap);
-    if (heap) s->heap = heap;
-    unsigned char *sel = realloc(s->sel, (size_t)n);
-    if (sel) s->sel = sel;
-    int *keep = realloc(s->keep, (size_t)n * sizeof *keep);
-    if (keep) s->keep = keep;
-    if (!avg || !logit || !pos || !heap || !sel || !keep) return -1;
+    int ok = 1;
+    EVICT_GROW(s->avg, n, ok);
+    EVICT_GROW(s->logit, n, ok);
+    EVICT_GROW(s->pos, n, ok);
+    EVICT_GROW(s->heap, n, ok);
+    EVICT_GROW(s->sel, n, ok);
+    EVICT_GROW(s->keep, n, ok);
+    if (!ok) return -1;
     s->max_cand = n;
     return 0;
 }
@@ -120,13 +72,7 @@ static int reserve_scratch(tova_state *s, int n)
 static void tova_free_state(kv_cache *kv)
 {
     tova_state *s = kv->pstate;
-    free(s->avg);
-    free(s->logit);
-    free(s->pos);
-    free(s->heap);
-    free(s->sel);
-    free(s->keep);
-    free(s);
+    EVICT_FREE(s->avg, s->logit, s->pos, s->heap, s->sel, s->keep, s);
     kv->pstate = NULL;
 }
 

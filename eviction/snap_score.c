@@ -7,6 +7,7 @@
  * the keys as stored (before RoPE), and pre_attn the query before rotation; the observation
  * scores use them as given, without relative rotation (an approximation; the snap-family
  * references use absolute positions, the default). */
+#include "eviction/policy_common.h"
 #include "eviction/snap_internal.h"
 
 #include <math.h>
@@ -227,20 +228,15 @@ void snap_ring_put(snap_state *s, int layer, int g, int p, const float *q)
 int snap_ensure_scratch(snap_state *s, int n)
 {
     if (n <= s->max_cand) return 0;
-    size_t h = (size_t)s->Hkv, m = (size_t)n;
-    float *att = realloc(s->att, h * m * sizeof(float));
-    if (att) s->att = att;
-    float *pooled = realloc(s->pooled, h * m * sizeof(float));
-    if (pooled) s->pooled = pooled;
-    float *row = realloc(s->row, m * sizeof(float));
-    if (row) s->row = row;
-    float *acc = realloc(s->acc, m * sizeof(float));
-    if (acc) s->acc = acc;
-    int *idx = realloc(s->idx, h * m * sizeof(int));
-    if (idx) s->idx = idx;
-    int *keep = realloc(s->keep, h * m * sizeof(int));
-    if (keep) s->keep = keep;
-    if (!att || !pooled || !row || !acc || !idx || !keep) return -1;
+    size_t hm = (size_t)s->Hkv * n;
+    int ok = 1;
+    EVICT_GROW(s->att, hm, ok);
+    EVICT_GROW(s->pooled, hm, ok);
+    EVICT_GROW(s->row, n, ok);
+    EVICT_GROW(s->acc, n, ok);
+    EVICT_GROW(s->idx, hm, ok);
+    EVICT_GROW(s->keep, hm, ok);
+    if (!ok) return -1;
     s->max_cand = n;
     return 0;
 }
@@ -253,11 +249,7 @@ int snap_ensure_scratch(snap_state *s, int n)
 int snap_select_head(snap_state *s, int layer, int g, const snap_cands *c, int end, int target, int *keep)
 {
     int n_prefix = snap_prefix_len(s, c, end), budget = target - (c->n - n_prefix);
-    if (c->n <= target || budget >= n_prefix) {
-        /* everything fits: keep all */
-        for (int j = 0; j < c->n; j++) keep[j] = j;
-        return c->n;
-    }
+    if (c->n <= target || budget >= n_prefix) return evict_keep_all(keep, c->n); /* everything fits */
     /* observation scores, pooling, top-(target − window) + the window */
     float *A = s->att + (size_t)g * s->max_cand, *P = s->pooled + (size_t)g * s->max_cand;
     snap_obs_scores(s, layer, g, c, end, A);

@@ -187,6 +187,29 @@ check() {
     fi
 }
 
+# The case blocks: a fresh copy of the model (fresh NAME, in $d) with one change, then check.
+# st_case NAME WHAT PATTERN OP ARGS...    model.safetensors edited by st_edit OP ARGS
+# cfg_case NAME WHAT PATTERN KEY JSON     config.json's KEY set to the JSON value
+# dir_case NAME WHAT PATTERN SHELL        SHELL (eval'd; "$d" is the copy) makes the change
+st_case() {
+    local d
+    d="$(fresh "$1")"
+    st_edit "$d/model.safetensors" "${@:4}"
+    check "$2" "$3" -m "$d" "${P[@]}"
+}
+cfg_case() {
+    local d
+    d="$(fresh "$1")"
+    cfg_set "$d/config.json" "$4" "$5"
+    check "$2" "$3" -m "$d" "${P[@]}"
+}
+dir_case() {
+    local d
+    d="$(fresh "$1")"
+    eval "$4"
+    check "$2" "$3" -m "$d" "${P[@]}"
+}
+
 P=(-t 1 -p "Once upon a time" -n 4)
 GOOD="$(fresh good)"
 ST_SIZE=$(stat -c %s "$GOOD/model.safetensors")
@@ -202,298 +225,19 @@ else
     echo "ok   sanity: unmodified copy runs"
 fi
 
-# ---------------------------------------------------------------------------------------------
-# model.safetensors
-
-for cut in 0 4 7 8 100 $((8 + HLEN - 1)) $((8 + HLEN)) $((8 + HLEN + 1)) 500000 $((ST_SIZE - 4)) $((ST_SIZE - 1)); do
-    d="$(fresh "trunc$cut")"
-    st_edit "$d/model.safetensors" truncate "$cut"
-    check "truncated model.safetensors at $cut of $ST_SIZE bytes" 'model\.safetensors' -m "$d" "${P[@]}"
-done
-
-d="$(fresh garbage)"
-st_edit "$d/model.safetensors" garbage "$ST_SIZE" 1
-check "garbage model.safetensors ($ST_SIZE random bytes)" 'model\.safetensors' -m "$d" "${P[@]}"
-
-d="$(fresh garbage_small_hlen)"
-# a plausible header length followed by random bytes: the JSON parser sees garbage
-python3 -c 'import struct,random,sys
-r=random.Random(2); open(sys.argv[1],"wb").write(struct.pack("<Q",64)+bytes(r.getrandbits(8) for _ in range(4096)))' "$d/model.safetensors"
-check "garbage header JSON (64 random bytes)" 'model\.safetensors' -m "$d" "${P[@]}"
-
-d="$(fresh hlen_eof)"
-st_edit "$d/model.safetensors" hlen "$ST_SIZE"
-check "header length past EOF" 'model\.safetensors.*header length' -m "$d" "${P[@]}"
-
-d="$(fresh hlen_huge)"
-st_edit "$d/model.safetensors" hlen 18446744073709551615
-check "header length 2^64-1" 'model\.safetensors.*header length' -m "$d" "${P[@]}"
-
-d="$(fresh hlen_zero)"
-st_edit "$d/model.safetensors" hlen 0
-check "header length 0" 'model\.safetensors' -m "$d" "${P[@]}"
-
-d="$(fresh badjson)"
-st_edit "$d/model.safetensors" break_json
-check "header JSON malformed (no closing brace)" 'model\.safetensors.*(JSON|json)' -m "$d" "${P[@]}"
-
-d="$(fresh notobject)"
-st_edit "$d/model.safetensors" raw_header '[1, 2, 3]'
-check "header JSON is an array" 'model\.safetensors' -m "$d" "${P[@]}"
-
-d="$(fresh emptyobj)"
-st_edit "$d/model.safetensors" raw_header '{}'
-check "header JSON has no tensors" 'model\.safetensors.*model\.' -m "$d" "${P[@]}"
-
-d="$(fresh offsets_out)"
-st_edit "$d/model.safetensors" set_offsets model.norm.weight 1040128 9999999
-check "offsets outside the data buffer" 'model\.safetensors.*model\.norm\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh offsets_rev)"
-st_edit "$d/model.safetensors" set_offsets model.norm.weight 1040128 1039872
-check "offsets begin > end" 'model\.safetensors.*model\.norm\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh offsets_neg)"
-st_edit "$d/model.safetensors" set_offsets model.norm.weight -256 0
-check "negative offsets" 'model\.safetensors.*model\.norm\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh offsets_span)"
-st_edit "$d/model.safetensors" set_offsets model.norm.weight 1040000 1040128
-check "offsets span != shape" 'model\.safetensors.*model\.norm\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh overlap)"
-st_edit "$d/model.safetensors" set_offsets model.norm.weight 1039616 1039872
-check "offsets overlap another tensor" 'model\.safetensors.*(model\.norm\.weight|v_proj)' -m "$d" "${P[@]}"
-
-d="$(fresh dtype_i8)"
-st_edit "$d/model.safetensors" set_dtype model.layers.0.self_attn.q_proj.weight I8
-check "unknown dtype I8" 'model\.safetensors.*q_proj.*I8' -m "$d" "${P[@]}"
-
-d="$(fresh dtype_f64)"
-st_edit "$d/model.safetensors" set_dtype model.norm.weight F64
-check "unsupported dtype F64" 'model\.safetensors.*model\.norm\.weight.*F64' -m "$d" "${P[@]}"
-
-d="$(fresh missing_tensor)"
-st_edit "$d/model.safetensors" remove model.layers.2.mlp.up_proj.weight
-check "missing tensor" 'model\.safetensors.*model\.layers\.2\.mlp\.up_proj\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh missing_norm)"
-st_edit "$d/model.safetensors" remove model.norm.weight
-check "missing final norm" 'model\.norm\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh missing_embed)"
-st_edit "$d/model.safetensors" remove model.embed_tokens.weight
-check "missing embeddings" 'model\.embed_tokens\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh shape_header)"
-st_edit "$d/model.safetensors" set_shape model.layers.1.self_attn.k_proj.weight 64,32
-check "tensor shape transposed" 'model\.layers\.1\.self_attn\.k_proj\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh sharded_missing)"
-st_edit "$d/model.safetensors" split model.layers.2.mlp.up_proj.weight model-00002-of-00002.safetensors
-rm "$d/model-00002-of-00002.safetensors"
-check "sharded index naming a missing shard" 'model\.safetensors\.index\.json.*model-00002-of-00002\.safetensors' -m "$d" "${P[@]}"
-
-d="$(fresh sharded_badindex)"
-st_edit "$d/model.safetensors" split model.layers.2.mlp.up_proj.weight model-00002-of-00002.safetensors
-printf '{"weight_map": {' >"$d/model.safetensors.index.json"
-check "sharded index malformed JSON" 'model\.safetensors\.index\.json' -m "$d" "${P[@]}"
-
-d="$(fresh sharded_unlisted)"
-st_edit "$d/model.safetensors" split model.layers.2.mlp.up_proj.weight model-00002-of-00002.safetensors
-python3 -c 'import json,sys
-p=sys.argv[1]; j=json.load(open(p)); del j["weight_map"]["model.layers.2.mlp.up_proj.weight"]; json.dump(j,open(p,"w"))' \
-    "$d/model.safetensors.index.json"
-check "sharded index missing a tensor" 'model\.layers\.2\.mlp\.up_proj\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh no_weights)"
-rm "$d/model.safetensors"
-check "no model.safetensors" 'model\.safetensors' -m "$d" "${P[@]}"
-
-d="$(fresh st_is_dir)"
-rm "$d/model.safetensors"
-mkdir "$d/model.safetensors"
-check "model.safetensors is a directory" 'model\.safetensors' -m "$d" "${P[@]}"
-
-# ---------------------------------------------------------------------------------------------
-# config.json
-
-d="$(fresh shape_mismatch)"
-cfg_set "$d/config.json" intermediate_size 128
-check "shape mismatch (config intermediate_size 128)" 'model\.safetensors.*mlp\.(gate|up|down)_proj\.weight' -m "$d" "${P[@]}"
-
-d="$(fresh vocab_mismatch)"
-cfg_set "$d/config.json" vocab_size 256
-check "shape mismatch (config vocab_size 256)" 'embed_tokens|vocab_size|tokenizer\.model' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_malformed)"
-head -c 100 "$SRC/config.json" >"$d/config.json"
-check "malformed config.json (truncated)" 'config\.json' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_notobj)"
-echo '[64, 172]' >"$d/config.json"
-check "config.json is an array" 'config\.json' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_empty)"
-: >"$d/config.json"
-check "config.json empty" 'config\.json' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_kvheads)"
-cfg_set "$d/config.json" num_key_value_heads 3
-check "num_key_value_heads 3 does not divide 8 heads" 'config\.json.*num_key_value_heads' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_hidden0)"
-cfg_set "$d/config.json" hidden_size 0
-check "hidden_size 0" 'config\.json.*hidden_size' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_hidden_neg)"
-cfg_set "$d/config.json" hidden_size -64
-check "hidden_size -64" 'config\.json.*hidden_size' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_hidden_str)"
-cfg_set "$d/config.json" hidden_size '"64"'
-check "hidden_size a string" 'config\.json.*hidden_size' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_hidden_frac)"
-cfg_set "$d/config.json" hidden_size 64.5
-check "hidden_size 64.5" 'config\.json.*hidden_size' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_heads0)"
-cfg_set "$d/config.json" num_attention_heads 0
-check "num_attention_heads 0" 'config\.json.*num_attention_heads' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_layers_missing)"
-python3 -c 'import json,sys
-p=sys.argv[1]; c=json.load(open(p)); del c["num_hidden_layers"]; json.dump(c,open(p,"w"))' "$d/config.json"
-check "config.json without num_hidden_layers" 'config\.json.*num_hidden_layers' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_eps)"
-cfg_set "$d/config.json" rms_norm_eps -1
-check "rms_norm_eps -1" 'config\.json.*rms_norm_eps' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_ctx0)"
-cfg_set "$d/config.json" max_position_embeddings 0
-check "max_position_embeddings 0" 'config\.json.*max_position_embeddings' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_bos)"
-cfg_set "$d/config.json" bos_token_id 100000
-check "bos_token_id outside the vocabulary" 'config\.json.*bos_token_id' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_missing)"
-rm "$d/config.json"
-check "missing config.json" 'config\.json' -m "$d" "${P[@]}"
-
-d="$(fresh cfg_dir)"
-rm "$d/config.json"
-mkdir "$d/config.json"
-check "config.json is a directory" 'config\.json' -m "$d" "${P[@]}"
-
-# ---------------------------------------------------------------------------------------------
-# tokenizer.model
-
-d="$(fresh tok_missing)"
-rm "$d/tokenizer.model"
-check "missing tokenizer.model" 'tokenizer\.model' -m "$d" "${P[@]}"
-
-d="$(fresh tok_garbage)"
-python3 -c 'import random,sys
-r=random.Random(3); open(sys.argv[1],"wb").write(bytes(r.getrandbits(8) for _ in range(8222)))' "$d/tokenizer.model"
-check "corrupt tokenizer.model (random bytes)" 'tokenizer\.model' -m "$d" "${P[@]}"
-
-d="$(fresh tok_trunc)"
-head -c 4000 "$SRC/tokenizer.model" >"$d/tokenizer.model"
-check "corrupt tokenizer.model (truncated)" 'tokenizer\.model' -m "$d" "${P[@]}"
-
-d="$(fresh tok_empty)"
-: >"$d/tokenizer.model"
-check "empty tokenizer.model" 'tokenizer\.model' -m "$d" "${P[@]}"
-
-d="$(fresh tok_dir)"
-rm "$d/tokenizer.model"
-mkdir "$d/tokenizer.model"
-check "tokenizer.model is a directory" 'tokenizer\.model' -m "$d" "${P[@]}"
-
-# ---------------------------------------------------------------------------------------------
-# model folder and prompt
-
-check "missing model dir" 'no-such-model-dir' -m "$TMP/no-such-model-dir" "${P[@]}"
-
-echo "not a folder" >"$TMP/model-is-a-file"
-check "model dir is a file" 'model-is-a-file' -m "$TMP/model-is-a-file" "${P[@]}"
-
-check "missing prompt file" 'no-such-prompt\.txt' -m "$GOOD" -n 4 "$TMP/no-such-prompt.txt"
-
-mkdir -p "$TMP/prompt-dir"
-check "directory as prompt file" 'prompt-dir' -m "$GOOD" -n 4 "$TMP/prompt-dir"
-
+# files the cases share: a prompt, a folder where a file is expected, a file where a folder is,
+# and ~3000 characters of TinyStories-style text (more tokens than the context of 512)
 echo "Once upon a time" >"$TMP/prompt.txt"
-check "prompt file and -p together" 'prompt\.txt|-p' -m "$GOOD" -p "hi" -n 4 "$TMP/prompt.txt"
-check "two prompt files" 'prompt\.txt' -m "$GOOD" -n 4 "$TMP/prompt.txt" "$TMP/prompt.txt"
-
-# ~3000 characters of TinyStories-style text: more tokens than the context of 512
+mkdir -p "$TMP/prompt-dir"
+echo "not a folder" >"$TMP/model-is-a-file"
 python3 -c 'import sys
 s = ("Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine. "
      "One day, she saw a big red ball in the park and ran to get it. ")
 open(sys.argv[1], "w").write(s * 20)' "$TMP/long.txt"
-check "prompt longer than the model's context" 'context' -m "$GOOD" -n 4 "$TMP/long.txt"
-check "prompt longer than the context (--budget 0.5)" 'context' -m "$GOOD" -n 4 --policy local --budget 0.5 "$TMP/long.txt"
 
 # ---------------------------------------------------------------------------------------------
-# command line
-
-check "unknown flag at the end" "--frobnicate" -m "$GOOD" "${P[@]}" --frobnicate
-check "unknown flag with a value" "--frobnicate" -m "$GOOD" --frobnicate 3 "${P[@]}"
-check "unknown short flag" "'-x'" -m "$GOOD" -x "${P[@]}"
-check "flag missing its value (-n at the end)" '-n' -m "$GOOD" -p "hi" -n
-check "flag missing its value (-m at the end)" '-m' -m
-check "flag missing its value (--policy at the end)" '--policy' -m "$GOOD" -p hi --policy
-check "-n not a number" '-n.*abc' -m "$GOOD" -p hi -n abc
-check "-n 12x" '-n.*12x' -m "$GOOD" -p hi -n 12x
-check "-n -1" '-n' -m "$GOOD" -p hi -n -1
-check "-n 99999999999999999999" '-n' -m "$GOOD" -p hi -n 99999999999999999999
-check "--temp negative" '--temp' -m "$GOOD" "${P[@]}" --temp -0.5
-check "--temp nan" '--temp' -m "$GOOD" "${P[@]}" --temp nan
-check "--top-p 2" '--top-p' -m "$GOOD" "${P[@]}" --top-p 2
-check "--top-k -1" '--top-k' -m "$GOOD" "${P[@]}" --top-k -1
-check "--seed abc" '--seed' -m "$GOOD" "${P[@]}" --seed abc
-check "--threads 0" '--threads' -m "$GOOD" "${P[@]}" --threads 0
-check "-t -2" '-t' -m "$GOOD" "${P[@]}" -t -2
-check "--budget 0" '--budget' -m "$GOOD" "${P[@]}" --budget 0
-check "--budget -1" '--budget' -m "$GOOD" "${P[@]}" --budget -1
-check "--budget abc" '--budget' -m "$GOOD" "${P[@]}" --budget abc
-check "--budget nan" '--budget' -m "$GOOD" "${P[@]}" --budget nan
-check "--budget-tokens 0" '--budget-tokens' -m "$GOOD" "${P[@]}" --budget-tokens 0
-check "--prefill-chunk 0" '--prefill-chunk' -m "$GOOD" "${P[@]}" --prefill-chunk 0
-check "--policy nosuch" '--policy.*nosuch' -m "$GOOD" "${P[@]}" --policy nosuch
-check "--budget-ref bogus" '--budget-ref.*bogus' -m "$GOOD" "${P[@]}" --budget-ref bogus
-check "--rope bogus" '--rope.*bogus' -m "$GOOD" "${P[@]}" --rope bogus
-check "--system without --chat" '--system' -m "$GOOD" "${P[@]}" --system "be nice"
-
-check "--policy-config missing file" 'no-such-preset\.json' -m "$GOOD" "${P[@]}" --policy-config "$TMP/no-such-preset.json"
-printf '{"policy": "streaming", "sink": ' >"$TMP/malformed.json"
-check "--policy-config malformed JSON" 'malformed\.json' -m "$GOOD" "${P[@]}" --policy-config "$TMP/malformed.json"
-echo '{"policy": "streaming", "budget": 0.5, "no_such_key": 3}' >"$TMP/unknown-key.json"
-check "--policy-config unknown key" 'unknown-key\.json.*no_such_key' -m "$GOOD" "${P[@]}" --policy-config "$TMP/unknown-key.json"
-echo '{"policy": "nosuch"}' >"$TMP/unknown-policy.json"
-check "--policy-config unknown policy" 'unknown-policy\.json.*nosuch' -m "$GOOD" "${P[@]}" --policy-config "$TMP/unknown-policy.json"
-echo '{"policy": "streaming", "budget": -3}' >"$TMP/bad-budget.json"
-check "--policy-config budget -3" 'bad-budget\.json.*budget' -m "$GOOD" "${P[@]}" --policy-config "$TMP/bad-budget.json"
-echo '{"policy": "streaming", "sink": "abc"}' >"$TMP/bad-sink.json"
-check "--policy-config sink abc" 'bad-sink\.json.*sink' -m "$GOOD" "${P[@]}" --policy-config "$TMP/bad-sink.json"
-echo '{"policy": "full", "sink": 4}' >"$TMP/full-sink.json"
-check "--policy-config parameter the policy lacks" 'full-sink\.json.*sink' -m "$GOOD" "${P[@]}" --policy-config "$TMP/full-sink.json"
-check "--policy-config a directory" 'prompt-dir' -m "$GOOD" "${P[@]}" --policy-config "$TMP/prompt-dir"
-
-check "policy parameter the policy doesn't have (--policy full --sink 4)" '--sink|sink' -m "$GOOD" "${P[@]}" --policy full --sink 4
-check "policy parameter of another policy (--policy streaming --buzz-s 5)" 'buzz-s' -m "$GOOD" "${P[@]}" --policy streaming --buzz-s 5
-check "policy parameter not a number (--policy streaming --sink abc)" 'sink.*abc|abc.*sink' -m "$GOOD" "${P[@]}" --policy streaming --budget 0.5 --sink abc
-check "policy parameter bad choice (--policy h2o --h2o-score bogus)" 'h2o-score|bogus' -m "$GOOD" "${P[@]}" --policy h2o --budget 0.5 --h2o-score bogus
-
-check "--logits-out into a nonexistent directory" 'no-such-dir/logits\.npy' -m "$GOOD" "${P[@]}" --logits-out "$TMP/no-such-dir/logits.npy"
-check "--logits-out is a directory" 'prompt-dir' -m "$GOOD" "${P[@]}" --logits-out "$TMP/prompt-dir"
-
-# ---------------------------------------------------------------------------------------------
-# more cases (issue 7): tests/bad_inputs/*.sh, sourced here (they use check, fresh, st_edit)
+# the cases, by theme: tests/bad_inputs/*.sh, sourced here (they use check, st_case, cfg_case,
+# dir_case, fresh, st_edit, cfg_set, P, GOOD, SRC, ST_SIZE, HLEN)
 for f in tests/bad_inputs/*.sh; do
     echo "--- $f"
     # shellcheck source=/dev/null

@@ -18,25 +18,12 @@
 #include <cmocka.h>
 
 #include "eval/eval.h"
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    if (b) b[n] = 0;
-    fclose(f);
-    return b;
-}
+#include "tests/support/support.h"
 
 static void test_self_bleu_fixture(void **state)
 {
     (void)state;
-    char *text = slurp("tests/fixtures/eval/bleu_cases.jsonl");
+    char *text = ts_slurp("tests/fixtures/eval/bleu_cases.jsonl");
     assert_non_null(text);
     int n = 0, bad = 0, nonzero = 0;
     double md = 0;

@@ -10,19 +10,10 @@
 #  - budgets in tokens (BUZZ Table 3 style: cache 50) give capacity 50.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SHARED="${LLM_SHARED:-../shared}"
-MODEL="$SHARED/models/stories260K"
-DATA="$SHARED/data/tinystories/TinyStories-valid.excerpt_unverified.txt"
+. tests/support/lib.sh
+DATA="$TINYSTORIES"
 FIX=tests/fixtures/eval/stories260K_tinystories_ppl.json
-BIN=./llm-run
-pass=0; fail=0
-ok()  { echo "ok   $*"; pass=$((pass+1)); }
-bad() { echo "FAIL $*"; fail=$((fail+1)); }
-if [ ! -x "$BIN" ]; then echo "FAIL: $BIN not built"; echo "0 passed, 1 failed"; exit 1; fi
-for f in "$MODEL/config.json" "$DATA"; do
-    if [ ! -f "$f" ]; then echo "SKIP: $f not found"; echo "0 passed, 0 failed"; exit 0; fi
-done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+setup_e2e "$DATA"
 
 # --- full vs Hugging Face
 nw=$(jq '.windows | length' "$FIX")
@@ -74,5 +65,4 @@ if timeout 120 "$BIN" eval --task tinystories --data "$DATA" --model "$MODEL" --
 else
     bad "token budget run failed: $(tail -1 "$tmp/tok.err")"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

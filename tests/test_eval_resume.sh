@@ -9,19 +9,10 @@
 #  - test_other_configuration_refused: resuming with another --window into the same folder fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SHARED="${LLM_SHARED:-../shared}"
-MODEL="$SHARED/models/stories260K"
-TS="$SHARED/data/tinystories/TinyStories-valid.excerpt_unverified.txt"
+. tests/support/lib.sh
+TS="$TINYSTORIES"
 XSUM="$SHARED/data/xsum/h2o_xsum_0shot.jsonl"
-BIN=./llm-run
-pass=0; fail=0
-ok()  { echo "ok   $*"; pass=$((pass+1)); }
-bad() { echo "FAIL $*"; fail=$((fail+1)); }
-if [ ! -x "$BIN" ]; then echo "FAIL: $BIN not built"; echo "0 passed, 1 failed"; exit 1; fi
-for f in "$MODEL/config.json" "$TS" "$XSUM"; do
-    if [ ! -f "$f" ]; then echo "SKIP: $f not found"; echo "0 passed, 0 failed"; exit 0; fi
-done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+setup_e2e "$TS" "$XSUM"
 PPL=(eval --task tinystories --data "$TS" --model "$MODEL" --policies full,h2o,buzz,streaming,tova,snapkv
      --budgets 0.2,0.5 --limit 4 --window 256 -t 1 --no-plot)
 GEN=(eval --task xsum --data "$XSUM" --model "$MODEL" --policies local,buzz --budgets 0.3,0.6 --limit 3
@@ -83,5 +74,4 @@ elif [ "$(wc -l < "$tmp/cfg.err")" -eq 1 ] && grep -q "run.json.*window differs"
 else
     bad "test_other_configuration_refused: $(cat "$tmp/cfg.err")"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -8,18 +8,9 @@
 #  - bad --shard values are one-line errors.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SHARED="${LLM_SHARED:-../shared}"
-MODEL="$SHARED/models/stories260K"
+. tests/support/lib.sh
 LITM="$SHARED/data/lost_in_the_middle/nq-open-10_total_documents_gold_at_4.first441.jsonl.gz"
-BIN=./llm-run
-pass=0; fail=0
-ok()  { echo "ok   $*"; pass=$((pass+1)); }
-bad() { echo "FAIL $*"; fail=$((fail+1)); }
-if [ ! -x "$BIN" ]; then echo "FAIL: $BIN not built"; echo "0 passed, 1 failed"; exit 1; fi
-for f in "$MODEL/config.json" "$LITM"; do
-    if [ ! -f "$f" ]; then echo "SKIP: $f not found"; echo "0 passed, 0 failed"; exit 0; fi
-done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+setup_e2e "$LITM"
 RUN=(eval --task litm --data "$LITM" --model "$MODEL" --policies full,streaming --budgets 0.25,0.5 --limit 5
      --max-new-tokens 12 -t 1 --no-plot)
 strip() { jq -c 'del(.timings)' "$1"; }
@@ -53,5 +44,4 @@ for s in 2/2 -1/2 1 a/b 0/0; do
     elif [ "$(wc -l < "$tmp/bad.err")" -eq 1 ] && grep -q -- "--shard" "$tmp/bad.err"; then ok "--shard $s: $(cat "$tmp/bad.err")"
     else bad "--shard $s: $(cat "$tmp/bad.err")"; fi
 done
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -10,21 +10,11 @@
 #  - bad command lines and data files: one line on stderr, exit non-zero.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SHARED="${LLM_SHARED:-../shared}"
-MODEL="$SHARED/models/stories260K"
+. tests/support/lib.sh
 XSUM="$SHARED/data/xsum/h2o_xsum_0shot.jsonl"
 CNN="$SHARED/data/cnn_dailymail/cnn_dailymail_test_first1000.jsonl"
 LITM="$SHARED/data/lost_in_the_middle/nq-open-10_total_documents_gold_at_9.first441.jsonl.gz"
-BIN=./llm-run
-pass=0; fail=0
-ok()  { echo "ok   $*"; pass=$((pass+1)); }
-bad() { echo "FAIL $*"; fail=$((fail+1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1 ($2)"; fi; }
-if [ ! -x "$BIN" ]; then echo "FAIL: $BIN not built"; echo "0 passed, 1 failed"; exit 1; fi
-for f in "$MODEL/config.json" "$XSUM" "$CNN" "$LITM"; do
-    if [ ! -f "$f" ]; then echo "SKIP: $f not found"; echo "0 passed, 0 failed"; exit 0; fi
-done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+setup_e2e "$XSUM" "$CNN" "$LITM"
 
 # --- xsum
 if timeout 300 "$BIN" eval --task xsum --data "$XSUM" --model "$MODEL" --policies full,buzz --budgets 0.3,0.6 \
@@ -130,7 +120,6 @@ expect_err "bad.jsonl: line 2: xsum: not valid JSON" --task xsum --data "$tmp/ba
 expect_err "empty.jsonl: no examples" --task xsum --data "$tmp/empty.jsonl" --model "$MODEL" --out "$tmp/e"
 expect_err "config.json" --task xsum --data "$XSUM" --model "$tmp" --out "$tmp/e"
 expect_err "--max-new-tokens 600: leaves no room" --task xsum --data "$XSUM" --model "$MODEL" --max-new-tokens 600 --out "$tmp/e"
-expect_err "--window 1024: longer than the model's context" --task tinystories --data "$SHARED/data/tinystories/TinyStories-valid.excerpt_unverified.txt" --model "$MODEL" --window 1024 --out "$tmp/e"
+expect_err "--window 1024: longer than the model's context" --task tinystories --data "$TINYSTORIES" --model "$MODEL" --window 1024 --out "$tmp/e"
 expect_err "unknown option '--bogus'" --task xsum --bogus 1
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -13,7 +13,12 @@
  *  - kv_moves_from_positions replays the slot moves of the CPU hooks (swap-last, compaction)
  *    on the simulated device rows, over long decodes of those policies;
  *  - the length mirror of device policies: after every decode step of full, local, streaming
- *    and h2o, len = min(len + 1, cap) and evictions grow by one exactly when over capacity. */
+ *    and h2o, len = min(len + 1, cap) and evictions grow by one exactly when over capacity.
+ *
+ * Kept whole (over ~500 lines): every test replays against the same simulated device (devsim:
+ * its allocation, gathers and moves) and the policy runner built on it (run_policy); a split
+ * would copy that simulator.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -28,6 +33,7 @@
 #include "eviction/eviction.h"
 #include "eviction/kv_device.h"
 #include "model/cuda/cuda_engine.h"
+#include "tests/support/support.h"
 
 #define D 4
 #define L 2
@@ -53,15 +59,10 @@ static long n_append, n_overwrite, n_gather_pre, n_moved_post; /* replay paths e
 
 static int init_kv(kv_cache *kv, const char *name, double budget, int n_prompt, int max_new)
 {
-    policy_params p;
-    memset(&p, 0, sizeof p);
-    p.budget = budget;
+    const char *set[] = {extra_name, extra_value, NULL};
     char err[256];
-    if (extra_name && policy_params_set(&p, policy_find(name), extra_name, extra_value, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    int rc = kv_init(kv, policy_find(name), &p, L, HKV, H, D, n_prompt, max_new, err, sizeof err);
+    int rc = ts_kv_try(kv, policy_find(name), budget, 0, extra_name ? set : NULL, L, HKV, H, D, n_prompt, max_new,
+                       err, sizeof err);
     if (rc) fprintf(stderr, "kv_init %s: %s\n", name, err);
     return rc;
 }

@@ -5,17 +5,12 @@
 # policy is not built (absent from `./llm-run --list-policies`) are skipped with a reason.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SHARED="${LLM_SHARED:-../shared}"
-MODEL="$SHARED/models/stories260K"
-DATA="$SHARED/data/tinystories/TinyStories-valid.excerpt_unverified.txt"
-BIN=./llm-run
-pass=0; fail=0; skipped=0
-if [ ! -x "$BIN" ]; then echo "FAIL: $BIN not built (make llm-run)"; echo "0 passed, 1 failed"; exit 1; fi
-if [ ! -f "$MODEL/config.json" ]; then echo "SKIP: $MODEL not found"; echo "0 passed, 0 failed"; exit 0; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. tests/support/lib.sh
+skipped=0
+setup_e2e
 # a ~330-token prompt, so that budget 0.2 of prompt + 64 leaves a capacity above buzz's 4 sinks
-if [ -f "$DATA" ]; then
-    tr '\n' ' ' < "$DATA" | head -c 680 | sed 's/ [^ ]*$//' > "$tmp/prompt.txt"
+if [ -f "$TINYSTORIES" ]; then
+    tinystories_prompt 680 "$tmp/prompt.txt"
 else
     for i in $(seq 40); do printf 'Once upon a time there was a little girl. ' ; done > "$tmp/prompt.txt"
 fi
@@ -37,17 +32,17 @@ expect() {
     local rc=$? lines
     lines=$(awk 'END { print NR }' "$tmp/err")
     if [ "$rc" -eq 0 ]; then
-        echo "FAIL $what: exit status 0 (llm-run $*)"; fail=$((fail+1))
+        bad "$what: exit status 0 (llm-run $*)"
     elif [ "$rc" -ge 128 ]; then
-        echo "FAIL $what: crashed, exit status $rc (llm-run $*)"; fail=$((fail+1))
+        bad "$what: crashed, exit status $rc (llm-run $*)"
     elif [ "$lines" -ne 1 ]; then
-        echo "FAIL $what: $lines stderr lines, expected 1: $(head -3 "$tmp/err" | tr '\n' '|')"; fail=$((fail+1))
+        bad "$what: $lines stderr lines, expected 1: $(head -3 "$tmp/err" | tr '\n' '|')"
     elif ! grep -q '^llm-run: ' "$tmp/err"; then
-        echo "FAIL $what: stderr does not start with 'llm-run: ': $(cat "$tmp/err")"; fail=$((fail+1))
+        bad "$what: stderr does not start with 'llm-run: ': $(cat "$tmp/err")"
     elif ! grep -Eq -- "$name" "$tmp/err"; then
-        echo "FAIL $what: message does not name ${name}: $(cat "$tmp/err")"; fail=$((fail+1))
+        bad "$what: message does not name ${name}: $(cat "$tmp/err")"
     else
-        echo "ok   $what (exit $rc): $(cat "$tmp/err")"; pass=$((pass+1))
+        ok "$what (exit $rc): $(cat "$tmp/err")"
     fi
 }
 
@@ -75,5 +70,4 @@ expect snapkv "--pool-kernel|--snap-kernel" "snapkv even pooling kernel" -- --po
 expect snapkv "--prefill-only-decode" "snapkv unknown decode mode" -- --policy snapkv --prefill-only-decode shrink --budget 0.3
 
 [ "$skipped" -gt 0 ] && echo "($skipped case(s) skipped: policy not built)"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

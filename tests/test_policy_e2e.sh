@@ -16,24 +16,14 @@
 # while full on it fails with a one-line error.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SHARED="${LLM_SHARED:-../shared}"
-MODEL="$SHARED/models/stories260K"
-DATA="$SHARED/data/tinystories/TinyStories-valid.excerpt_unverified.txt"
-BIN=./llm-run
+. tests/support/lib.sh
 N_NEW=64
-pass=0; fail=0
-if [ ! -x "$BIN" ]; then echo "FAIL: $BIN not built (make llm-run)"; echo "0 passed, 1 failed"; exit 1; fi
-for f in "$MODEL/config.json" "$DATA"; do
-    if [ ! -f "$f" ]; then echo "SKIP: $f not found"; echo "0 passed, 0 failed"; exit 0; fi
-done
-command -v jq >/dev/null || { echo "FAIL: jq is needed to read --json"; echo "0 passed, 1 failed"; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-ok()  { echo "ok   $*"; pass=$((pass+1)); }
-bad() { echo "FAIL $*"; fail=$((fail+1)); }
+setup_e2e "$TINYSTORIES"
+need_jq
 
 # prompts: ~330 tokens (the first 680 characters, cut at a word boundary) and ~870 tokens
-tr '\n' ' ' < "$DATA" | head -c 680 | sed 's/ [^ ]*$//' > "$tmp/prompt.txt"
-tr '\n' ' ' < "$DATA" | head -c 1800 | sed 's/ [^ ]*$//' > "$tmp/long.txt"
+tinystories_prompt 680 "$tmp/prompt.txt"
+tinystories_prompt 1800 "$tmp/long.txt"
 
 # run OUT [flags...] PROMPT: stdout to $tmp/OUT.json, stderr to $tmp/OUT.err; llm-run's status
 # (also in RC)
@@ -178,5 +168,4 @@ echo
 echo "KV bytes per policy and budget (prompt $N tokens, -n $N_NEW; =full: greedy text equals full's):"
 cat "$TABLE"
 echo
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

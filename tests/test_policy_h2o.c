@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "eviction/eviction.h"
+#include "tests/support/support.h"
 
 extern const policy_ops policy_h2o;
 
@@ -25,7 +26,7 @@ int h2o_select_victim(const float *score, const int32_t *pos, int n, int n_sink,
 
 #define D 4           /* head_dim of every test cache */
 #define MAXP 256      /* positions tracked by the tests */
-#define STRIDE 64     /* probs / colsum row stride (≥ cap + 1 and ≥ candidates) */
+#define STRIDE TS_STRIDE /* probs / colsum row stride (≥ cap + 1 and ≥ candidates) */
 
 /* ------------------------------------------------------------------------ helpers */
 
@@ -37,154 +38,23 @@ static float val_of(int p, int g, int i) { return -(float)(p * 100 + g * 10 + i)
 static void init_cache(kv_cache *kv, double budget, int n_layers, int n_kv_heads, int n_heads,
                        int n_prompt, int max_new, const char *const *set)
 {
-    policy_params p;
-    memset(&p, 0, sizeof p);
-    p.budget = budget;
-    char err[256];
-    for (int i = 0; set && set[i]; i += 2)
-        assert_int_equal(policy_params_set(&p, &policy_h2o, set[i], set[i + 1], err, sizeof err), 0);
-    int rc = kv_init(kv, &policy_h2o, &p, n_layers, n_kv_heads, n_heads, D, n_prompt, max_new, err,
-                     sizeof err);
-    if (rc != 0) fprintf(stderr, "kv_init: %s\n", err);
-    assert_int_equal(rc, 0);
+    ts_kv(kv, &policy_h2o, budget, 0, set, n_layers, n_kv_heads, n_heads, D, n_prompt, max_new);
 }
 
-/* A prefill chunk of n tokens at pos0 for `layer`, keys/values by key_of/val_of, the column sums
- * colsum[g][j] (NULL: zeros). Buffers are owned by the caller (freed with free_chunk). */
-static kv_prefill_chunk make_chunk(const kv_cache *kv, int layer, int pos0, int n,
-                                   const float *colsum)
-{
-    int hkv = kv->n_kv_heads;
-    float *k = calloc((size_t)n * hkv * D, sizeof *k), *v = calloc((size_t)n * hkv * D, sizeof *v);
-    float *q = calloc((size_t)n * kv->n_heads * D, sizeof *q);
-    float *cs = calloc((size_t)hkv * STRIDE, sizeof *cs);
-    assert_non_null(k);
-    assert_non_null(v);
-    assert_non_null(q);
-    assert_non_null(cs);
-    for (int r = 0; r < n; r++)
-        for (int g = 0; g < hkv; g++)
-            for (int i = 0; i < D; i++) {
-                k[((size_t)r * hkv + g) * D + i] = key_of(pos0 + r, g, i);
-                v[((size_t)r * hkv + g) * D + i] = val_of(pos0 + r, g, i);
-            }
-    if (colsum) memcpy(cs, colsum, (size_t)hkv * STRIDE * sizeof *cs);
-    kv_prefill_chunk c = {.layer = layer, .n_new = n, .pos0 = pos0, .q_new = q, .k_new = k,
-                          .v_new = v, .colsum = cs, .cand_stride = STRIDE};
-    return c;
-}
+/* The tests' tokens: keys and values by key_of / val_of, zero queries. */
+static const ts_tokens TOK = {key_of, val_of, NULL};
 
-static void free_chunk(kv_prefill_chunk *c)
-{
-    free((void *)c->q_new);
-    free((void *)c->k_new);
-    free((void *)c->v_new);
-    free((void *)c->colsum);
-}
-
-/* Prefill of the prompt 0..n-1 in every layer with the given column sums (same for all layers). */
+/* Prefill of the prompt pos0..pos0+n-1 in every layer with the given column sums (same for all
+ * layers, [hkv][STRIDE], or NULL). */
 static void prefill(kv_cache *kv, int pos0, int n, const float *colsum)
 {
-    char err[256];
-    for (int l = 0; l < kv->n_layers; l++) {
-        kv_prefill_chunk c = make_chunk(kv, l, pos0, n, colsum);
-        assert_int_equal(kv_prefill(kv, &c, err, sizeof err), 0);
-        free_chunk(&c);
-    }
+    ts_prefill_tokens(kv, &TOK, pos0, n, colsum);
 }
 
-/* Probability that query head h of `layer` puts on the token at position p at step t. */
-typedef float (*prob_fn)(int layer, int h, int p, int t, void *ctx);
-
-/* One decode step at position t in every layer, as the engine does it: slot from the policy,
- * write, probabilities over the live slots (from f, in slot order), post_attn per KV head. */
-static void decode_step(kv_cache *kv, int t, prob_fn f, void *ctx)
+/* One decode step at position t in every layer, as the engine does it (ts_decode_tokens). */
+static void decode_step(kv_cache *kv, int t, ts_prob_fn f, void *ctx)
 {
-    int H = kv->n_heads, G = H / kv->n_kv_heads;
-    float probs[16 * STRIDE], q[16 * D], k[D], v[D];
-    memset(q, 0, sizeof q);
-    for (int l = 0; l < kv->n_layers; l++) {
-        for (int g = 0; g < kv->n_kv_heads; g++) {
-            for (int i = 0; i < D; i++) {
-                k[i] = key_of(t, g, i);
-                v[i] = val_of(t, g, i);
-            }
-            int slot = kv_decode_slot(kv, l, g, t, q + (size_t)g * G * D, k, v);
-            assert_true(slot >= 0 && slot <= kv->cap[kv_idx(kv, l, g)]);
-            kv_write(kv, l, g, slot, t, k, v);
-        }
-        for (int h = 0; h < H; h++) {
-            int g = h / G;
-            const int32_t *pos = kv_positions(kv, l, g);
-            for (int j = 0; j < kv_len(kv, l, g); j++) probs[h * STRIDE + j] = f(l, h, pos[j], t, ctx);
-        }
-        for (int g = 0; g < kv->n_kv_heads; g++)
-            kv_post_attn(kv, l, g, t, probs + (size_t)g * G * STRIDE, STRIDE);
-    }
-}
-
-/* Slot of position p in (layer, g), or -1. */
-static int slot_of(const kv_cache *kv, int layer, int g, int p)
-{
-    const int32_t *pos = kv_positions(kv, layer, g);
-    for (int j = 0; j < kv_len(kv, layer, g); j++)
-        if (pos[j] == p) return j;
-    return -1;
-}
-
-/* Sorted live positions of (layer, g) into out; returns the count. */
-static int live_positions(const kv_cache *kv, int layer, int g, int *out)
-{
-    int n = kv_len(kv, layer, g);
-    const int32_t *pos = kv_positions(kv, layer, g);
-    for (int j = 0; j < n; j++) out[j] = pos[j];
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && out[b - 1] > out[b]; b--) {
-            int tmp = out[b];
-            out[b] = out[b - 1];
-            out[b - 1] = tmp;
-        }
-    return n;
-}
-
-static void assert_live(const kv_cache *kv, int layer, int g, const int *want, int n)
-{
-    int got[MAXP];
-    assert_int_equal(live_positions(kv, layer, g, got), n);
-    for (int i = 0; i < n; i++) assert_int_equal(got[i], want[i]);
-}
-
-/* Every live slot still holds its own token's key and value (K/V moved with the position). */
-static void assert_kv_follow_positions(const kv_cache *kv)
-{
-    for (int l = 0; l < kv->n_layers; l++)
-        for (int g = 0; g < kv->n_kv_heads; g++) {
-            const float *K = kv_keys(kv, l, g), *V = kv_values(kv, l, g);
-            const int32_t *pos = kv_positions(kv, l, g);
-            for (int j = 0; j < kv_len(kv, l, g); j++)
-                for (int i = 0; i < D; i++) {
-                    assert_float_equal(K[j * D + i], key_of(pos[j], g, i), 0);
-                    assert_float_equal(V[j * D + i], val_of(pos[j], g, i), 0);
-                }
-        }
-}
-
-/* Deterministic pseudo-random value in [0, 1) for (a, b, c, d). */
-static float hash01(int a, int b, int c, int d)
-{
-    uint64_t x = ((uint64_t)(unsigned)a << 48) ^ ((uint64_t)(unsigned)b << 32) ^
-                 ((uint64_t)(unsigned)c << 16) ^ (uint64_t)(unsigned)d;
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (float)(x >> 40) / (float)(1 << 24);
-}
-
-static float prob_random(int layer, int h, int p, int t, void *ctx)
-{
-    (void)ctx;
-    return hash01(layer, h, p, t);
+    ts_decode_tokens(kv, &TOK, t, f, ctx, 0);
 }
 
 /* ------------------------------------------------------------------------ golden vectors §15.2 */
@@ -237,7 +107,7 @@ static void test_h2o_golden_prefill_keeps_0_2_3_4(void **state)
         assert_float_equal(kv_scores(&kv, 0, 0)[j], want_score[j], 1e-6);
     }
     assert_int_equal(kv.evictions, 1);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -264,20 +134,20 @@ static void test_h2o_golden_decode_evicts_3_then_4(void **state)
     /* t = 5: scores {0:3.3, 2:0.95, 3:0.5, 4:0.35, 5:0.2}, recent {4, 5} → evict 3 */
     decode_step(&kv, 5, golden_prob, NULL);
     const int keep5[4] = {0, 2, 4, 5};
-    assert_live(&kv, 0, 0, keep5, 4);
+    ts_assert_live(&kv, 0, 0, keep5, 4);
     const float s5[6] = {3.3f, 0, 0.95f, 0, 0.35f, 0.2f};
     for (int i = 0; i < 4; i++)
-        assert_float_equal(kv_scores(&kv, 0, 0)[slot_of(&kv, 0, 0, keep5[i])], s5[keep5[i]], 1e-6);
+        assert_float_equal(kv_scores(&kv, 0, 0)[ts_slot_of(&kv, 0, 0, keep5[i])], s5[keep5[i]], 1e-6);
 
     /* t = 6: evict 4 → keep [0, 2, 5, 6], scores {0:3.7, 2:1.25, 5:0.3, 6:0.1} */
     decode_step(&kv, 6, golden_prob, NULL);
     const int keep6[4] = {0, 2, 5, 6};
-    assert_live(&kv, 0, 0, keep6, 4);
+    ts_assert_live(&kv, 0, 0, keep6, 4);
     const float s6[7] = {3.7f, 0, 1.25f, 0, 0, 0.3f, 0.1f};
     for (int i = 0; i < 4; i++)
-        assert_float_equal(kv_scores(&kv, 0, 0)[slot_of(&kv, 0, 0, keep6[i])], s6[keep6[i]], 1e-6);
+        assert_float_equal(kv_scores(&kv, 0, 0)[ts_slot_of(&kv, 0, 0, keep6[i])], s6[keep6[i]], 1e-6);
     assert_int_equal(kv.evictions, 3);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -351,7 +221,7 @@ static void run_random_trace(const char *const *set, int n_sink_want, int evict_
     /* prefill with random column sums; the reference starts from them */
     float cs[HKV * STRIDE];
     for (int g = 0; g < HKV; g++)
-        for (int j = 0; j < STRIDE; j++) cs[g * STRIDE + j] = hash01(99, g, j, 0) * 3.0f;
+        for (int j = 0; j < STRIDE; j++) cs[g * STRIDE + j] = ts_hash01(99, g, j, 0) * 3.0f;
     prefill(&kv, 0, N, cs);
     for (int l = 0; l < L; l++)
         for (int g = 0; g < HKV; g++) {
@@ -368,7 +238,7 @@ static void run_random_trace(const char *const *set, int n_sink_want, int evict_
     if (!R) R = cap - cap / 2;
     for (int t = N; t < N + NEW; t++) {
         int64_t ev0 = kv.evictions;
-        decode_step(&kv, t, prob_random, NULL);
+        decode_step(&kv, t, ts_prob_random, NULL);
         /* one eviction per (layer, head) per step: the cache was full since prefill */
         assert_int_equal(kv.evictions - ev0, L * HKV);
         for (int l = 0; l < L; l++)
@@ -380,7 +250,7 @@ static void run_random_trace(const char *const *set, int n_sink_want, int evict_
                 /* the survivors' reference score gains this step's group probabilities */
                 for (int j = 0; j < n; j++) {
                     double sum = 0;
-                    for (int h = g * G; h < (g + 1) * G; h++) sum += prob_random(l, h, pos[j], t, NULL);
+                    for (int h = g * G; h < (g + 1) * G; h++) sum += ts_prob_random(l, h, pos[j], t, NULL);
                     ref[l * HKV + g][pos[j]] += sum;
                 }
                 for (int j = 0; j < n; j++) {
@@ -388,11 +258,11 @@ static void run_random_trace(const char *const *set, int n_sink_want, int evict_
                     assert_true(fabs(score[j] - want) <= 1e-5 * (1 + fabs(want)));
                 }
                 /* protected: sinks and the recent window */
-                for (int p = 0; p < n_sink_want; p++) assert_true(slot_of(&kv, l, g, p) >= 0);
+                for (int p = 0; p < n_sink_want; p++) assert_true(ts_slot_of(&kv, l, g, p) >= 0);
                 int first_recent = evict_first ? t - R : t - R + 1;
-                for (int p = first_recent; p <= t; p++) assert_true(slot_of(&kv, l, g, p) >= 0);
+                for (int p = first_recent; p <= t; p++) assert_true(ts_slot_of(&kv, l, g, p) >= 0);
             }
-        assert_kv_follow_positions(&kv);
+        ts_assert_kv_follow(&kv, &TOK);
     }
     kv_free(&kv);
 }
@@ -441,20 +311,20 @@ static void test_h2o_evict_first_chooses_victim_before_attention(void **state)
     prefill(&kv, 0, 3, cs);
     assert_int_equal(kv_len(&kv, 0, 0), 3);
     /* t = 3: protected 2 (R = 1 existing); min of {0: 0.9, 1: 0.1} → 1 is overwritten */
-    int slot1 = slot_of(&kv, 0, 0, 1);
+    int slot1 = ts_slot_of(&kv, 0, 0, 1);
     decode_step(&kv, 3, prob_evict_first, NULL);
     const int keep3[3] = {0, 2, 3};
-    assert_live(&kv, 0, 0, keep3, 3);
-    assert_int_equal(slot_of(&kv, 0, 0, 3), slot1);
+    ts_assert_live(&kv, 0, 0, keep3, 3);
+    assert_int_equal(ts_slot_of(&kv, 0, 0, 3), slot1);
     assert_float_equal(kv_scores(&kv, 0, 0)[slot1], 0.0f, 0);
     assert_int_equal(kv.evictions, 1);
     /* t = 4: history {0: 0.9, 2: 0.5, 3: 0.0}, protected 3 → evict 2 despite this step's mass */
     decode_step(&kv, 4, prob_evict_first, NULL);
     const int keep4[3] = {0, 3, 4};
-    assert_live(&kv, 0, 0, keep4, 3);
-    assert_float_equal(kv_scores(&kv, 0, 0)[slot_of(&kv, 0, 0, 4)], 0.25f, 1e-7);
+    ts_assert_live(&kv, 0, 0, keep4, 3);
+    assert_float_equal(kv_scores(&kv, 0, 0)[ts_slot_of(&kv, 0, 0, 4)], 0.25f, 1e-7);
     assert_int_equal(kv.evictions, 2);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -487,21 +357,9 @@ static void test_h2o_gqa_score_sums_the_group_heads(void **state)
 static void test_h2o_identity_when_budget_covers_everything(void **state)
 {
     (void)state;
-    kv_cache kv;
-    init_cache(&kv, 1.0, 2, 2, 4, 6, 5, NULL);
-    assert_int_equal(kv.cap[0], 11);
     float cs[2 * STRIDE];
-    for (int j = 0; j < 2 * STRIDE; j++) cs[j] = hash01(1, 2, 3, j);
-    prefill(&kv, 0, 6, cs);
-    for (int t = 6; t < 11; t++) decode_step(&kv, t, prob_random, NULL);
-    assert_int_equal(kv.evictions, 0);
-    for (int l = 0; l < 2; l++)
-        for (int g = 0; g < 2; g++) {
-            assert_int_equal(kv_len(&kv, l, g), 11);
-            for (int j = 0; j < 11; j++) assert_int_equal(kv_positions(&kv, l, g)[j], j);
-        }
-    assert_kv_follow_positions(&kv);
-    kv_free(&kv);
+    for (int j = 0; j < 2 * STRIDE; j++) cs[j] = ts_hash01(1, 2, 3, j);
+    ts_check_identity(&policy_h2o, NULL, &TOK, cs);
 }
 
 /* Chunked prefill: live slots + the chunk are the candidates; live scores keep accumulating. */
@@ -516,17 +374,17 @@ static void test_h2o_chunked_prefill_ranks_live_slots_with_their_scores(void **s
     golden_colsum(cs1);
     prefill(&kv, 0, 5, cs1);
     const int keep1[4] = {0, 2, 3, 4};
-    assert_live(&kv, 0, 0, keep1, 4);
+    ts_assert_live(&kv, 0, 0, keep1, 4);
     /* chunk 2: positions 5..7; candidates 0,2,3,4 (live) then 5,6,7.
      * scores: 0: 2.8+0.1, 2: 0.9+0.05, 3: 0.4+0.9, 4: 0.2+0.0, 5: 0.3, 6: .., 7: ..
      * recent = {6, 7}; heavy top-2 of {0, 2, 3, 4, 5} → 0 (2.9), 3 (1.3) */
     float cs2[STRIDE] = {0.1f, 0.05f, 0.9f, 0.0f, 0.3f, 0.2f, 0.1f};
     prefill(&kv, 5, 3, cs2);
     const int keep2[4] = {0, 3, 6, 7};
-    assert_live(&kv, 0, 0, keep2, 4);
+    ts_assert_live(&kv, 0, 0, keep2, 4);
     const float want[4] = {2.9f, 1.3f, 0.2f, 0.1f};
     for (int j = 0; j < 4; j++) assert_float_equal(kv_scores(&kv, 0, 0)[j], want[j], 1e-6);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -541,7 +399,7 @@ static void test_h2o_default_recent_is_c_minus_half_c(void **state)
     float cs[STRIDE] = {8, 7, 6, 5, 4, 3, 2, 1};
     prefill(&kv, 0, 8, cs);
     const int want[5] = {0, 1, 5, 6, 7};
-    assert_live(&kv, 0, 0, want, 5);
+    ts_assert_live(&kv, 0, 0, want, 5);
     kv_free(&kv);
 }
 
@@ -560,30 +418,16 @@ static void test_h2o_cold_compress_preset_raises_capacity_to_c_min(void **state)
 static void test_h2o_bad_parameters_are_one_line_errors_naming_the_flag(void **state)
 {
     (void)state;
+    /* recent 0 would let attend-first evict the new token */
+    ts_expect_init_error(&policy_h2o, 8, (const char *const[]){"h2o-recent", "0", NULL}, 10, 10, "--h2o-recent");
+    /* unknown enum value */
+    ts_expect_init_error(&policy_h2o, 8, (const char *const[]){"h2o-score", "max", NULL}, 10, 10, "--h2o-score");
+    /* negative sink */
+    ts_expect_init_error(&policy_h2o, 8, (const char *const[]){"h2o-sink", "-1", NULL}, 10, 10, "--h2o-sink");
+    /* a parameter h2o does not have */
     policy_params p;
     char err[256];
-    kv_cache kv;
-    /* recent 0 would let attend-first evict the new token */
-    memset(&p, 0, sizeof p);
-    p.budget = 8;
-    assert_int_equal(policy_params_set(&p, &policy_h2o, "h2o-recent", "0", err, sizeof err), 0);
-    assert_int_equal(kv_init(&kv, &policy_h2o, &p, 1, 1, 1, D, 10, 10, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--h2o-recent"));
-    assert_null(strchr(err, '\n'));
-    /* unknown enum value */
-    memset(&p, 0, sizeof p);
-    p.budget = 8;
-    assert_int_equal(policy_params_set(&p, &policy_h2o, "h2o-score", "max", err, sizeof err), 0);
-    assert_int_equal(kv_init(&kv, &policy_h2o, &p, 1, 1, 1, D, 10, 10, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--h2o-score"));
-    /* negative sink */
-    memset(&p, 0, sizeof p);
-    p.budget = 8;
-    assert_int_equal(policy_params_set(&p, &policy_h2o, "h2o-sink", "-1", err, sizeof err), 0);
-    assert_int_equal(kv_init(&kv, &policy_h2o, &p, 1, 1, 1, D, 10, 10, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--h2o-sink"));
-    /* a parameter h2o does not have */
-    assert_int_equal(policy_params_set(&p, &policy_h2o, "buzz-s", "5", err, sizeof err), -1);
+    assert_int_equal(ts_params(&p, &policy_h2o, 8, 0, (const char *const[]){"buzz-s", "5", NULL}, err, sizeof err), -1);
 }
 
 static void test_h2o_param_table_lists_the_section_16_flags(void **state)

@@ -9,24 +9,14 @@
 # Policies: every one `./llm-run --list-policies` prints (first word of its non-indented lines).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SHARED="${LLM_SHARED:-../shared}"
-MODEL="$SHARED/models/stories260K"
-DATA="$SHARED/data/tinystories/TinyStories-valid.excerpt_unverified.txt"
-BIN=./llm-run
-pass=0; fail=0; skipped=0
-if [ ! -x "$BIN" ]; then echo "FAIL: $BIN not built (make llm-run)"; echo "0 passed, 1 failed"; exit 1; fi
-for f in "$MODEL/config.json" "$DATA"; do
-    if [ ! -f "$f" ]; then echo "SKIP: $f not found"; echo "0 passed, 0 failed"; exit 0; fi
-done
-command -v jq >/dev/null || { echo "FAIL: jq is needed to read --json"; echo "0 passed, 1 failed"; exit 1; }
-
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. tests/support/lib.sh
+skipped=0
+setup_e2e "$TINYSTORIES"
+need_jq
 # ~330-token TinyStories prompt: the first 680 characters, cut at a word boundary (the greedy
 # continuation of this cut runs the full -n without an end of story)
-tr '\n' ' ' < "$DATA" | head -c 680 | sed 's/ [^ ]*$//' > "$tmp/prompt.txt"
+tinystories_prompt 680 "$tmp/prompt.txt"
 N_NEW=40
-ok()  { echo "ok   $*"; pass=$((pass+1)); }
-bad() { echo "FAIL $*"; fail=$((fail+1)); }
 
 # run NAME [flags...]: writes $tmp/NAME.npy, $tmp/NAME.json, $tmp/NAME.err; returns llm-run's
 # status (also in RC)
@@ -96,5 +86,4 @@ else
     bad "full --rope shifted failed: $(head -1 "$tmp/full_sh.err")"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

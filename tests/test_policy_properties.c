@@ -35,7 +35,12 @@
  *
  * All cases run once (the first test that needs them); each test then reports one property
  * over all policies and cases, naming policy, case, layer, head and position of the first
- * violations. A table policy x property is printed at the end. */
+ * violations. A table policy x property is printed at the end.
+ *
+ * Kept whole (over ~500 lines): one harness. Every (policy, case) run goes once through the
+ * model with the checking wrappers (ensure_run) and each cmocka test reports one property over
+ * all of those runs; split binaries would each rerun the model on every case.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

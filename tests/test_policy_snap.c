@@ -1,9 +1,8 @@
-/* Tests for the snap family: snapkv, pyramidkv, ada_snapkv, ada_pyramidkv (POLICIES.md §5-§7).
- * Golden vectors of §15.2 (SnapKV toy pooling/selection, the Ada-KV allocation table, the
- * PyramidKV code schedule), then the hooks on small hand-built caches (head_dim 4): what the
- * prefill keeps, the observation window, GQA reduction, per-head (ada) and per-layer (pyramid)
- * capacities, the decode modes (reserve, capped, grow) and that K/V/positions follow their
- * slots through compaction and the ada re-partition of a layer's arena. */
+/* Tests for the snap family's hooks: snapkv, pyramidkv, ada_snapkv, ada_pyramidkv (POLICIES.md
+ * §5-§7) on small hand-built caches (head_dim 4): what the prefill keeps, the observation window,
+ * GQA reduction, per-head (ada) and per-layer (pyramid) capacities, the decode modes (reserve,
+ * capped, grow) and that K/V/positions follow their slots through compaction and the ada
+ * re-partition of a layer's arena. The §15.2 golden vectors: tests/test_policy_snap_golden.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,149 +15,11 @@
 #include <string.h>
 
 #include "eviction/snap_internal.h" /* the pure functions of snap_score.c, snap_alloc.c */
+#include "tests/support/support.h"
 
 extern const policy_ops policy_snapkv, policy_pyramidkv, policy_ada_snapkv, policy_ada_pyramidkv;
 
 #define D 4
-
-/* ------------------------------------------------------------------------ golden vectors */
-
-static const float toy_A[12] = {0, .1f, 0, 0, 0, 0, 0, .9f, 0, 0, .2f, 0};
-
-static void test_snapkv_golden_maxpool_kernel3(void **state)
-{
-    (void)state;
-    const float want[12] = {.1f, .1f, .1f, 0, 0, 0, .9f, .9f, .9f, .2f, .2f, .2f};
-    float out[12];
-    snap_pool(toy_A, 12, 3, 0, out);
-    for (int j = 0; j < 12; j++) assert_float_equal(out[j], want[j], 0.0f);
-}
-
-static void test_snapkv_golden_maxpool_kernel7(void **state)
-{
-    (void)state;
-    const float want[12] = {.1f, .1f, .1f, .1f, .9f, .9f, .9f, .9f, .9f, .9f, .9f, .2f};
-    float out[12];
-    snap_pool(toy_A, 12, 7, 0, out);
-    for (int j = 0; j < 12; j++) assert_float_equal(out[j], want[j], 0.0f);
-}
-
-static void test_snapkv_avgpool_divides_by_kernel_with_zero_padding(void **state)
-{
-    (void)state;
-    float out[12];
-    snap_pool(toy_A, 12, 3, 1, out);
-    assert_float_equal(out[0], .1f / 3, 1e-7);      /* pad, 0, .1 */
-    assert_float_equal(out[7], .9f / 3, 1e-7);
-    assert_float_equal(out[11], .2f / 3, 1e-7);     /* .2, 0, pad */
-}
-
-/* N = 16, w_obs = 4, C = 8 → base 4: select [6, 7, 8, 9], keep [6..9, 12..15]. */
-static void test_snapkv_golden_select_6_7_8_9_keep_6_to_9_and_12_to_15(void **state)
-{
-    (void)state;
-    float scores[16] = {0}, pooled[12];
-    memcpy(scores, toy_A, sizeof toy_A);
-    int idx[12], keep[16];
-    int n = snap_select(scores, 12, 16, 4, 0, 3, pooled, idx, keep);
-    const int want[8] = {6, 7, 8, 9, 12, 13, 14, 15};
-    assert_int_equal(n, 8);
-    for (int i = 0; i < 8; i++) assert_int_equal(keep[i], want[i]);
-}
-
-static void test_snapkv_topk_ties_keep_the_older_token(void **state)
-{
-    (void)state;
-    const float pooled[6] = {.5f, .5f, .5f, .5f, .5f, .5f};
-    int idx[6], keep[8];
-    int n = snap_topk_keep(pooled, 6, 8, 3, idx, keep);
-    const int want[5] = {0, 1, 2, 6, 7};
-    assert_int_equal(n, 5);
-    for (int i = 0; i < 5; i++) assert_int_equal(keep[i], want[i]);
-}
-
-static const float ada_S[4][6] = {
-    {.50f, .30f, .10f, .05f, .03f, .02f},
-    {.20f, .18f, .17f, .16f, .15f, .14f},
-    {.90f, .04f, .03f, .01f, .01f, .01f},
-    {.25f, .25f, .20f, .10f, .10f, .10f},
-};
-
-/* The §15.2 Ada-KV table: B, α → counts c, exact B_g, reference B_g (Σ). */
-static void test_ada_golden_allocation_table_all_six_rows(void **state)
-{
-    (void)state;
-    struct { int B; double alpha; int c[4], exact[4], ref[4], ref_sum; } rows[] = {
-        {8, 0.0, {2, 2, 1, 3}, {2, 2, 1, 3}, {2, 2, 1, 3}, 8},
-        {8, 0.5, {2, 2, 1, 3}, {2, 2, 2, 2}, {2, 2, 2, 2}, 8},
-        {12, 0.2, {2, 6, 1, 3}, {2, 6, 1, 3}, {2, 5, 1, 2}, 10},
-        {12, 0.5, {2, 6, 1, 3}, {3, 4, 2, 3}, {2, 4, 2, 2}, 10},
-        {16, 0.2, {3, 6, 1, 6}, {3, 6, 1, 6}, {2, 5, 1, 5}, 13},
-        {16, 0.5, {3, 6, 1, 6}, {4, 5, 2, 5}, {4, 5, 2, 5}, 16},
-    };
-    const int n[4] = {6, 6, 6, 6};
-    int idx[24], counts[4], budgets[4];
-    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
-        int sum = snap_ada_allocate(&ada_S[0][0], 6, n, 4, rows[r].B, rows[r].alpha, 0, idx, counts, budgets);
-        assert_int_equal(sum, rows[r].B); /* exact: Σ B_g = B */
-        for (int g = 0; g < 4; g++) {
-            assert_int_equal(counts[g], rows[r].c[g]);
-            assert_int_equal(budgets[g], rows[r].exact[g]);
-        }
-        sum = snap_ada_allocate(&ada_S[0][0], 6, n, 4, rows[r].B, rows[r].alpha, 1, idx, counts, budgets);
-        assert_int_equal(sum, rows[r].ref_sum);
-        for (int g = 0; g < 4; g++) assert_int_equal(budgets[g], rows[r].ref[g]);
-    }
-}
-
-/* §15.2 PyramidKV code schedule, L = 32, w_obs = 32: C → base_0, base_31, Σ, uniform. */
-static void test_pyramid_golden_code_schedule_rows(void **state)
-{
-    (void)state;
-    struct { int C, b0, b31, sum, uniform; } rows[] = {
-        {128, 188, 33, 3536, 3072},    {256, 437, 34, 7536, 7168},      {512, 936, 37, 15568, 15360},
-        {1024, 1935, 75, 32160, 31744}, {2048, 3932, 119, 64816, 64512},
-    };
-    int out[32];
-    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
-        int base = rows[r].C - 32, sum = 0;
-        snap_pyramid_schedule(base, 1000000000, 32, 20.0, 0, out);
-        for (int l = 0; l < 32; l++) sum += out[l];
-        assert_int_equal(out[0], rows[r].b0);
-        assert_int_equal(out[31], rows[r].b31);
-        assert_int_equal(sum, rows[r].sum);
-        assert_int_equal(32 * base, rows[r].uniform);
-    }
-}
-
-static void test_pyramid_exact_schedule_sums_to_uniform_and_decreases(void **state)
-{
-    (void)state;
-    int out[32];
-    for (int C = 40; C <= 2048; C += 37) {
-        for (int n = 50; n <= 5000; n += 950) {
-            int base = C - 32, sum = 0;
-            snap_pyramid_schedule(base, n, 32, 20.0, 1, out);
-            for (int l = 0; l < 32; l++) {
-                sum += out[l];
-                if (l) assert_true(out[l] <= out[l - 1]);
-                assert_true(out[l] >= 0);
-            }
-            assert_int_equal(sum, 32 * base);
-        }
-    }
-}
-
-static void test_pyramid_clips_the_bottom_layer_to_the_prefix(void **state)
-{
-    (void)state;
-    int out[4];
-    /* base 60, n 100: max_b = 120 − 3 = 117 ≥ 100 → max_b = 100, min_b = 20, step 26 */
-    snap_pyramid_schedule(60, 100, 4, 20.0, 0, out);
-    assert_int_equal(out[0], 100);
-    assert_int_equal(out[1], 74);
-    assert_int_equal(out[3], 22);
-}
 
 /* ------------------------------------------------------------------------ hand-built caches */
 
@@ -194,16 +55,11 @@ static void toy_free(toy *s)
 static float *toy_k(toy *s, int t, int g) { return s->k + ((size_t)t * s->Hkv + g) * D; }
 static float *toy_q(toy *s, int t, int h) { return s->q + ((size_t)t * s->H + h) * D; }
 
-/* kv_init of ops with budget (tokens when > 1) and NAME, VALUE pairs (NULL-terminated). */
+/* kv_init of ops with budget (tokens when > 1) and NAME, VALUE pairs (NULL-terminated); err [256]. */
 static int make_kv(kv_cache *kv, const policy_ops *ops, double budget, const toy *s, int n_prompt, int max_new,
                    const char *const *set, char *err)
 {
-    policy_params p;
-    memset(&p, 0, sizeof p);
-    p.budget = budget;
-    for (int i = 0; set && set[i]; i += 2)
-        if (policy_params_set(&p, ops, set[i], set[i + 1], err, 256) != 0) return -1;
-    return kv_init(kv, ops, &p, s->L, s->Hkv, s->H, D, n_prompt, max_new, err, 256);
+    return ts_kv_try(kv, ops, budget, 0, set, s->L, s->Hkv, s->H, D, n_prompt, max_new, err, 256);
 }
 
 /* Prefill positions 0..n−1 in chunks of `chunk` tokens through kv_prefill. */
@@ -262,13 +118,6 @@ static void check_slots(const kv_cache *kv, toy *s)
     assert_int_equal(at, kv->n_slots);
 }
 
-static int has_pos(const kv_cache *kv, int l, int g, int pos)
-{
-    for (int j = 0; j < kv_len(kv, l, g); j++)
-        if (kv_positions(kv, l, g)[j] == pos) return 1;
-    return 0;
-}
-
 static int total_len(const kv_cache *kv, int l)
 {
     int n = 0;
@@ -318,8 +167,8 @@ static void test_snapkv_chunked_prefill_keeps_window_and_heavy_token(void **stat
     assert_int_equal(make_kv(&kv, &policy_snapkv, 10, &s, 16, 2, set, err), 0);
     prefill(&kv, &s, 16, 5);
     assert_int_equal(kv_len(&kv, 0, 0), 8);
-    for (int p = 12; p < 16; p++) assert_true(has_pos(&kv, 0, 0, p));
-    assert_true(has_pos(&kv, 0, 0, 7));
+    for (int p = 12; p < 16; p++) assert_true(ts_has_pos(&kv, 0, 0, p));
+    assert_true(ts_has_pos(&kv, 0, 0, 7));
     check_slots(&kv, &s);
     kv_free(&kv);
     toy_free(&s);
@@ -406,9 +255,9 @@ static void test_ada_snapkv_exact_split_sums_to_layer_budget_in_uniform_arena(vo
     assert_int_equal(kv_len(&kv, 0, 1), 10 + 4);
     assert_int_equal(total_len(&kv, 0), 2 * 12);
     assert_int_equal(kv.cap[0] + kv.cap[1] + 2, 2 * (16 + 1));
-    assert_true(has_pos(&kv, 0, 0, 5));
+    assert_true(ts_has_pos(&kv, 0, 0, 5));
     for (int g = 0; g < 2; g++)
-        for (int p = 28; p < 32; p++) assert_true(has_pos(&kv, 0, g, p));
+        for (int p = 28; p < 32; p++) assert_true(ts_has_pos(&kv, 0, g, p));
     check_slots(&kv, &s);
     /* reserve: the decode appends fit every head, peak per layer ≤ H_kv·C */
     for (int t = 32; t < 35; t++) {
@@ -444,7 +293,7 @@ static void test_ada_chunked_prefill_repartitions_arena_and_data_follows_slots(v
             int sum = 0;
             for (int l = 0; l < 2; l++) {
                 for (int g = 0; g < 2; g++)
-                    for (int p = 32; p < 36; p++) assert_true(has_pos(&kv, l, g, p));
+                    for (int p = 32; p < 36; p++) assert_true(ts_has_pos(&kv, l, g, p));
                 sum += total_len(&kv, l);
             }
             /* exact split and exact schedule: Σ over layers and heads = L·H_kv·(C − max_new) */
@@ -518,10 +367,10 @@ static void test_capped_mode_recompresses_every_R_steps_keeping_window(void **st
             int steps = t - 15;
             for (int g = 0; g < 2; g++) {
                 assert_true(kv_len(&kv, 0, g) <= kv.cap[g]);
-                for (int p = t - 3; p <= t; p++) assert_true(has_pos(&kv, 0, g, p));
+                for (int p = t - 3; p <= t; p++) assert_true(ts_has_pos(&kv, 0, g, p));
             }
-            assert_true(has_pos(&kv, 0, 0, 7));
-            assert_true(has_pos(&kv, 0, 1, 3));
+            assert_true(ts_has_pos(&kv, 0, 0, 7));
+            assert_true(ts_has_pos(&kv, 0, 1, 3));
             if (steps % 4 == 0) {
                 assert_true(kv.evictions > ev); /* re-compressed back to C' */
                 assert_int_equal(total_len(&kv, 0), 2 * 8);
@@ -608,15 +457,6 @@ static void test_bad_parameters_are_one_line_errors_naming_the_flag(void **state
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_snapkv_golden_maxpool_kernel3),
-        cmocka_unit_test(test_snapkv_golden_maxpool_kernel7),
-        cmocka_unit_test(test_snapkv_avgpool_divides_by_kernel_with_zero_padding),
-        cmocka_unit_test(test_snapkv_golden_select_6_7_8_9_keep_6_to_9_and_12_to_15),
-        cmocka_unit_test(test_snapkv_topk_ties_keep_the_older_token),
-        cmocka_unit_test(test_ada_golden_allocation_table_all_six_rows),
-        cmocka_unit_test(test_pyramid_golden_code_schedule_rows),
-        cmocka_unit_test(test_pyramid_exact_schedule_sums_to_uniform_and_decreases),
-        cmocka_unit_test(test_pyramid_clips_the_bottom_layer_to_the_prefix),
         cmocka_unit_test(test_snapkv_prefill_keeps_6_7_8_9_and_window_12_to_15),
         cmocka_unit_test(test_snapkv_chunked_prefill_keeps_window_and_heavy_token),
         cmocka_unit_test(test_snapkv_gqa_mean_over_the_group_selects_each_heads_key),

@@ -2,7 +2,11 @@
  * layer-wise policy_tova.c (POLICIES.md §2.2, §2.3, §10.3). Property tests of §15.1 (capacity,
  * protected sets, cadence, state follows its slot, identity) on small hand-built KV caches
  * driven through kv_prefill / kv_decode_slot / kv_write / kv_post_attn / post_attn_layer with
- * hand-made statistics, plus the pure selection functions. */
+ * hand-made statistics, plus the pure selection functions.
+ *
+ * Kept whole (a little over 500 lines): the three policies share the token formulas, the
+ * trace runner and the layer-wise checks at the top.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +19,7 @@
 #include <string.h>
 
 #include "eviction/eviction.h"
+#include "tests/support/support.h"
 
 extern const policy_ops policy_local, policy_streaming, policy_tova;
 
@@ -27,7 +32,7 @@ int tova_select_victim(const float *score, const int32_t *pos, int n);
 
 #define D 4       /* head_dim of every test cache */
 #define MAXP 256  /* positions tracked by the tests */
-#define STRIDE 64 /* probs / colsum row stride (≥ cap + 1 and ≥ candidates) */
+#define STRIDE TS_STRIDE /* probs / colsum row stride (≥ cap + 1 and ≥ candidates) */
 
 /* ------------------------------------------------------------------------ helpers */
 
@@ -43,109 +48,26 @@ static float val_of(int p, int g, int i) { return (float)(p * 100 + g * 10 + i);
 static void init_cache(kv_cache *kv, const policy_ops *ops, double budget, int n_layers,
                        int n_kv_heads, int n_heads, int n_prompt, int max_new, const char *const *set)
 {
-    policy_params p;
-    memset(&p, 0, sizeof p);
-    p.budget = budget;
-    char err[256];
-    for (int i = 0; set && set[i]; i += 2)
-        assert_int_equal(policy_params_set(&p, ops, set[i], set[i + 1], err, sizeof err), 0);
-    int rc = kv_init(kv, ops, &p, n_layers, n_kv_heads, n_heads, D, n_prompt, max_new, err, sizeof err);
-    if (rc != 0) fprintf(stderr, "kv_init: %s\n", err);
-    assert_int_equal(rc, 0);
+    ts_kv(kv, ops, budget, 0, set, n_layers, n_kv_heads, n_heads, D, n_prompt, max_new);
 }
 
 /* Query of head h for the token at position p (tova's prefill reads the chunk's last row). */
 static float query_of(int p, int h, int i) { return (float)(((p * 3 + h * 11 + i * 7) % 13) - 6) * 0.5f; }
 
-/* Prefill of positions pos0..pos0+n-1 in every layer (keys/values/queries from the formulas,
- * no column sums: none of these policies asks for them). */
+/* The tests' tokens: keys, values and queries by key_of, val_of, query_of. */
+static const ts_tokens TOK = {key_of, val_of, query_of};
+
+/* Prefill of positions pos0..pos0+n-1 in every layer (no column sums: none of these policies
+ * asks for them). */
 static void prefill(kv_cache *kv, int pos0, int n)
 {
-    int hkv = kv->n_kv_heads, H = kv->n_heads;
-    float *k = calloc((size_t)n * hkv * D, sizeof *k), *v = calloc((size_t)n * hkv * D, sizeof *v);
-    float *q = calloc((size_t)n * H * D, sizeof *q);
-    assert_non_null(k);
-    assert_non_null(v);
-    assert_non_null(q);
-    for (int r = 0; r < n; r++) {
-        for (int g = 0; g < hkv; g++)
-            for (int i = 0; i < D; i++) {
-                k[((size_t)r * hkv + g) * D + i] = key_of(pos0 + r, g, i);
-                v[((size_t)r * hkv + g) * D + i] = val_of(pos0 + r, g, i);
-            }
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < D; i++) q[((size_t)r * H + h) * D + i] = query_of(pos0 + r, h, i);
-    }
-    char err[256];
-    for (int l = 0; l < kv->n_layers; l++) {
-        kv_prefill_chunk c = {.layer = l, .n_new = n, .pos0 = pos0, .q_new = q, .k_new = k,
-                              .v_new = v, .colsum = NULL, .cand_stride = STRIDE};
-        assert_int_equal(kv_prefill(kv, &c, err, sizeof err), 0);
-    }
-    free(k);
-    free(v);
-    free(q);
+    ts_prefill_tokens(kv, &TOK, pos0, n, NULL);
 }
 
-/* Probability that query head h of `layer` puts on the token at position p at step t. */
-typedef float (*prob_fn)(int layer, int h, int p, int t, void *ctx);
-
-/* One decode step at position t in every layer, as the engine does it: slot from the policy,
- * write, probabilities over the live slots (from f, in slot order), post_attn per KV head,
- * then the layer hook (unless skip_layer_hook). */
-static void decode_step_ex(kv_cache *kv, int t, prob_fn f, void *ctx, int skip_layer_hook)
+/* One decode step at position t in every layer, as the engine does it, with the layer hook. */
+static void decode_step(kv_cache *kv, int t, ts_prob_fn f, void *ctx)
 {
-    int H = kv->n_heads, G = H / kv->n_kv_heads;
-    float probs[16 * STRIDE], q[16 * D], k[D], v[D];
-    for (int h = 0; h < H; h++)
-        for (int i = 0; i < D; i++) q[h * D + i] = query_of(t, h, i);
-    for (int l = 0; l < kv->n_layers; l++) {
-        for (int g = 0; g < kv->n_kv_heads; g++) {
-            for (int i = 0; i < D; i++) {
-                k[i] = key_of(t, g, i);
-                v[i] = val_of(t, g, i);
-            }
-            int slot = kv_decode_slot(kv, l, g, t, q + (size_t)g * G * D, k, v);
-            assert_true(slot >= 0 && slot <= kv->cap[kv_idx(kv, l, g)]);
-            kv_write(kv, l, g, slot, t, k, v);
-        }
-        for (int h = 0; h < H; h++) {
-            int g = h / G;
-            const int32_t *pos = kv_positions(kv, l, g);
-            for (int j = 0; j < kv_len(kv, l, g); j++)
-                probs[h * STRIDE + j] = f ? f(l, h, pos[j], t, ctx) : 0.0f;
-        }
-        for (int g = 0; g < kv->n_kv_heads; g++)
-            kv_post_attn(kv, l, g, t, probs + (size_t)g * G * STRIDE, STRIDE);
-        if (kv->ops->post_attn_layer && !skip_layer_hook)
-            kv->ops->post_attn_layer(kv, l, t, probs, STRIDE);
-    }
-}
-
-static void decode_step(kv_cache *kv, int t, prob_fn f, void *ctx) { decode_step_ex(kv, t, f, ctx, 0); }
-
-/* Sorted live positions of (layer, g) into out; returns the count. */
-static int live_positions(const kv_cache *kv, int layer, int g, int *out)
-{
-    int n = kv_len(kv, layer, g);
-    const int32_t *pos = kv_positions(kv, layer, g);
-    for (int j = 0; j < n; j++) out[j] = pos[j];
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && out[b - 1] > out[b]; b--) {
-            int tmp = out[b];
-            out[b] = out[b - 1];
-            out[b - 1] = tmp;
-        }
-    return n;
-}
-
-static void assert_live(const kv_cache *kv, int layer, int g, const int *want, int n)
-{
-    int got[MAXP];
-    int m = live_positions(kv, layer, g, got);
-    if (m != n) fprintf(stderr, "layer %d head %d: %d live, want %d\n", layer, g, m, n);
-    assert_int_equal(m, n);
-    for (int i = 0; i < n; i++) assert_int_equal(got[i], want[i]);
+    ts_decode_tokens(kv, &TOK, t, f, ctx, 0);
 }
 
 /* Live positions of every (layer, head) = {0..n_sink-1} ∪ {last-w+1..last}. */
@@ -156,22 +78,7 @@ static void assert_sinks_and_window(const kv_cache *kv, int n_sink, int w, int l
     for (int p = last - w + 1; p <= last; p++)
         if (p >= n_sink) want[n++] = p;
     for (int l = 0; l < kv->n_layers; l++)
-        for (int g = 0; g < kv->n_kv_heads; g++) assert_live(kv, l, g, want, n);
-}
-
-/* Every live slot still holds its own token's key and value (K/V moved with the position). */
-static void assert_kv_follow_positions(const kv_cache *kv)
-{
-    for (int l = 0; l < kv->n_layers; l++)
-        for (int g = 0; g < kv->n_kv_heads; g++) {
-            const float *K = kv_keys(kv, l, g), *V = kv_values(kv, l, g);
-            const int32_t *pos = kv_positions(kv, l, g);
-            for (int j = 0; j < kv_len(kv, l, g); j++)
-                for (int i = 0; i < D; i++) {
-                    assert_float_equal(K[j * D + i], key_of(pos[j], g, i), 0);
-                    assert_float_equal(V[j * D + i], val_of(pos[j], g, i), 0);
-                }
-        }
+        for (int g = 0; g < kv->n_kv_heads; g++) ts_assert_live(kv, l, g, want, n);
 }
 
 /* Slots of (layer, 0..n_kv_heads-1) hold the same positions in the same order (layer-wise). */
@@ -183,24 +90,6 @@ static void assert_heads_share_slots(const kv_cache *kv)
             for (int j = 0; j < kv_len(kv, l, 0); j++)
                 assert_int_equal(kv_positions(kv, l, g)[j], kv_positions(kv, l, 0)[j]);
         }
-}
-
-/* Deterministic pseudo-random value in [0, 1) for (a, b, c, d). */
-static float hash01(int a, int b, int c, int d)
-{
-    uint64_t x = ((uint64_t)(unsigned)a << 48) ^ ((uint64_t)(unsigned)b << 32) ^
-                 ((uint64_t)(unsigned)c << 16) ^ (uint64_t)(unsigned)d;
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return (float)(x >> 40) / (float)(1 << 24);
-}
-
-static float prob_random(int layer, int h, int p, int t, void *ctx)
-{
-    (void)ctx;
-    return hash01(layer, h, p, t);
 }
 
 /* Prefill + decode with the positions checked after every step: capacity, one eviction per
@@ -215,35 +104,17 @@ static void run_window_trace(const policy_ops *ops, double budget, const char *c
     /* prefill, in chunks of `chunk` tokens */
     for (int p0 = 0; p0 < n_prompt; p0 += chunk) prefill(&kv, p0, p0 + chunk < n_prompt ? chunk : n_prompt - p0);
     assert_sinks_and_window(&kv, n_sink, w, n_prompt - 1);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     for (int t = n_prompt; t < n_prompt + n_new; t++) {
         int64_t ev0 = kv.evictions;
-        decode_step(&kv, t, prob_random, NULL);
+        decode_step(&kv, t, ts_prob_random, NULL);
         /* cadence: one eviction per (layer, head) once more than C tokens were seen */
         assert_int_equal(kv.evictions - ev0, t + 1 > cap ? L * HKV : 0);
         for (int l = 0; l < L; l++)
             for (int g = 0; g < HKV; g++) assert_true(kv_len(&kv, l, g) <= cap);
         assert_sinks_and_window(&kv, n_sink, w, t);
-        assert_kv_follow_positions(&kv);
+        ts_assert_kv_follow(&kv, &TOK);
     }
-    kv_free(&kv);
-}
-
-/* Identity: C ≥ N + max_new → no eviction, slots in position order, K/V untouched. */
-static void run_identity(const policy_ops *ops)
-{
-    kv_cache kv;
-    init_cache(&kv, ops, 1.0, 2, 2, 4, 6, 5, NULL);
-    assert_int_equal(kv.cap[0], 11);
-    prefill(&kv, 0, 6);
-    for (int t = 6; t < 11; t++) decode_step(&kv, t, prob_random, NULL);
-    assert_int_equal(kv.evictions, 0);
-    for (int l = 0; l < 2; l++)
-        for (int g = 0; g < 2; g++) {
-            assert_int_equal(kv_len(&kv, l, g), 11);
-            for (int j = 0; j < 11; j++) assert_int_equal(kv_positions(&kv, l, g)[j], j);
-        }
-    assert_kv_follow_positions(&kv);
     kv_free(&kv);
 }
 
@@ -266,10 +137,10 @@ static void test_local_prefill_keeps_positions_n_minus_c_to_n(void **state)
     init_cache(&kv, &policy_local, 5, 1, 1, 1, 9, 3, NULL);
     prefill(&kv, 0, 9);
     const int want[5] = {4, 5, 6, 7, 8};
-    assert_live(&kv, 0, 0, want, 5);
+    ts_assert_live(&kv, 0, 0, want, 5);
     for (int j = 0; j < 5; j++) assert_int_equal(kv_positions(&kv, 0, 0)[j], 4 + j);
     assert_int_equal(kv.evictions, 4);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -294,7 +165,7 @@ static void test_local_chunked_prefill_keeps_the_last_c(void **state)
 static void test_local_identity_when_budget_covers_everything(void **state)
 {
     (void)state;
-    run_identity(&policy_local);
+    ts_check_identity(&policy_local, NULL, &TOK, NULL);
 }
 
 static void test_local_has_no_parameters_and_needs_no_statistics(void **state)
@@ -369,17 +240,13 @@ static void test_streaming_sink_at_capacity_raises_it_and_bad_sink_is_an_error(v
     assert_int_equal(kv_init(&kv, &policy_streaming, &p, 1, 1, 1, D, 20, 5, err, sizeof err), 0);
     assert_int_equal(kv.cap[0], 7);
     kv_free(&kv);
-    memset(&p, 0, sizeof p);
-    p.budget = 6;
-    assert_int_equal(policy_params_set(&p, &policy_streaming, "sink", "x", err, sizeof err), 0);
-    assert_int_equal(kv_init(&kv, &policy_streaming, &p, 1, 1, 1, D, 20, 5, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--sink"));
+    ts_expect_init_error(&policy_streaming, 6, (const char *const[]){"sink", "x", NULL}, 20, 5, "--sink");
 }
 
 static void test_streaming_identity_when_budget_covers_everything(void **state)
 {
     (void)state;
-    run_identity(&policy_streaming);
+    ts_check_identity(&policy_streaming, NULL, &TOK, NULL);
 }
 
 /* ------------------------------------------------------------------------ tova §10.3 */
@@ -433,12 +300,7 @@ static int reference_top(const double *avg, const int *pos, int n, int cap, int 
             idx[b - 1] = tmp;
         }
     for (int i = 0; i < cap && i < n; i++) want[m++] = pos[idx[i]];
-    for (int a = 1; a < m; a++)
-        for (int b = a; b > 0 && want[b - 1] > want[b]; b--) {
-            int tmp = want[b];
-            want[b] = want[b - 1];
-            want[b - 1] = tmp;
-        }
+    ts_sort_ints(want, m);
     return m;
 }
 
@@ -463,9 +325,9 @@ static void test_tova_prefill_keeps_top_c_by_head_averaged_last_row_attention(vo
     /* the choice is not simply the most recent tokens (else the test shows little) */
     assert_true(want[0] < N - 6);
     prefill(&kv, 0, N);
-    for (int g = 0; g < HKV; g++) assert_live(&kv, 0, g, want, m);
+    for (int g = 0; g < HKV; g++) ts_assert_live(&kv, 0, g, want, m);
     assert_heads_share_slots(&kv);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -478,7 +340,7 @@ static void test_tova_chunked_prefill_scores_live_slots_with_their_cached_keys(v
     /* chunk 1 (positions 0..8) → the top 5 by its last row */
     prefill(&kv, 0, N1);
     int live[CAP];
-    assert_int_equal(live_positions(&kv, 0, 0, live), CAP);
+    assert_int_equal(ts_live_positions(&kv, 0, 0, live), CAP);
     /* chunk 2: candidates = the live slots (in slot order) + positions 9..15 */
     float cand_k[(CAP + N2) * HKV * D];
     int pos[CAP + N2];
@@ -492,9 +354,9 @@ static void test_tova_chunked_prefill_scores_live_slots_with_their_cached_keys(v
     int want[CAP + N2];
     int m = reference_top(avg, pos, CAP + N2, CAP, want);
     prefill(&kv, N1, N2);
-    for (int g = 0; g < HKV; g++) assert_live(&kv, 0, g, want, m);
+    for (int g = 0; g < HKV; g++) ts_assert_live(&kv, 0, g, want, m);
     assert_heads_share_slots(&kv);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -523,10 +385,10 @@ static void test_tova_evicts_the_same_position_in_every_head(void **state)
     prefill(&kv, 0, 4);
     decode_step(&kv, 4, prob_avg_min_at_1, NULL);
     const int want[4] = {0, 2, 3, 4};
-    for (int g = 0; g < 2; g++) assert_live(&kv, 0, g, want, 4);
+    for (int g = 0; g < 2; g++) ts_assert_live(&kv, 0, g, want, 4);
     assert_int_equal(kv.evictions, 2);
     assert_heads_share_slots(&kv);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -549,9 +411,9 @@ static void test_tova_may_evict_the_new_token(void **state)
     decode_step(&kv, 5, prob_new_token_least, NULL);
     const int want[4] = {0, 1, 2, 3};
     for (int l = 0; l < 2; l++)
-        for (int g = 0; g < 2; g++) assert_live(&kv, l, g, want, 4);
+        for (int g = 0; g < 2; g++) ts_assert_live(&kv, l, g, want, 4);
     assert_int_equal(kv.evictions, 2 * 2 * 2);
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -575,9 +437,9 @@ static void test_tova_ties_evict_the_oldest_token(void **state)
     for (int t = 4; t < 12; t++) {
         decode_step(&kv, t, prob_uniform, NULL);
         const int want[4] = {t - 3, t - 2, t - 1, t};
-        for (int g = 0; g < 2; g++) assert_live(&kv, 0, g, want, 4);
+        for (int g = 0; g < 2; g++) ts_assert_live(&kv, 0, g, want, 4);
     }
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 
@@ -590,12 +452,12 @@ static void test_tova_one_eviction_per_step_once_full_and_capacity_holds(void **
     prefill(&kv, 0, N);
     for (int t = N; t < N + NEW; t++) {
         int64_t ev0 = kv.evictions;
-        decode_step(&kv, t, prob_random, NULL);
+        decode_step(&kv, t, ts_prob_random, NULL);
         assert_int_equal(kv.evictions - ev0, t + 1 > 7 ? L * HKV : 0);
         for (int l = 0; l < L; l++)
             for (int g = 0; g < HKV; g++) assert_true(kv_len(&kv, l, g) <= 7);
         assert_heads_share_slots(&kv);
-        assert_kv_follow_positions(&kv);
+        ts_assert_kv_follow(&kv, &TOK);
     }
     kv_free(&kv);
 }
@@ -603,7 +465,7 @@ static void test_tova_one_eviction_per_step_once_full_and_capacity_holds(void **
 static void test_tova_identity_when_budget_covers_everything(void **state)
 {
     (void)state;
-    run_identity(&policy_tova);
+    ts_check_identity(&policy_tova, NULL, &TOK, NULL);
 }
 
 static void test_tova_without_the_layer_hook_stays_inside_its_region(void **state)
@@ -614,10 +476,10 @@ static void test_tova_without_the_layer_hook_stays_inside_its_region(void **stat
     init_cache(&kv, &policy_tova, 4, 1, 1, 1, 4, 6, NULL);
     prefill(&kv, 0, 4);
     for (int t = 4; t < 10; t++) {
-        decode_step_ex(&kv, t, prob_uniform, NULL, 1);
+        ts_decode_tokens(&kv, &TOK, t, prob_uniform, NULL, 1);
         assert_true(kv_len(&kv, 0, 0) <= kv.cap[0] + 1);
     }
-    assert_kv_follow_positions(&kv);
+    ts_assert_kv_follow(&kv, &TOK);
     kv_free(&kv);
 }
 

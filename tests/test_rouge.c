@@ -25,23 +25,10 @@
 #include <cmocka.h>
 
 #include "eval/eval.h"
+#include "tests/support/support.h"
 
 #define FIX "tests/fixtures/eval/"
 #define TOL 1e-6
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    if (b) b[n] = 0;
-    fclose(f);
-    return b;
-}
 
 /* Compares 12 numbers (rouge1/2/L/Lsum x p/r/f) with the fixture array; returns the max |diff|. */
 static double diff12(const rouge_scores *s, const cJSON *want)
@@ -64,7 +51,7 @@ typedef struct { double max_g, max_gs, max_pl; int n, n_pl, n_err, bad; } pair_s
 static void run_pairs(pair_stats *st)
 {
     memset(st, 0, sizeof *st);
-    char *text = slurp(FIX "rouge_pairs.jsonl");
+    char *text = ts_slurp(FIX "rouge_pairs.jsonl");
     assert_non_null(text);
     int line = 0;
     for (char *s = strtok(text, "\n"); s; s = strtok(NULL, "\n")) {
@@ -125,9 +112,9 @@ static void test_pltrdy_package_vectors(void **state)
     const char *sh = getenv("LLM_SHARED");
     char path[1024];
     snprintf(path, sizeof path, "%s/data/rouge/pltrdy_rouge_tests_data.json", sh && sh[0] ? sh : "../shared");
-    char *text = slurp(path);
+    char *text = ts_slurp(path);
     if (!text) { printf("skipped: %s not found (set LLM_SHARED)\n", path); skip(); }
-    char *wtext = slurp(FIX "pltrdy_vectors.json");
+    char *wtext = ts_slurp(FIX "pltrdy_vectors.json");
     assert_non_null(wtext);
     cJSON *j = cJSON_Parse(text), *w = cJSON_Parse(wtext);
     assert_non_null(j);
@@ -160,7 +147,7 @@ static void test_porter_nltk(void **state)
     (void)state;
     const char *path = getenv("LLM_PORTER_WORDS");
     if (!path || !path[0]) path = FIX "porter_nltk.tsv";
-    char *text = slurp(path);
+    char *text = ts_slurp(path);
     assert_non_null(text);
     int n = 0, bad = 0;
     char out[4096];

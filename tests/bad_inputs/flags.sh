@@ -1,4 +1,56 @@
-# Sourced by tests/test_bad_inputs.sh: more bad flags and values (issue 7).
+# Sourced by tests/test_bad_inputs.sh: the command line: unknown flags, missing and bad values,
+# policy parameters and presets (issue 7). Uses check, P, GOOD and the shared files in $TMP.
+
+check "unknown flag at the end" "--frobnicate" -m "$GOOD" "${P[@]}" --frobnicate
+check "unknown flag with a value" "--frobnicate" -m "$GOOD" --frobnicate 3 "${P[@]}"
+check "unknown short flag" "'-x'" -m "$GOOD" -x "${P[@]}"
+check "flag missing its value (-n at the end)" '-n' -m "$GOOD" -p "hi" -n
+check "flag missing its value (-m at the end)" '-m' -m
+check "flag missing its value (--policy at the end)" '--policy' -m "$GOOD" -p hi --policy
+check "-n not a number" '-n.*abc' -m "$GOOD" -p hi -n abc
+check "-n 12x" '-n.*12x' -m "$GOOD" -p hi -n 12x
+check "-n -1" '-n' -m "$GOOD" -p hi -n -1
+check "-n 99999999999999999999" '-n' -m "$GOOD" -p hi -n 99999999999999999999
+check "--temp negative" '--temp' -m "$GOOD" "${P[@]}" --temp -0.5
+check "--temp nan" '--temp' -m "$GOOD" "${P[@]}" --temp nan
+check "--top-p 2" '--top-p' -m "$GOOD" "${P[@]}" --top-p 2
+check "--top-k -1" '--top-k' -m "$GOOD" "${P[@]}" --top-k -1
+check "--seed abc" '--seed' -m "$GOOD" "${P[@]}" --seed abc
+check "--threads 0" '--threads' -m "$GOOD" "${P[@]}" --threads 0
+check "-t -2" '-t' -m "$GOOD" "${P[@]}" -t -2
+check "--budget 0" '--budget' -m "$GOOD" "${P[@]}" --budget 0
+check "--budget -1" '--budget' -m "$GOOD" "${P[@]}" --budget -1
+check "--budget abc" '--budget' -m "$GOOD" "${P[@]}" --budget abc
+check "--budget nan" '--budget' -m "$GOOD" "${P[@]}" --budget nan
+check "--budget-tokens 0" '--budget-tokens' -m "$GOOD" "${P[@]}" --budget-tokens 0
+check "--prefill-chunk 0" '--prefill-chunk' -m "$GOOD" "${P[@]}" --prefill-chunk 0
+check "--policy nosuch" '--policy.*nosuch' -m "$GOOD" "${P[@]}" --policy nosuch
+check "--budget-ref bogus" '--budget-ref.*bogus' -m "$GOOD" "${P[@]}" --budget-ref bogus
+check "--rope bogus" '--rope.*bogus' -m "$GOOD" "${P[@]}" --rope bogus
+check "--system without --chat" '--system' -m "$GOOD" "${P[@]}" --system "be nice"
+
+check "--policy-config missing file" 'no-such-preset\.json' -m "$GOOD" "${P[@]}" --policy-config "$TMP/no-such-preset.json"
+printf '{"policy": "streaming", "sink": ' >"$TMP/malformed.json"
+check "--policy-config malformed JSON" 'malformed\.json' -m "$GOOD" "${P[@]}" --policy-config "$TMP/malformed.json"
+echo '{"policy": "streaming", "budget": 0.5, "no_such_key": 3}' >"$TMP/unknown-key.json"
+check "--policy-config unknown key" 'unknown-key\.json.*no_such_key' -m "$GOOD" "${P[@]}" --policy-config "$TMP/unknown-key.json"
+echo '{"policy": "nosuch"}' >"$TMP/unknown-policy.json"
+check "--policy-config unknown policy" 'unknown-policy\.json.*nosuch' -m "$GOOD" "${P[@]}" --policy-config "$TMP/unknown-policy.json"
+echo '{"policy": "streaming", "budget": -3}' >"$TMP/bad-budget.json"
+check "--policy-config budget -3" 'bad-budget\.json.*budget' -m "$GOOD" "${P[@]}" --policy-config "$TMP/bad-budget.json"
+echo '{"policy": "streaming", "sink": "abc"}' >"$TMP/bad-sink.json"
+check "--policy-config sink abc" 'bad-sink\.json.*sink' -m "$GOOD" "${P[@]}" --policy-config "$TMP/bad-sink.json"
+echo '{"policy": "full", "sink": 4}' >"$TMP/full-sink.json"
+check "--policy-config parameter the policy lacks" 'full-sink\.json.*sink' -m "$GOOD" "${P[@]}" --policy-config "$TMP/full-sink.json"
+check "--policy-config a directory" 'prompt-dir' -m "$GOOD" "${P[@]}" --policy-config "$TMP/prompt-dir"
+
+check "policy parameter the policy doesn't have (--policy full --sink 4)" '--sink|sink' -m "$GOOD" "${P[@]}" --policy full --sink 4
+check "policy parameter of another policy (--policy streaming --buzz-s 5)" 'buzz-s' -m "$GOOD" "${P[@]}" --policy streaming --buzz-s 5
+check "policy parameter not a number (--policy streaming --sink abc)" 'sink.*abc|abc.*sink' -m "$GOOD" "${P[@]}" --policy streaming --budget 0.5 --sink abc
+check "policy parameter bad choice (--policy h2o --h2o-score bogus)" 'h2o-score|bogus' -m "$GOOD" "${P[@]}" --policy h2o --budget 0.5 --h2o-score bogus
+
+check "--logits-out into a nonexistent directory" 'no-such-dir/logits\.npy' -m "$GOOD" "${P[@]}" --logits-out "$TMP/no-such-dir/logits.npy"
+check "--logits-out is a directory" 'prompt-dir' -m "$GOOD" "${P[@]}" --logits-out "$TMP/prompt-dir"
 
 check "-p missing its value" "'-p'|-p:" -m "$GOOD" -n 4 -p
 check "--logits-out missing its value" '--logits-out' -m "$GOOD" -p hi -n 4 --logits-out

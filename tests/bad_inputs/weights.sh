@@ -1,5 +1,78 @@
-# Sourced by tests/test_bad_inputs.sh: more corrupt weights and sharded indexes (issue 7).
-# Uses fresh, st_edit, check, P from there.
+# Sourced by tests/test_bad_inputs.sh: model.safetensors truncated, corrupt or contradicting
+# itself, and sharded indexes (issue 7). Uses fresh, st_edit, check, st_case, dir_case, P, ST_SIZE
+# and HLEN from there.
+
+for cut in 0 4 7 8 100 $((8 + HLEN - 1)) $((8 + HLEN)) $((8 + HLEN + 1)) 500000 $((ST_SIZE - 4)) $((ST_SIZE - 1)); do
+    d="$(fresh "trunc$cut")"
+    st_edit "$d/model.safetensors" truncate "$cut"
+    check "truncated model.safetensors at $cut of $ST_SIZE bytes" 'model\.safetensors' -m "$d" "${P[@]}"
+done
+
+st_case garbage "garbage model.safetensors ($ST_SIZE random bytes)" 'model\.safetensors' garbage "$ST_SIZE" 1
+
+d="$(fresh garbage_small_hlen)"
+# a plausible header length followed by random bytes: the JSON parser sees garbage
+python3 -c 'import struct,random,sys
+r=random.Random(2); open(sys.argv[1],"wb").write(struct.pack("<Q",64)+bytes(r.getrandbits(8) for _ in range(4096)))' "$d/model.safetensors"
+check "garbage header JSON (64 random bytes)" 'model\.safetensors' -m "$d" "${P[@]}"
+
+st_case hlen_eof "header length past EOF" 'model\.safetensors.*header length' hlen "$ST_SIZE"
+
+st_case hlen_huge "header length 2^64-1" 'model\.safetensors.*header length' hlen 18446744073709551615
+
+st_case hlen_zero "header length 0" 'model\.safetensors' hlen 0
+
+st_case badjson "header JSON malformed (no closing brace)" 'model\.safetensors.*(JSON|json)' break_json
+
+st_case notobject "header JSON is an array" 'model\.safetensors' raw_header '[1, 2, 3]'
+
+st_case emptyobj "header JSON has no tensors" 'model\.safetensors.*model\.' raw_header '{}'
+
+st_case offsets_out "offsets outside the data buffer" 'model\.safetensors.*model\.norm\.weight' set_offsets model.norm.weight 1040128 9999999
+
+st_case offsets_rev "offsets begin > end" 'model\.safetensors.*model\.norm\.weight' set_offsets model.norm.weight 1040128 1039872
+
+st_case offsets_neg "negative offsets" 'model\.safetensors.*model\.norm\.weight' set_offsets model.norm.weight -256 0
+
+st_case offsets_span "offsets span != shape" 'model\.safetensors.*model\.norm\.weight' set_offsets model.norm.weight 1040000 1040128
+
+st_case overlap "offsets overlap another tensor" 'model\.safetensors.*(model\.norm\.weight|v_proj)' set_offsets model.norm.weight 1039616 1039872
+
+st_case dtype_i8 "unknown dtype I8" 'model\.safetensors.*q_proj.*I8' set_dtype model.layers.0.self_attn.q_proj.weight I8
+
+st_case dtype_f64 "unsupported dtype F64" 'model\.safetensors.*model\.norm\.weight.*F64' set_dtype model.norm.weight F64
+
+st_case missing_tensor "missing tensor" 'model\.safetensors.*model\.layers\.2\.mlp\.up_proj\.weight' remove model.layers.2.mlp.up_proj.weight
+
+st_case missing_norm "missing final norm" 'model\.norm\.weight' remove model.norm.weight
+
+st_case missing_embed "missing embeddings" 'model\.embed_tokens\.weight' remove model.embed_tokens.weight
+
+st_case shape_header "tensor shape transposed" 'model\.layers\.1\.self_attn\.k_proj\.weight' set_shape model.layers.1.self_attn.k_proj.weight 64,32
+
+d="$(fresh sharded_missing)"
+st_edit "$d/model.safetensors" split model.layers.2.mlp.up_proj.weight model-00002-of-00002.safetensors
+rm "$d/model-00002-of-00002.safetensors"
+check "sharded index naming a missing shard" 'model\.safetensors\.index\.json.*model-00002-of-00002\.safetensors' -m "$d" "${P[@]}"
+
+d="$(fresh sharded_badindex)"
+st_edit "$d/model.safetensors" split model.layers.2.mlp.up_proj.weight model-00002-of-00002.safetensors
+printf '{"weight_map": {' >"$d/model.safetensors.index.json"
+check "sharded index malformed JSON" 'model\.safetensors\.index\.json' -m "$d" "${P[@]}"
+
+d="$(fresh sharded_unlisted)"
+st_edit "$d/model.safetensors" split model.layers.2.mlp.up_proj.weight model-00002-of-00002.safetensors
+python3 -c 'import json,sys
+p=sys.argv[1]; j=json.load(open(p)); del j["weight_map"]["model.layers.2.mlp.up_proj.weight"]; json.dump(j,open(p,"w"))' \
+    "$d/model.safetensors.index.json"
+check "sharded index missing a tensor" 'model\.layers\.2\.mlp\.up_proj\.weight' -m "$d" "${P[@]}"
+
+dir_case no_weights "no model.safetensors" 'model\.safetensors' 'rm "$d/model.safetensors"'
+
+d="$(fresh st_is_dir)"
+rm "$d/model.safetensors"
+mkdir "$d/model.safetensors"
+check "model.safetensors is a directory" 'model\.safetensors' -m "$d" "${P[@]}"
 
 # raw_header_py FILE PYEXPR: rewrites the header JSON text with a Python expression of h (the
 # header text, str) — for headers json.dumps cannot write (duplicate keys, control characters).
@@ -17,21 +90,13 @@ d="$(fresh dup_tensor)"
 raw_header_py "$d/model.safetensors" 'h.rstrip()[:-1] + ",\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}"'
 check "duplicate tensor name in the header" 'model\.safetensors.*(duplicate|model\.norm\.weight)' -m "$d" "${P[@]}"
 
-d="$(fresh ndim5)"
-st_edit "$d/model.safetensors" set_shape model.norm.weight 1,1,1,1,64
-check "tensor with 5 dimensions" 'model\.safetensors.*model\.norm\.weight.*dimensions' -m "$d" "${P[@]}"
+st_case ndim5 "tensor with 5 dimensions" 'model\.safetensors.*model\.norm\.weight.*dimensions' set_shape model.norm.weight 1,1,1,1,64
 
-d="$(fresh shape_neg)"
-st_edit "$d/model.safetensors" set_shape model.norm.weight -64
-check "negative shape" 'model\.safetensors.*model\.norm\.weight.*shape' -m "$d" "${P[@]}"
+st_case shape_neg "negative shape" 'model\.safetensors.*model\.norm\.weight.*shape' set_shape model.norm.weight -64
 
-d="$(fresh shape_huge)"
-st_edit "$d/model.safetensors" set_shape model.norm.weight 4294967296,4294967296,4294967296
-check "shape whose product overflows" 'model\.safetensors.*model\.norm\.weight.*too large' -m "$d" "${P[@]}"
+st_case shape_huge "shape whose product overflows" 'model\.safetensors.*model\.norm\.weight.*too large' set_shape model.norm.weight 4294967296,4294967296,4294967296
 
-d="$(fresh dtype_f16_span)"
-st_edit "$d/model.safetensors" set_dtype model.norm.weight F16
-check "dtype F16 on F32 bytes (span mismatch)" 'model\.safetensors.*model\.norm\.weight.*F16' -m "$d" "${P[@]}"
+st_case dtype_f16_span "dtype F16 on F32 bytes (span mismatch)" 'model\.safetensors.*model\.norm\.weight.*F16' set_dtype model.norm.weight F16
 
 d="$(fresh dtype_num)"
 raw_header_py "$d/model.safetensors" 'h.replace("\"dtype\":\"F32\"", "\"dtype\":32", 1)'
