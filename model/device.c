@@ -119,7 +119,7 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->mode = DEV_POLICY_HOST;
     } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {
         /* hooks that re-partition a layer's arena among its heads (kv->cap/off change,
-         * eviction/policy_snapkv.c snap_relayout): the device gathers the whole layer */
+         * eviction/snap_alloc.c snap_relayout): the device gathers the whole layer */
         dp->mode = DEV_POLICY_HOST;
         dp->relayout = 1;
     } else {
