@@ -28,7 +28,10 @@ cd "$ROOT" || exit 1
 BUILD=${BUILD:-build}
 LLM_SHARED=${LLM_SHARED:-$ROOT/../shared}
 export LLM_SHARED
+# the sanitizer pass (BUILD=build-san, SANITIZE=1 inherited by make) builds its own CUDA tree,
+# so build-cuda/ never holds sanitized objects that a plain build would link
 CUDA_BUILD=build-cuda
+[ "$BUILD" = build-san ] && CUDA_BUILD=build-cuda-san
 MODEL=$LLM_SHARED/models/stories260K
 PROMPT="Once upon a time, there was a little girl named Lily. She loved to play"
 TMP=$(mktemp -d) || exit 1

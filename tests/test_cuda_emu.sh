@@ -58,9 +58,14 @@ if [ ! -f "$MODEL/config.json" ]; then
     echo "skipped: emulated engine: no model at $MODEL"; finish
 fi
 CB=build-cuda
+SAN=""
+if [ "$BUILD" = build-san ]; then   # make test SANITIZE=1: the emulated engine under ASan/UBSan too
+    CB=build-cuda-san
+    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+fi
 # the C objects of the CUDA=1 build, up to date (incremental) where nvcc exists
 if command -v nvcc >/dev/null || [ -x "$CUDA_HOME/bin/nvcc" ]; then
-    PATH=$PATH:$CUDA_HOME/bin timeout 1800 make -j2 CUDA=1 BUILD=$CB "$CB/llm-run" >"$OUTD/make.log" 2>&1 ||
+    PATH=$PATH:$CUDA_HOME/bin timeout 1800 make -j2 CUDA=1 BUILD=$CB SANITIZE=$([ -n "$SAN" ] && echo 1 || echo 0) "$CB/llm-run" >"$OUTD/make.log" 2>&1 ||
         { bad "make CUDA=1 failed (see $OUTD/make.log)"; finish; }
 fi
 objs=$(ls $CB/main.o $CB/model/*.o $CB/tokenizer/*.o $CB/kernels/*.o $CB/kernels/cpu/*.o $CB/eviction/*.o $CB/eval/*.o $CB/cli/*.o 2>/dev/null)
@@ -68,10 +73,10 @@ if [ -z "$objs" ] || [ ! -f $CB/model/device.o ]; then
     echo "skipped: emulated engine: no $CB objects and no nvcc to build them (make CUDA=1)"; finish
 fi
 EMU=$OUTD/llm-run-emu
-if timeout 900 g++ -std=c++20 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I"$OUTD" \
+if timeout 900 g++ -std=c++20 -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I"$OUTD" \
         -I"$CUDA_HOME/include" -pthread -c -o "$OUTD/engine_emu.o" tests/cuda_emu/engine_emu.cc >"$OUTD/engine.log" 2>&1 &&
     ! grep -q warning "$OUTD/engine.log" &&
-    g++ -o "$EMU" $objs "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/engine.log" 2>&1; then
+    g++ $SAN -o "$EMU" $objs "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/engine.log" 2>&1; then
     ok "emulated engine builds ($EMU)"
 else
     bad "emulated engine build:"; head -10 "$OUTD/engine.log"; finish
