@@ -100,8 +100,11 @@ int cpu_simd_use(const char *name, char *err, size_t errlen);
  *     round to nearest even, sums of each 16 quants);
  * each block's integer dot product is scaled in f32 (ggml's vec_dot_<w>_q8_<x>). The error
  * against f32 activations is that of the 8-bit activations (about 2⁻⁸ relative per block).
- * n = 1: the row dot products split over the threads; n > 1: a blocked quantized GEMM
- * (register tiles of activation rows × weight rows, weights read once per tile). */
+ * n = 1: the row dot products split over the threads; n > 1: a blocked quantized GEMM (weight
+ * rows decoded into interleaved panels once per call, every activation row run over them;
+ * below 5 rows register tiles). w.cols must be a whole number of blocks (else y is all NaN).
+ * Prefill and decode of the same row agree up to f32 rounding; a row's result does not depend
+ * on how the rows are split over the threads. */
 void matmul(float *y, const float *x, const weight_t *w, int n);
 
 /* matmul(y[i], x, w[i], n) for i < k, all w[i] with the same cols: for decode one parallel

@@ -132,7 +132,8 @@ static inline void quant_act_row(const cpu_quant_ops *ops, qact_fmt f, uint8_t *
 
 /* The quantized-kernel table that goes with the active SIMD family (dispatch.c): scalar →
  * scalar; avx2 → avxvnni when the CPU has AVX-VNNI, else avx2; avx512 → avx512vnni when it has
- * AVX512-VNNI (+BW, VL), avx512 with BW and VL, else the avx2 choice. cpu_quant_use() pins one. */
+ * AVX512-VNNI (+BW, VL), avx512 with BW and VL, else the avx2 choice. LLM_QUANT_SIMD=<name> in
+ * the environment (read on first use) or cpu_quant_use() pins one. */
 const cpu_quant_ops *cpu_quant(void);
 /* The table called name ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni") if this CPU can
  * run it, else NULL. */
