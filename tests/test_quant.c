@@ -84,6 +84,14 @@ static uint8_t *rand_weights(dtype_t dt, int rows, int K)
     return w;
 }
 
+/* Σ_k |w_k·x_k|: the scale the f32 rounding tolerances are relative to */
+static double mag_of(const float *w, const float *x, int K)
+{
+    double m = 0;
+    for (int k = 0; k < K; k++) m += fabs((double)w[k] * x[k]);
+    return m;
+}
+
 static float *rand_floats(size_t n, float scale)
 {
     float *a = xmalloc(n * sizeof *a);
@@ -362,8 +370,7 @@ static void test_kernels_every_family_match_scalar_at_odd_sizes(void **state)
                             q->mm[dt](y2 + (size_t)j * rows + r, 0, W + r * rb, rb, X1 + j * xs1, 0, 1, 1, K);
                     for (int j = 0; j < nx; j++)
                         for (int r = 0; r < rows; r++) {
-                            double mag = 0;
-                            for (int k = 0; k < K; k++) mag += fabs((double)wf[(size_t)r * K + k] * x[(size_t)j * K + k]);
+                            double mag = mag_of(wf + (size_t)r * K, x + (size_t)j * K, K);
                             size_t o = (size_t)j * rows + r;
                             CLOSE(y1[o], y0[o], 1e-5 * mag + 1e-30, "%s %s K %d rows %d nx %d: y[%d][%d] vs scalar",
                                   q->name, dtype_name(dt), K, rows, nx, j, r);
@@ -400,11 +407,9 @@ static void test_scalar_reference_is_the_dot_product_of_dequantized_rows(void **
         /* the activation row dequantized: x̂ = q·d */
         const int8_t *qs = (const int8_t *)X;
         const float *d = (const float *)(X + qa_off_d(K));
-        double ref = 0, refq = 0, bound = 0;
+        double refq = 0, bound = 0;
         for (int k = 0; k < K; k++) {
-            float xh = qs[k] * d[k / (fm.kind == QA_256 ? 256 : 32)];
-            ref += (double)wf[k] * x[k];
-            refq += (double)wf[k] * xh;
+            refq += (double)wf[k] * (qs[k] * d[k / (fm.kind == QA_256 ? 256 : 32)]);
             bound += fabs(wf[k]) * 1e-5;
         }
         float y;
@@ -473,11 +478,9 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
         }
         if (j < 3 || j == n - 1) {   /* decode of the same row: the same numbers up to f32 rounding */
             matmul(y1, xj, &w, 1);
-            for (int r = 0; r < rows; r++) {
-                double mag = 0;
-                for (int k = 0; k < K; k++) mag += fabs((double)wf[(size_t)r * K + k] * xj[k]);
-                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag, "%s %s: decode vs prefill row %d", fam, dtype_name(dt), j);
-            }
+            for (int r = 0; r < rows; r++)
+                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag_of(wf + (size_t)r * K, xj, K), "%s %s: decode vs prefill row %d",
+                      fam, dtype_name(dt), j);
         }
     }
     /* in aggregate the error is the rounding noise's: RMS within 2× of Σ w²·step²/12 */
@@ -489,12 +492,10 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
         cpu_qgemm_mode = 0;
         for (int j = 0; j < n; j++)
             for (int r = 0; r < rows; r++) {
-                double ref = 0, mag = 0;
-                for (int k = 0; k < K; k++) {
-                    ref += (double)wf[(size_t)r * K + k] * x[(size_t)j * K + k];
-                    mag += fabs((double)wf[(size_t)r * K + k] * x[(size_t)j * K + k]);
-                }
-                CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag, "%s sgemm path y[%d][%d]", dtype_name(dt), j, r);
+                double ref = 0;
+                for (int k = 0; k < K; k++) ref += (double)wf[(size_t)r * K + k] * x[(size_t)j * K + k];
+                CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag_of(wf + (size_t)r * K, x + (size_t)j * K, K),
+                      "%s sgemm path y[%d][%d]", dtype_name(dt), j, r);
             }
     }
     assert_int_equal(cpu_quant_use(NULL), 0);
@@ -522,7 +523,7 @@ static void test_matmul_quantized_matches_f32_reference(void **state)
     cpu_set_threads(1);
 }
 
-static void test_matmul_multi_mixed_dtypes_equals_single_calls(void **state)
+static void test_matmul_multi_mixed_dtypes_equals_single_calls_and_partial_blocks_are_nan(void **state)
 {
     (void)state;
     const dtype_t dts[] = {DT_Q5_0, DT_Q8_0, DT_Q4_1, DT_Q4_0};
@@ -553,6 +554,12 @@ static void test_matmul_multi_mixed_dtypes_equals_single_calls(void **state)
         }
     }
     cpu_set_threads(1);
+    /* a row that is not whole blocks: NaN, nothing read */
+    uint8_t blk[34] = {0};
+    float x[40] = {0}, y[2];
+    weight_t bad = {DT_Q8_0, blk, 1, 40};
+    matmul(y, x, &bad, 1);
+    assert_true(isnan(y[0]));
 }
 
 int main(void)
@@ -565,7 +572,7 @@ int main(void)
         cmocka_unit_test(test_kernels_every_family_match_scalar_at_odd_sizes),
         cmocka_unit_test(test_scalar_reference_is_the_dot_product_of_dequantized_rows),
         cmocka_unit_test(test_matmul_quantized_matches_f32_reference),
-        cmocka_unit_test(test_matmul_multi_mixed_dtypes_equals_single_calls),
+        cmocka_unit_test(test_matmul_multi_mixed_dtypes_equals_single_calls_and_partial_blocks_are_nan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
