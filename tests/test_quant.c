@@ -523,7 +523,7 @@ static void test_matmul_quantized_matches_f32_reference(void **state)
     cpu_set_threads(1);
 }
 
-static void test_matmul_multi_mixed_dtypes_equals_single_calls_and_partial_blocks_are_nan(void **state)
+static void test_matmul_multi_mixed_dtypes_equals_single_calls_partial_blocks_nan_rmsnorm(void **state)
 {
     (void)state;
     const dtype_t dts[] = {DT_Q5_0, DT_Q8_0, DT_Q4_1, DT_Q4_0};
@@ -554,6 +554,16 @@ static void test_matmul_multi_mixed_dtypes_equals_single_calls_and_partial_block
         }
     }
     cpu_set_threads(1);
+    /* rmsnorm with a block-format weight: the dequantized weight's result exactly */
+    float xs[64], wsrc[64], o1[64], o2[64];
+    uint8_t wq[68];
+    for (int i = 0; i < 64; i++) xs[i] = frand(), wsrc[i] = 1 + frand() * 0.1f;
+    quantize_row(DT_Q8_0, wsrc, wq, 64);
+    dequantize_row(DT_Q8_0, wq, wsrc, 64);
+    weight_t nq = {DT_Q8_0, wq, 1, 64}, nf = {DT_F32, wsrc, 1, 64};
+    rmsnorm(o1, xs, &nq, 1, 64, 1e-5f);
+    rmsnorm(o2, xs, &nf, 1, 64, 1e-5f);
+    assert_memory_equal(o1, o2, sizeof o1);
     /* a row that is not whole blocks: NaN, nothing read */
     uint8_t blk[34] = {0};
     float x[40] = {0}, y[2];
@@ -572,7 +582,7 @@ int main(void)
         cmocka_unit_test(test_kernels_every_family_match_scalar_at_odd_sizes),
         cmocka_unit_test(test_scalar_reference_is_the_dot_product_of_dequantized_rows),
         cmocka_unit_test(test_matmul_quantized_matches_f32_reference),
-        cmocka_unit_test(test_matmul_multi_mixed_dtypes_equals_single_calls_and_partial_blocks_are_nan),
+        cmocka_unit_test(test_matmul_multi_mixed_dtypes_equals_single_calls_partial_blocks_nan_rmsnorm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
