@@ -81,7 +81,9 @@ int cpu_num_cores(void);
 int cpu_blas_reserve_check(int n_threads, char *err, size_t errlen);
 
 /* The SIMD kernel family in use: "scalar", "avx2" (AVX2+FMA+F16C) or "avx512" (AVX-512F),
- * the widest the CPU supports unless the environment sets LLM_SIMD to one of those names. */
+ * the widest the CPU supports unless the environment sets LLM_SIMD to one of those names. The
+ * block-format kernels follow it (with AVX-VNNI / AVX512-VNNI where the CPU has them;
+ * LLM_QUANT_SIMD=scalar|avx2|avxvnni|avx512|avx512vnni pins one: kernels/cpu/quant.h). */
 const char *cpu_simd_name(void);
 /* Switches to the named family; -1 (err: the name) when unknown or not supported here. */
 int cpu_simd_use(const char *name, char *err, size_t errlen);
