@@ -101,7 +101,7 @@ const cpu_quant_ops *cpu_quant_find(const char *name)
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl");
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     if (!strcmp(name, "avx2") && avx2) return &cpu_quant_avx2;
     if (!strcmp(name, "avxvnni") && avx2 && has_avxvnni()) return &cpu_quant_avxvnni;
     if (!strcmp(name, "avx512") && avx512) return &cpu_quant_avx512;

@@ -109,7 +109,7 @@ extern const cpu_quant_ops cpu_quant_scalar;
 #ifdef LLM_SIMD_X86
 extern const cpu_quant_ops cpu_quant_avx2;        /* AVX2 + FMA + F16C (maddubs) */
 extern const cpu_quant_ops cpu_quant_avxvnni;     /* the same with AVX-VNNI vpdpbusd (256-bit) */
-extern const cpu_quant_ops cpu_quant_avx512;      /* AVX-512 F/BW/VL (maddubs) */
+extern const cpu_quant_ops cpu_quant_avx512;      /* AVX-512 F/BW/VL/DQ (maddubs) */
 extern const cpu_quant_ops cpu_quant_avx512vnni;  /* the same with AVX512-VNNI vpdpbusd */
 /* the AVX2 activation quantizers (quant_avx2.c), shared by the AVX-512 tables */
 void cpu_quant_act32_avx2(uint8_t *row, const float *x, int K, int c);
@@ -132,7 +132,7 @@ static inline void quant_act_row(const cpu_quant_ops *ops, qact_fmt f, uint8_t *
 
 /* The quantized-kernel table that goes with the active SIMD family (dispatch.c): scalar →
  * scalar; avx2 → avxvnni when the CPU has AVX-VNNI, else avx2; avx512 → avx512vnni when it has
- * AVX512-VNNI (+BW, VL), avx512 with BW and VL, else the avx2 choice. LLM_QUANT_SIMD=<name> in
+ * AVX512-VNNI (+BW, VL, DQ), avx512 with BW, VL and DQ, else the avx2 choice. LLM_QUANT_SIMD=<name> in
  * the environment (read on first use) or cpu_quant_use() pins one. */
 const cpu_quant_ops *cpu_quant(void);
 /* The table called name ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni") if this CPU can
