@@ -62,6 +62,8 @@ static _Thread_local size_t t_tile_cap;
 static _Thread_local uint8_t *t_pack;
 static _Thread_local size_t t_pack_cap;
 
+/* p when need fits its *cap bytes, else a new 64-byte-aligned buffer (p freed), or NULL (p and
+ * *cap kept) when there is no memory. */
 static void *grow(void *p, size_t *cap, size_t need)
 {
     if (need <= *cap) return p;
@@ -99,8 +101,9 @@ static void run_rows(const cpu_quant_ops *ops, float *y, const weight_t *w, cons
     size_t rb = dtype_row_bytes(w->dtype, w->cols);
     const uint8_t *W = w->data;
     if (n >= QG_PACK_MIN && ops->gemm[w->dtype] && cpu_qgemm_mode != 2) {
-        uint8_t *buf = t_pack = grow(t_pack, &t_pack_cap, ops->gemm_buf(w->dtype, w->cols));
-        if (buf) {
+        uint8_t *buf = grow(t_pack, &t_pack_cap, ops->gemm_buf(w->dtype, w->cols));
+        if (buf) {   /* (on failure the old buffer stays, and the tiles below need none) */
+            t_pack = buf;
             ops->gemm[w->dtype](y + a, (size_t)w->rows, W + (size_t)a * rb, rb, X, xs, b - a, n, w->cols, buf);
             return;
         }
@@ -122,8 +125,9 @@ static int sgemm_rows(float *y, const float *x, const weight_t *w, int n, int a,
     int tr = (int)(QG_TILE_BYTES / sizeof(float) / (size_t)cols);
     tr = tr < 16 ? 16 : tr & ~15;
     if (tr > b - a) tr = b - a;
-    t_tile = grow(t_tile, &t_tile_cap, (size_t)tr * cols * sizeof(float));
-    if (!t_tile) return -1;
+    float *tile = grow(t_tile, &t_tile_cap, (size_t)tr * cols * sizeof(float));
+    if (!tile) return -1;
+    t_tile = tile;
     for (int t0 = a; t0 < b; t0 += tr) {
         int m = b - t0 < tr ? b - t0 : tr;
         for (int r = 0; r < m; r++)
@@ -195,12 +199,12 @@ void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float
         for (int m = 0; m < k; m++) qmatmul_multi(&y[m], &w[m], 1, x, n);
         return;
     }
-    t_act = grow(t_act, &t_act_cap, need);
-    if (!t_act) {
+    uint8_t *act = grow(t_act, &t_act_cap, need);
+    if (!act) {
         for (int i = 0; i < k; i++) slow_rows(y[i], x, w[i], n);
         return;
     }
-    uint8_t *act = t_act;
+    t_act = act;
     if (n == 1)
         for (int f = 0; f < nf; f++) quant_act_row(ops, fmt[f], act + off[f], x, K);
 
