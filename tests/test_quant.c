@@ -280,7 +280,7 @@ static void test_activation_quantizers_every_family_match_scalar_and_ggml(void *
                             float amax = 0;
                             for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(x[32 * b + l]));
                             assert_true(s2[2 * b + 1] == f16_to_f32(f32_to_f16((float)sum * (amax / 127))));
-                            if (c) assert_int_equal(((const int32_t *)(r0 + qa_off_corr(K)))[8 * b], -c * sum);
+                            if (c) assert_int_equal(((const int32_t *)(r0 + qa_off_corr(K)))[b], -c * sum);
                         }
                         free(q);
                     } else {               /* ggml's quantize_row_q8_K_ref, re-derived */

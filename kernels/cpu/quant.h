@@ -12,9 +12,9 @@
  * numbers, laid out for vector loads); each part starts 64-byte aligned within the row:
  *   A32, K = cols, nb = K/32:  int8 qs[K]; float d[nb] (the f16 scale, widened);
  *       float s2[2·nb] (pairs {0, s_b}, s_b = f16(d_b · Σ_j qs_bj) widened: Q8_1's s);
- *       int32 corr[nb][8] when the format's corr c ≠ 0: {−c · Σ_j qs_bj, 0, ..., 0} per block
- *       (the SIMD kernels start their per-block integer sums from it when they use weights
- *       offset to unsigned: Σ (q + c) y − c Σ y).
+ *       int32 corr[nb] when the format's corr c ≠ 0: −c · Σ_j qs_bj (the SIMD kernels start
+ *       their per-block integer sums from it when they use weights offset to unsigned:
+ *       Σ (q + c) y − c Σ y).
  *   A256, nk = K/256: int8 qs[K]; float d[nk] (Q8_K's d, f32); int16 bs16[K/16] (Σ of each 16
  *       quants: Q8_K's bsums); int16 bs32[K/32] (Σ of each 32); float bs32f[K/32] (the same as
  *       f32); int32 c16[K/16] (−32 · bs16: Q6_K's offset, for the packed GEMM).
@@ -53,7 +53,7 @@ static inline size_t qa_off_c16(int K) { return qa_off_bs32f(K) + qa_align((size
 static inline size_t qact_row_bytes(qact_fmt f, int K)
 {
     if (f.kind == QA_256) return qa_off_c16(K) + qa_align((size_t)(K / 16) * 4);
-    return qa_off_corr(K) + (f.corr ? (size_t)(K / QK32) * 32 : 0);
+    return qa_off_corr(K) + (f.corr ? qa_align((size_t)(K / QK32) * 4) : 0);
 }
 
 /* The activation kind a weight dtype's dot products use (QA_32 or QA_256), -1 if none. */

@@ -76,7 +76,7 @@ TA void cpu_quant_act32_avx2(uint8_t *row, const float *x, int K, int c)
         dd[b] = f16_to_f32(f32_to_f16(d));
         s2[2 * b] = 0.0f;
         s2[2 * b + 1] = f16_to_f32(f32_to_f16((float)sum * d));
-        if (c) _mm256_storeu_si256((__m256i *)(corr + 8 * b), _mm256_setr_epi32(-c * sum, 0, 0, 0, 0, 0, 0, 0));
+        if (c) corr[b] = -c * sum;
     }
 }
 
