@@ -82,7 +82,9 @@ int cpu_num_cores(void);
 int cpu_blas_reserve_check(int n_threads, char *err, size_t errlen);
 
 /* The SIMD kernel family in use: "scalar", "avx2" (AVX2+FMA+F16C) or "avx512" (AVX-512F),
- * the widest the CPU supports unless the environment sets LLM_SIMD to one of those names. */
+ * the widest the CPU supports unless the environment sets LLM_SIMD to one of those names. The
+ * block-format kernels follow it (with AVX-VNNI / AVX512-VNNI where the CPU has them;
+ * LLM_QUANT_SIMD=scalar|avx2|avxvnni|avx512|avx512vnni pins one: kernels/cpu/quant.h). */
 const char *cpu_simd_name(void);
 /* Switches to the named family; -1 (err: the name) when unknown or not supported here. */
 int cpu_simd_use(const char *name, char *err, size_t errlen);
@@ -101,8 +103,11 @@ int cpu_simd_use(const char *name, char *err, size_t errlen);
  *     round to nearest even, sums of each 16 quants);
  * each block's integer dot product is scaled in f32 (ggml's vec_dot_<w>_q8_<x>). The error
  * against f32 activations is that of the 8-bit activations (about 2⁻⁸ relative per block).
- * n = 1: the row dot products split over the threads; n > 1: a blocked quantized GEMM
- * (register tiles of activation rows × weight rows, weights read once per tile). */
+ * n = 1: the row dot products split over the threads; n > 1: a blocked quantized GEMM (weight
+ * rows decoded into interleaved panels once per call, every activation row run over them;
+ * below 5 rows register tiles). w.cols must be a whole number of blocks (else y is all NaN).
+ * Prefill and decode of the same row agree up to f32 rounding; a row's result does not depend
+ * on how the rows are split over the threads. */
 void matmul(float *y, const float *x, const weight_t *w, int n);
 
 /* matmul(y[i], x, w[i], n) for i < k, all w[i] with the same cols: for decode one parallel

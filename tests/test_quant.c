@@ -69,7 +69,8 @@ static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(
 static uint8_t *rand_weights(dtype_t dt, int rows, int K)
 {
     size_t rb = dtype_row_bytes(dt, K), bb = dtype_block_bytes(dt);
-    uint8_t *w = xmalloc(rb * rows);
+    uint8_t *w = malloc(rb * rows);   /* the exact size: ASan sees any read past the last block */
+    assert_non_null(w);
     for (size_t i = 0; i < rb * rows; i++) w[i] = (uint8_t)rnd();
     for (size_t b = 0; b < rb * rows / bb; b++) {
         uint8_t *p = w + b * bb;
@@ -81,6 +82,14 @@ static uint8_t *rand_weights(dtype_t dt, int rows, int K)
         }
     }
     return w;
+}
+
+/* Σ_k |w_k·x_k|: the scale the f32 rounding tolerances are relative to */
+static double mag_of(const float *w, const float *x, int K)
+{
+    double m = 0;
+    for (int k = 0; k < K; k++) m += fabs((double)w[k] * x[k]);
+    return m;
 }
 
 static float *rand_floats(size_t n, float scale)
@@ -271,7 +280,7 @@ static void test_activation_quantizers_every_family_match_scalar_and_ggml(void *
                             float amax = 0;
                             for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(x[32 * b + l]));
                             assert_true(s2[2 * b + 1] == f16_to_f32(f32_to_f16((float)sum * (amax / 127))));
-                            if (c) assert_int_equal(((const int32_t *)(r0 + qa_off_corr(K)))[8 * b], -c * sum);
+                            if (c) assert_int_equal(((const int32_t *)(r0 + qa_off_corr(K)))[b], -c * sum);
                         }
                         free(q);
                     } else {               /* ggml's quantize_row_q8_K_ref, re-derived */
@@ -361,8 +370,7 @@ static void test_kernels_every_family_match_scalar_at_odd_sizes(void **state)
                             q->mm[dt](y2 + (size_t)j * rows + r, 0, W + r * rb, rb, X1 + j * xs1, 0, 1, 1, K);
                     for (int j = 0; j < nx; j++)
                         for (int r = 0; r < rows; r++) {
-                            double mag = 0;
-                            for (int k = 0; k < K; k++) mag += fabs((double)wf[(size_t)r * K + k] * x[(size_t)j * K + k]);
+                            double mag = mag_of(wf + (size_t)r * K, x + (size_t)j * K, K);
                             size_t o = (size_t)j * rows + r;
                             CLOSE(y1[o], y0[o], 1e-5 * mag + 1e-30, "%s %s K %d rows %d nx %d: y[%d][%d] vs scalar",
                                   q->name, dtype_name(dt), K, rows, nx, j, r);
@@ -399,11 +407,9 @@ static void test_scalar_reference_is_the_dot_product_of_dequantized_rows(void **
         /* the activation row dequantized: x̂ = q·d */
         const int8_t *qs = (const int8_t *)X;
         const float *d = (const float *)(X + qa_off_d(K));
-        double ref = 0, refq = 0, bound = 0;
+        double refq = 0, bound = 0;
         for (int k = 0; k < K; k++) {
-            float xh = qs[k] * d[k / (fm.kind == QA_256 ? 256 : 32)];
-            ref += (double)wf[k] * x[k];
-            refq += (double)wf[k] * xh;
+            refq += (double)wf[k] * (qs[k] * d[k / (fm.kind == QA_256 ? 256 : 32)]);
             bound += fabs(wf[k]) * 1e-5;
         }
         float y;
@@ -428,7 +434,8 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
     float *wsrc = NULL;
     if (dt == DT_Q8_0 || dt == DT_Q4_0) {   /* quantized from f32 weights, as --dtype does */
         wsrc = rand_floats((size_t)rows * K, 0.05f);
-        W = xmalloc(dtype_row_bytes(dt, K) * rows);
+        W = malloc(dtype_row_bytes(dt, K) * rows);
+        assert_non_null(W);
         assert_int_equal(quantize_row(dt, wsrc, W, (int64_t)rows * K), 0);
     } else W = rand_weights(dt, rows, K);
     float *wf = xmalloc((size_t)rows * K * 4), *x = rand_floats((size_t)n * K, 1.0f);
@@ -471,11 +478,9 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
         }
         if (j < 3 || j == n - 1) {   /* decode of the same row: the same numbers up to f32 rounding */
             matmul(y1, xj, &w, 1);
-            for (int r = 0; r < rows; r++) {
-                double mag = 0;
-                for (int k = 0; k < K; k++) mag += fabs((double)wf[(size_t)r * K + k] * xj[k]);
-                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag, "%s %s: decode vs prefill row %d", fam, dtype_name(dt), j);
-            }
+            for (int r = 0; r < rows; r++)
+                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag_of(wf + (size_t)r * K, xj, K), "%s %s: decode vs prefill row %d",
+                      fam, dtype_name(dt), j);
         }
     }
     /* in aggregate the error is the rounding noise's: RMS within 2× of Σ w²·step²/12 */
@@ -487,12 +492,10 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
         cpu_qgemm_mode = 0;
         for (int j = 0; j < n; j++)
             for (int r = 0; r < rows; r++) {
-                double ref = 0, mag = 0;
-                for (int k = 0; k < K; k++) {
-                    ref += (double)wf[(size_t)r * K + k] * x[(size_t)j * K + k];
-                    mag += fabs((double)wf[(size_t)r * K + k] * x[(size_t)j * K + k]);
-                }
-                CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag, "%s sgemm path y[%d][%d]", dtype_name(dt), j, r);
+                double ref = 0;
+                for (int k = 0; k < K; k++) ref += (double)wf[(size_t)r * K + k] * x[(size_t)j * K + k];
+                CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag_of(wf + (size_t)r * K, x + (size_t)j * K, K),
+                      "%s sgemm path y[%d][%d]", dtype_name(dt), j, r);
             }
     }
     assert_int_equal(cpu_quant_use(NULL), 0);
@@ -520,7 +523,7 @@ static void test_matmul_quantized_matches_f32_reference(void **state)
     cpu_set_threads(1);
 }
 
-static void test_matmul_multi_mixed_dtypes_equals_single_calls(void **state)
+static void test_matmul_multi_mixed_dtypes_equals_single_calls_partial_blocks_nan_rmsnorm(void **state)
 {
     (void)state;
     const dtype_t dts[] = {DT_Q5_0, DT_Q8_0, DT_Q4_1, DT_Q4_0};
@@ -551,6 +554,22 @@ static void test_matmul_multi_mixed_dtypes_equals_single_calls(void **state)
         }
     }
     cpu_set_threads(1);
+    /* rmsnorm with a block-format weight: the dequantized weight's result exactly */
+    float xs[64], wsrc[64], o1[64], o2[64];
+    uint8_t wq[68];
+    for (int i = 0; i < 64; i++) xs[i] = frand(), wsrc[i] = 1 + frand() * 0.1f;
+    quantize_row(DT_Q8_0, wsrc, wq, 64);
+    dequantize_row(DT_Q8_0, wq, wsrc, 64);
+    weight_t nq = {DT_Q8_0, wq, 1, 64}, nf = {DT_F32, wsrc, 1, 64};
+    rmsnorm(o1, xs, &nq, 1, 64, 1e-5f);
+    rmsnorm(o2, xs, &nf, 1, 64, 1e-5f);
+    assert_memory_equal(o1, o2, sizeof o1);
+    /* a row that is not whole blocks: NaN, nothing read */
+    uint8_t blk[34] = {0};
+    float x[40] = {0}, y[2];
+    weight_t bad = {DT_Q8_0, blk, 1, 40};
+    matmul(y, x, &bad, 1);
+    assert_true(isnan(y[0]));
 }
 
 int main(void)
@@ -563,7 +582,7 @@ int main(void)
         cmocka_unit_test(test_kernels_every_family_match_scalar_at_odd_sizes),
         cmocka_unit_test(test_scalar_reference_is_the_dot_product_of_dequantized_rows),
         cmocka_unit_test(test_matmul_quantized_matches_f32_reference),
-        cmocka_unit_test(test_matmul_multi_mixed_dtypes_equals_single_calls),
+        cmocka_unit_test(test_matmul_multi_mixed_dtypes_equals_single_calls_partial_blocks_nan_rmsnorm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

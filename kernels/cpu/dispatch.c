@@ -101,7 +101,7 @@ const cpu_quant_ops *cpu_quant_find(const char *name)
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl");
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     if (!strcmp(name, "avx2") && avx2) return &cpu_quant_avx2;
     if (!strcmp(name, "avxvnni") && avx2 && has_avxvnni()) return &cpu_quant_avxvnni;
     if (!strcmp(name, "avx512") && avx512) return &cpu_quant_avx512;
@@ -113,6 +113,13 @@ const cpu_quant_ops *cpu_quant_find(const char *name)
 
 const cpu_quant_ops *cpu_quant(void)
 {
+    static atomic_int env_read;
+    if (!atomic_load_explicit(&env_read, memory_order_acquire)) {   /* LLM_QUANT_SIMD pins a table */
+        const char *env = getenv("LLM_QUANT_SIMD");
+        if (env && *env && cpu_quant_use(env) != 0)
+            fprintf(stderr, "llm-run: LLM_QUANT_SIMD=%s: not supported on this CPU (scalar, avx2, avxvnni, avx512, avx512vnni); following the SIMD family\n", env);
+        atomic_store_explicit(&env_read, 1, memory_order_release);
+    }
     const cpu_quant_ops *q = atomic_load_explicit(&g_quant_pinned, memory_order_acquire);
     if (q) return q;
     /* follows the SIMD family (cheap: the lookups below run once per family change at most,

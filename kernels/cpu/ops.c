@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 /* Prefill-sized RMSNorm and SwiGLU (at least this many elements) split their rows / elements
@@ -67,6 +68,21 @@ static inline float weight_at(const weight_t *w, int i)
 void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim, float eps)
 {
     const float *w = weight->dtype == DT_F32 ? (const float *)weight->data : NULL;
+    if (dtype_is_quant(weight->dtype)) {   /* block formats: the row dequantized once per call */
+        static _Thread_local float *wq;
+        static _Thread_local int wq_cap;
+        if (dim > wq_cap || dim % dtype_block(weight->dtype)) {
+            float *p = dim % dtype_block(weight->dtype) ? NULL : realloc(wq, (size_t)dim * sizeof *p);
+            if (!p) {   /* no memory, or not whole blocks */
+                for (size_t i = 0; i < (size_t)n * dim; i++) out[i] = __builtin_nanf("");
+                return;
+            }
+            wq = p;
+            wq_cap = dim;
+        }
+        dequantize_row(weight->dtype, weight->data, wq, dim);
+        w = wq;
+    }
 #pragma omp parallel for schedule(static) if ((size_t)n * dim >= OPS_PAR_MIN)
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * dim;

@@ -214,10 +214,7 @@ static void act32_scalar(uint8_t *row, const float *x, int K, int c)
         dd[b] = f16_to_f32(f32_to_f16(d));
         s2[2 * b] = 0.0f;
         s2[2 * b + 1] = f16_to_f32(f32_to_f16((float)sum * d));
-        if (c) {
-            corr[8 * b] = -c * sum;
-            for (int l = 1; l < 8; l++) corr[8 * b + l] = 0;
-        }
+        if (c) corr[b] = -c * sum;
     }
 }
 

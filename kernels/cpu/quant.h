@@ -12,9 +12,9 @@
  * numbers, laid out for vector loads); each part starts 64-byte aligned within the row:
  *   A32, K = cols, nb = K/32:  int8 qs[K]; float d[nb] (the f16 scale, widened);
  *       float s2[2·nb] (pairs {0, s_b}, s_b = f16(d_b · Σ_j qs_bj) widened: Q8_1's s);
- *       int32 corr[nb][8] when the format's corr c ≠ 0: {−c · Σ_j qs_bj, 0, ..., 0} per block
- *       (the SIMD kernels start their per-block integer sums from it when they use weights
- *       offset to unsigned: Σ (q + c) y − c Σ y).
+ *       int32 corr[nb] when the format's corr c ≠ 0: −c · Σ_j qs_bj (the SIMD kernels start
+ *       their per-block integer sums from it when they use weights offset to unsigned:
+ *       Σ (q + c) y − c Σ y).
  *   A256, nk = K/256: int8 qs[K]; float d[nk] (Q8_K's d, f32); int16 bs16[K/16] (Σ of each 16
  *       quants: Q8_K's bsums); int16 bs32[K/32] (Σ of each 32); float bs32f[K/32] (the same as
  *       f32); int32 c16[K/16] (−32 · bs16: Q6_K's offset, for the packed GEMM).
@@ -53,7 +53,7 @@ static inline size_t qa_off_c16(int K) { return qa_off_bs32f(K) + qa_align((size
 static inline size_t qact_row_bytes(qact_fmt f, int K)
 {
     if (f.kind == QA_256) return qa_off_c16(K) + qa_align((size_t)(K / 16) * 4);
-    return qa_off_corr(K) + (f.corr ? (size_t)(K / QK32) * 32 : 0);
+    return qa_off_corr(K) + (f.corr ? qa_align((size_t)(K / QK32) * 4) : 0);
 }
 
 /* The activation kind a weight dtype's dot products use (QA_32 or QA_256), -1 if none. */
@@ -109,7 +109,7 @@ extern const cpu_quant_ops cpu_quant_scalar;
 #ifdef LLM_SIMD_X86
 extern const cpu_quant_ops cpu_quant_avx2;        /* AVX2 + FMA + F16C (maddubs) */
 extern const cpu_quant_ops cpu_quant_avxvnni;     /* the same with AVX-VNNI vpdpbusd (256-bit) */
-extern const cpu_quant_ops cpu_quant_avx512;      /* AVX-512 F/BW/VL (maddubs) */
+extern const cpu_quant_ops cpu_quant_avx512;      /* AVX-512 F/BW/VL/DQ (maddubs) */
 extern const cpu_quant_ops cpu_quant_avx512vnni;  /* the same with AVX512-VNNI vpdpbusd */
 /* the AVX2 activation quantizers (quant_avx2.c), shared by the AVX-512 tables */
 void cpu_quant_act32_avx2(uint8_t *row, const float *x, int K, int c);
@@ -132,7 +132,8 @@ static inline void quant_act_row(const cpu_quant_ops *ops, qact_fmt f, uint8_t *
 
 /* The quantized-kernel table that goes with the active SIMD family (dispatch.c): scalar →
  * scalar; avx2 → avxvnni when the CPU has AVX-VNNI, else avx2; avx512 → avx512vnni when it has
- * AVX512-VNNI (+BW, VL), avx512 with BW and VL, else the avx2 choice. cpu_quant_use() pins one. */
+ * AVX512-VNNI (+BW, VL, DQ), avx512 with BW, VL and DQ, else the avx2 choice. LLM_QUANT_SIMD=<name> in
+ * the environment (read on first use) or cpu_quant_use() pins one. */
 const cpu_quant_ops *cpu_quant(void);
 /* The table called name ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni") if this CPU can
  * run it, else NULL. */

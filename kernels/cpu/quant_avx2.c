@@ -12,8 +12,10 @@
 
 
 
-#define QPF 2048
+/* software prefetch distance in the weight stream of the decode kernels (bytes) */
+#define QPF 1024
 #define TA __attribute__((target("avx2,fma,f16c")))
+#define QI static inline __attribute__((always_inline))
 
 TA static inline float hmax8(__m256 v)
 {
@@ -74,7 +76,7 @@ TA void cpu_quant_act32_avx2(uint8_t *row, const float *x, int K, int c)
         dd[b] = f16_to_f32(f32_to_f16(d));
         s2[2 * b] = 0.0f;
         s2[2 * b + 1] = f16_to_f32(f32_to_f16((float)sum * d));
-        if (c) _mm256_storeu_si256((__m256i *)(corr + 8 * b), _mm256_setr_epi32(-c * sum, 0, 0, 0, 0, 0, 0, 0));
+        if (c) corr[b] = -c * sum;
     }
 }
 
@@ -123,6 +125,7 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 #define Q(x) x##_avx2
 #define QVNNI 0
 #include "kernels/cpu/quant_avx2.inc"
+#include "kernels/cpu/qpack_avx2.inc"
 #undef T
 #undef Q
 #undef QVNNI
@@ -131,6 +134,7 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 #define Q(x) x##_avxvnni
 #define QVNNI 1
 #include "kernels/cpu/quant_avx2.inc"
+#include "kernels/cpu/qpack_avx2.inc"
 #undef T
 #undef Q
 #undef QVNNI
@@ -139,10 +143,16 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
     {[DT_Q8_0] = mm_Q8_0_##S, [DT_Q4_0] = mm_Q4_0_##S, [DT_Q4_1] = mm_Q4_1_##S,                \
      [DT_Q5_0] = mm_Q5_0_##S, [DT_Q5_1] = mm_Q5_1_##S, [DT_Q4_K] = mm_Q4_K_##S,                \
      [DT_Q5_K] = mm_Q5_K_##S, [DT_Q6_K] = mm_Q6_K_##S}
+#define GEMM_TABLE(S)                                                                          \
+    {[DT_Q8_0] = gemm_Q8_0_##S, [DT_Q4_0] = gemm_Q4_0_##S, [DT_Q4_1] = gemm_Q4_1_##S,          \
+     [DT_Q5_0] = gemm_Q5_0_##S, [DT_Q5_1] = gemm_Q5_1_##S, [DT_Q4_K] = gemm_Q4_K_##S,          \
+     [DT_Q5_K] = gemm_Q5_K_##S, [DT_Q6_K] = gemm_Q6_K_##S}
 
 const cpu_quant_ops cpu_quant_avx2 = {
     .name = "avx2",
     .mm = MM_TABLE(avx2),
+    .gemm = GEMM_TABLE(avx2),
+    .gemm_buf = gemm_buf_avx2,
     .corr = {[DT_Q4_0] = 8, [DT_Q5_0] = 16},
     .act32 = cpu_quant_act32_avx2,
     .act256 = cpu_quant_act256_avx2,
@@ -151,6 +161,8 @@ const cpu_quant_ops cpu_quant_avx2 = {
 const cpu_quant_ops cpu_quant_avxvnni = {
     .name = "avxvnni",
     .mm = MM_TABLE(avxvnni),
+    .gemm = GEMM_TABLE(avxvnni),
+    .gemm_buf = gemm_buf_avxvnni,
     .corr = {[DT_Q4_0] = 8, [DT_Q5_0] = 16, [DT_Q8_0] = 128},
     .act32 = cpu_quant_act32_avx2,
     .act256 = cpu_quant_act256_avx2,

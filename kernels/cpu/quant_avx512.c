@@ -1,4 +1,4 @@
-/* The 512-bit quantized kernel tables (quant.h): "avx512" (AVX-512 F/BW/VL, vpmaddubsw) and
+/* The 512-bit quantized kernel tables (quant.h): "avx512" (AVX-512 F/BW/VL/DQ, vpmaddubsw) and
  * "avx512vnni" (the same code with AVX512-VNNI's vpdpbusd/vpdpwssd), both from
  * quant_avx512.inc. The activation quantizers are the AVX2 ones (quant_avx2.c: bit-identical
  * with the scalar ones; a small part of the work). Compiled with target attributes, chosen at

@@ -6,15 +6,31 @@
  * Decode (n = 1): the OpenMP threads split the output rows of all the matrices of the call in
  * contiguous slices (one fork/join for q/k/v or gate/up), one pass over each weight row.
  * Prefill (n > 1): all n rows quantized inside the parallel region (each thread a slice of
- * them), then each thread takes a contiguous slice of the output rows and walks it in chunks of
- * QG_CHUNK_BYTES of weights (kept in its L2); for each chunk the kernel runs register tiles of
- * several activation rows × weight rows over K, so a weight block is loaded once per tile, not
- * once per activation row.
+ * them), then each thread takes a contiguous slice of the output rows (whole 32-row panels).
+ * From QG_PACK_MIN rows on the family's packed-panel GEMM runs (qpack_avx512.inc,
+ * qpack_avx2.inc: a group of weight rows decoded and interleaved once per call, then every
+ * activation row over it, one row per vector lane); below it (and for the scalar family) the
+ * register tiles of up to 4 activation rows × 1-2 weight rows over a chunk of QG_CHUNK_BYTES of
+ * weights kept in the L2.
  *
- * The alternative "dequantize a tile of weight rows to f32 + cblas_sgemm" (cpu_qgemm_mode = 1)
- * stays for comparison (bench/bench_quant). Measured on the Sapphire Rapids dev machine
- * (GFLOP/s, 1 thread, n = 128 / 512; avx512vnni kernels vs dequantize + OpenBLAS sgemm):
- * see QGEMM_NOTE below; the blocked quantized GEMM is the default because it is faster. */
+ * The alternative "dequantize a tile of weight rows to f32 + cblas_sgemm" (cpu_qgemm_mode 1)
+ * stays for comparison. Measured with bench/bench_quant on the Sapphire Rapids dev machine, one
+ * thread (its CPU time; the machine was shared), n = 128 and 512, the SmolLM2/Qwen2.5 shapes,
+ * GFLOP/s = 2·rows·cols·n / time:
+ *             packed GEMM    register tiles   dequantize + OpenBLAS sgemm
+ *   Q4_1      305-403        94-111           92-148
+ *   Q8_0      324-436        107-122          97-153
+ *   Q4_K      346-366        114-121          98-141
+ *   Q6_K      318-347        133-144          77-128
+ *   Q5_0      307-402        94-113           84-139
+ *   Q4_0      313-429        107-122          97-151
+ *   Q5_1      288-385        89-102           82-143
+ *   Q5_K      337-369        102-110          93-132
+ * (avx512vnni kernels; the 256-bit packed GEMM: 215-245 with AVX-VNNI, 105-145 without, n = 128).
+ * The packed quantized GEMM is 2.3-4× the dequantize + sgemm route, so it is the default; the
+ * packing costs about as much as 4 activation rows, hence QG_PACK_MIN (n = 2..4: the tiles win).
+ * llama.cpp on the same machine: SmolLM2-135M Q4_1 prefill ~180 tok/s on 1 thread, about
+ * 40-50 GFLOP/s. */
 #include "kernels/cpu/quant.h"
 
 #include <cblas.h>
@@ -46,6 +62,8 @@ static _Thread_local size_t t_tile_cap;
 static _Thread_local uint8_t *t_pack;
 static _Thread_local size_t t_pack_cap;
 
+/* p when need fits its *cap bytes, else a new 64-byte-aligned buffer (p freed), or NULL (p and
+ * *cap kept) when there is no memory. */
 static void *grow(void *p, size_t *cap, size_t need)
 {
     if (need <= *cap) return p;
@@ -83,8 +101,9 @@ static void run_rows(const cpu_quant_ops *ops, float *y, const weight_t *w, cons
     size_t rb = dtype_row_bytes(w->dtype, w->cols);
     const uint8_t *W = w->data;
     if (n >= QG_PACK_MIN && ops->gemm[w->dtype] && cpu_qgemm_mode != 2) {
-        uint8_t *buf = t_pack = grow(t_pack, &t_pack_cap, ops->gemm_buf(w->dtype, w->cols));
-        if (buf) {
+        uint8_t *buf = grow(t_pack, &t_pack_cap, ops->gemm_buf(w->dtype, w->cols));
+        if (buf) {   /* (on failure the old buffer stays, and the tiles below need none) */
+            t_pack = buf;
             ops->gemm[w->dtype](y + a, (size_t)w->rows, W + (size_t)a * rb, rb, X, xs, b - a, n, w->cols, buf);
             return;
         }
@@ -106,8 +125,9 @@ static int sgemm_rows(float *y, const float *x, const weight_t *w, int n, int a,
     int tr = (int)(QG_TILE_BYTES / sizeof(float) / (size_t)cols);
     tr = tr < 16 ? 16 : tr & ~15;
     if (tr > b - a) tr = b - a;
-    t_tile = grow(t_tile, &t_tile_cap, (size_t)tr * cols * sizeof(float));
-    if (!t_tile) return -1;
+    float *tile = grow(t_tile, &t_tile_cap, (size_t)tr * cols * sizeof(float));
+    if (!tile) return -1;
+    t_tile = tile;
     for (int t0 = a; t0 < b; t0 += tr) {
         int m = b - t0 < tr ? b - t0 : tr;
         for (int r = 0; r < m; r++)
@@ -122,6 +142,12 @@ void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float
 {
     const cpu_quant_ops *ops = cpu_quant();
     int K = w[0]->cols;
+    for (int i = 0; i < k; i++)   /* not a matrix of whole blocks (or not K wide): NaN, no reads */
+        if (w[i]->cols != K || K <= 0 || K % dtype_block(w[i]->dtype)) {
+            for (int m = 0; m < k; m++)
+                for (size_t e = 0; e < (size_t)n * w[m]->rows; e++) y[m][e] = __builtin_nanf("");
+            return;
+        }
     long long total = 0, work = 0;
     for (int i = 0; i < k; i++) {
         total += w[i]->rows;
@@ -173,12 +199,12 @@ void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float
         for (int m = 0; m < k; m++) qmatmul_multi(&y[m], &w[m], 1, x, n);
         return;
     }
-    t_act = grow(t_act, &t_act_cap, need);
-    if (!t_act) {
+    uint8_t *act = grow(t_act, &t_act_cap, need);
+    if (!act) {
         for (int i = 0; i < k; i++) slow_rows(y[i], x, w[i], n);
         return;
     }
-    uint8_t *act = t_act;
+    t_act = act;
     if (n == 1)
         for (int f = 0; f < nf; f++) quant_act_row(ops, fmt[f], act + off[f], x, K);
 
