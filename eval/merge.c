@@ -81,9 +81,10 @@ static long missing_cells(const char *dir, const eval_results *seen, char *first
     cJSON *j = cJSON_Parse(b);
     free(b);
     long miss = 0;
-    const cJSON *id, *p, *bu, *e;
-    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(j, "ids"), *pols = cJSON_GetObjectItemCaseSensitive(j, "policies");
-    const cJSON *buds = cJSON_GetObjectItemCaseSensitive(j, "budgets"), *extra = cJSON_GetObjectItemCaseSensitive(j, "extra");
+    const cJSON *id, *p, *bu, *e, *run;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(j, "runs")) {
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(run, "ids"), *pols = cJSON_GetObjectItemCaseSensitive(run, "policies");
+    const cJSON *buds = cJSON_GetObjectItemCaseSensitive(run, "budgets"), *extra = cJSON_GetObjectItemCaseSensitive(run, "extra");
     cJSON_ArrayForEach(id, ids) {
         char key[512];
         cJSON_ArrayForEach(p, pols) cJSON_ArrayForEach(bu, buds) {
@@ -95,6 +96,7 @@ static long missing_cells(const char *dir, const eval_results *seen, char *first
                             cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "budget")));
             if (!eval_results_done(seen, key) && miss++ == 0) snprintf(first, flen, "%s", key);
         }
+    }
     }
     cJSON_Delete(j);
     return miss;

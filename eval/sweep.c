@@ -166,10 +166,13 @@ static int check_policies(eval_model *m, const eval_opts *o, char *err, size_t e
     for (int a = 0; a < o->n_policies; a++) {
         policy_params pp;
         if (sweep_policy_params(o, policy_find(o->policies[a]), &pp, err, errlen) != 0) return -1;
-        eval_policy_cfg pc = {.ops = policy_find(o->policies[a]), .budget = 0.5, .rope_shifted = o->rope_shifted,
+        /* the largest cache a run of this sweep can have: values parse, nothing else is known */
+        eval_policy_cfg pc = {.ops = policy_find(o->policies[a]), .budget = 1, .rope_shifted = o->rope_shifted,
                               .params = &pp};
         kv_cache kv;
-        if (eval_kv_init(m, &kv, &pc, 64, 16, err, errlen) != 0) return -1;
+        int ctx = eval_model_context(m);
+        int n = ctx < 4096 ? ctx : 4096;
+        if (eval_kv_init(m, &kv, &pc, n > 32 ? n - 16 : n, 16, err, errlen) != 0) return -1;
         kv_free(&kv);
     }
     return 0;

@@ -105,8 +105,9 @@ int sweep_check_run_config(const char *dir, const eval_opts *o, const char *styl
  * ("DIR: another llm-run eval is writing here"). */
 int sweep_lock_dir(const char *dir, char *err, size_t errlen);
 
-/* DIR/expected.json: the cells this run is to fill ({"ids": [...], "policies": [...],
- * "budgets": [...]}), which eval-merge checks. 0, or -1 with err set. */
+/* DIR/expected.json: the cells each run into DIR is to fill ({"runs": [{"ids": [...],
+ * "policies": [...], "budgets": [...], "extra": [{"policy", "budget"}]}, ...]}: this run's entry
+ * is added unless there), which eval-merge checks. 0, or -1 with err set. */
 int sweep_write_expected(const char *dir, const char *const *ids, int n_ids, const eval_opts *o,
                          char *err, size_t errlen);
 

@@ -100,8 +100,33 @@ int sweep_write_expected(const char *dir, const char *const *ids, int n_ids, con
     char path[PATH_MAX + 32], tmp[PATH_MAX + 48];
     snprintf(path, sizeof path, "%s/expected.json", dir);
     snprintf(tmp, sizeof tmp, "%s/.expected.json.tmp", dir);
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
+    /* {"runs": [...]}: every distinct run into this folder (a grid made of several sweeps) */
+    cJSON *all = NULL;
+    FILE *in = fopen(path, "rb");
+    if (in) {
+        fseek(in, 0, SEEK_END);
+        long sz = ftell(in);
+        fseek(in, 0, SEEK_SET);
+        char *b = sz > 0 ? malloc((size_t)sz + 1) : NULL;
+        if (b && fread(b, 1, (size_t)sz, in) == (size_t)sz) {
+            b[sz] = '\0';
+            all = cJSON_Parse(b);
+        }
+        free(b);
+        fclose(in);
+    }
+    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(all, "runs"))) {
+        cJSON_Delete(all);
+        all = cJSON_CreateObject();
+        cJSON_AddArrayToObject(all, "runs");
+    }
+    cJSON *runs = cJSON_GetObjectItemCaseSensitive(all, "runs"), *it;
+    int have = 0;
+    cJSON_ArrayForEach(it, runs) have |= cJSON_Compare(it, j, 1);
+    if (!have) cJSON_AddItemToArray(runs, j);
+    else cJSON_Delete(j);
+    char *s = cJSON_PrintUnformatted(all);
+    cJSON_Delete(all);
     FILE *f = fopen(tmp, "wb");
     int bad = !s || !f || fprintf(f, "%s\n", s) < 0;
     if (f && fclose(f) != 0) bad = 1;
