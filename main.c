@@ -3,7 +3,9 @@
  *
  *   llm-run [options] [PROMPT_FILE | -]      generate (cli/run.c)
  *   llm-run tokenize ...                      token ids (cli/tokenize.c)
- *   llm-run eval | eval-merge | score ...    sweeps and metrics (eval/)
+ *   llm-run eval ...                          sweeps (cli/eval.c -> eval/)
+ *   llm-run compare ...                       one prompt under several policies (cli/compare.c)
+ *   llm-run eval-merge | score ...            merging sweeps, metrics (eval/)
  *
  * main only dispatches; each subcommand parses its own command line (cli/options.c holds the
  * option table the model-running ones share). */
@@ -54,7 +56,8 @@ int main(int argc, char **argv)
      * name, instead of killing the process without a word */
     signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && !strcmp(argv[1], "score")) return score_main(argc - 1, argv + 1);
-    if (argc > 1 && !strcmp(argv[1], "eval")) return eval_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "eval")) return cli_eval_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "compare")) return cli_compare_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "eval-merge")) return eval_merge_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "tokenize")) return cli_tokenize_main(argc - 1, argv + 1);
     return cli_run_main(argc, argv);

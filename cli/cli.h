@@ -47,6 +47,8 @@ typedef struct {
     int verbose_prompt;        /* --verbose-prompt: the prompt's ids and pieces on stderr */
     int no_check;              /* --no-check: skip the finite-weights test at load */
     int ignore_eos;            /* --ignore-eos: generate max_new tokens whatever they are */
+    const char *dump_kept;     /* --dump-kept FILE: kept prompt positions as JSON lines */
+    int dump_every;            /* --dump-every N: a line every N decode steps (default 16) */
     const char *positional[8]; /* non-option arguments, in order */
     int n_positional;
 } run_options;
@@ -98,8 +100,13 @@ const char *cli_suggest(const char *flag, const cli_opt *extra);
  * error, over 1 GiB). */
 char *cli_read_file(const char *path, size_t *len);
 
+/* 1 when some policy has a parameter (or generic alias) of this name (without the dashes). */
+int cli_is_policy_param(const char *name);
+
 /* Subcommands. */
 int cli_run_main(int argc, char **argv);
 int cli_tokenize_main(int argc, char **argv);   /* argv[0] = "tokenize" */
+int cli_eval_main(int argc, char **argv);       /* argv[0] = "eval" (cli/eval.c) */
+int cli_compare_main(int argc, char **argv);    /* argv[0] = "compare" (cli/compare.c) */
 
 #endif

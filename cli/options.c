@@ -179,6 +179,8 @@ SETTER(set_kv_limit) {
 SETTER(set_json) { (void)f; (void)v; O->json = 1; return 0; }
 SETTER(set_logits_out) { (void)f; O->logits_out = v; return 0; }
 SETTER(set_verbose_prompt) { (void)f; (void)v; O->verbose_prompt = 1; return 0; }
+SETTER(set_dump_kept) { (void)f; O->dump_kept = v; return 0; }
+SETTER(set_dump_every) { TRY(cli_int(f, v, 1, INT_MAX, &O->dump_every)); return 0; }
 SETTER(set_noop) { (void)ctx; (void)f; (void)v; return 0; }
 SETTER(set_no_check) { (void)f; (void)v; O->no_check = 1; return 0; }
 SETTER(set_ignore_eos) { (void)f; (void)v; O->ignore_eos = 1; return 0; }
@@ -225,6 +227,9 @@ const cli_opt cli_run_options[] = {
     {"--logits-out", NULL, "FILE", "float32 .npy [positions][vocab]: every prompt position and decode step", CLI_G_OUT, 0, set_logits_out},
     {"--verbose-prompt", NULL, NULL, "print the prompt's token ids and pieces on stderr", CLI_G_OUT, 0, set_verbose_prompt},
     {"--no-check", NULL, NULL, "skip the check that every weight is finite (one pass over the weights at load)", CLI_G_MODEL, 0, set_no_check},
+    {"--dump-kept", NULL, "FILE", "append the prompt positions each layer and KV head keeps (after the prefill\n"
+     "and every --dump-every decode steps) as JSON lines; scripts/plot_kept.py draws them", CLI_G_OUT, 0, set_dump_kept},
+    {"--dump-every", NULL, "N", "decode steps between --dump-kept lines (default 16)", CLI_G_OUT, 0, set_dump_every},
     {"--no-display-prompt", NULL, NULL, "accepted (llama-cli habit): llm-run never echoes the prompt", CLI_G_OUT, 0, set_noop},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
@@ -242,6 +247,15 @@ void run_options_init(run_options *o)
     const char *dev = getenv("LLM_DEVICE");
     o->device = dev && *dev ? dev : "auto";
     o->dtype = -1;
+    o->dump_every = 16;
+}
+
+int cli_is_policy_param(const char *name)
+{
+    for (const policy_ops *const *p = policy_all(); *p; p++)
+        for (const policy_param_def *d = (*p)->param_defs; d && d->name; d++)
+            if (!strcmp(d->name, name) || (d->generic && !strcmp(d->generic, name))) return 1;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------- help */

@@ -36,7 +36,7 @@ static const char SYNOPSIS[] =
     "every layer's KV-cache writes through an eviction policy. The prompt comes from -p TEXT,\n"
     "-f FILE, PROMPT_FILE, or standard input (-). stdout carries the generated text only; the\n"
     "summary goes to stderr.\n"
-    "Other commands: llm-run tokenize | eval | eval-merge | score (each with --help).\n"
+    "Other commands: llm-run tokenize | eval | eval-merge | compare | score (each with --help).\n"
     "example: llm-run -m ../shared/models/stories260K -p \"Once upon a time\" -n 200";
 
 /* --prompt-ids: "1,2,3" or "@FILE" holding a JSON array of integers. Each id must be in
@@ -134,6 +134,9 @@ typedef struct {
     int n_ids_printed;        /* no tokenizer: ids printed */
     int stdout_failed;
     int prefill_progress;     /* a prefill progress line on the terminal */
+    eval_dump dump;           /* --dump-kept */
+    const kv_cache *kv;
+    int n_prompt, n_tok, dump_failed;
 } run_out;
 
 static int on_logits(void *ctx, const float *rows, int n, char *err, size_t errlen)
@@ -176,6 +179,12 @@ static int append(run_out *o, const char *piece, int m, char *err, size_t errlen
 static int on_token(void *ctx, int id, char *err, size_t errlen)
 {
     run_out *o = ctx;
+    int steps = o->n_tok++;   /* decode steps done before this token */
+    if (o->dump.f && steps > 0 && steps % o->dump.every == 0 &&
+        eval_dump_kept(&o->dump, o->kv, o->n_prompt, steps) != 0) {
+        snprintf(err, errlen, "--dump-kept: write failed: %s", strerror(errno));
+        return -1;
+    }
     char piece[TOK_PIECE_MAX];
     int m = o->dec ? tok_decoder_push(o->dec, id, piece, sizeof piece)
                    : snprintf(piece, sizeof piece, "%s%d", o->n_ids_printed++ ? " " : "", id);
@@ -184,7 +193,9 @@ static int on_token(void *ctx, int id, char *err, size_t errlen)
 
 static void on_prefill(void *ctx, int done, int total)
 {
-    if (((run_out *)ctx)->prefill_progress) fprintf(stderr, "\rprefill %d/%d tokens", done, total);
+    run_out *o = ctx;
+    if (o->prefill_progress) fprintf(stderr, "\rprefill %d/%d tokens", done, total);
+    if (o->dump.f && done == total && eval_dump_kept(&o->dump, o->kv, o->n_prompt, 0) != 0) o->dump_failed = 1;
 }
 
 /* Out of memory for the BLAS's work buffers (ulimit -v), checked before the first GEMM: one
@@ -518,6 +529,20 @@ int cli_run_main(int argc, char **argv)
     if (!(out.text = malloc(out.cap))) goto oom;
     out.text[0] = '\0';
     out.prefill_progress = chunk < n_prompt && !o.json && isatty(2);
+    if (o.dump_kept) {
+        if (use_cuda) {
+            fprintf(stderr, "llm-run: --dump-kept reads the cache on the host: use --device cpu\n");
+            status = 2;
+            goto done;
+        }
+        if (!(out.dump.f = fopen(o.dump_kept, "a"))) {
+            fprintf(stderr, "llm-run: %s: cannot write: %s\n", o.dump_kept, strerror(errno));
+            goto done;
+        }
+        out.dump.every = o.dump_every > 0 ? o.dump_every : 16;
+        out.kv = &kv;
+        out.n_prompt = n_prompt;
+    }
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
     if (!use_cuda) blas_reserve_or_exit(o.threads);
@@ -538,6 +563,10 @@ int cli_run_main(int argc, char **argv)
         goto done;
     }
     if (out.prefill_progress) fputc('\n', stderr);
+    if (out.dump_failed) {
+        fprintf(stderr, "llm-run: %s: write failed\n", o.dump_kept);
+        goto done;
+    }
     char piece[TOK_PIECE_MAX];
     int m = out.dec ? tok_decoder_flush(out.dec, piece, sizeof piece) : 0;
     if (append(&out, piece, m, err, sizeof err) != 0) {
@@ -570,6 +599,7 @@ done:
         fprintf(stderr, "llm-run: %s: write failed: %s\n", o.logits_out, strerror(errno));
         status = 1;
     }
+    if (out.dump.f) fclose(out.dump.f);
     free(out.text);
     tok_decoder_free(out.dec);
     gen_result_free(&g);

@@ -12,7 +12,7 @@
 #include <zlib.h>
 
 static const char *const TASK_NAMES[EVAL_TASK_COUNT] = {"xsum", "cnndm", "litm", "wikitext",
-                                                        "tinystories"};
+                                                        "tinystories", "passkey", "niah"};
 
 const char *eval_task_name(eval_task t)
 {
@@ -27,6 +27,7 @@ int eval_task_from_name(const char *name)
 }
 
 int eval_task_is_ppl(eval_task t) { return t == EVAL_TASK_WIKITEXT || t == EVAL_TASK_TINYSTORIES; }
+int eval_task_is_synthetic(eval_task t) { return t == EVAL_TASK_PASSKEY || t == EVAL_TASK_NIAH; }
 
 void eval_example_free(eval_example *ex)
 {
@@ -166,6 +167,10 @@ int eval_parse_example(eval_task task, const char *line, size_t len, eval_exampl
         }
         break;
     }
+    case EVAL_TASK_PASSKEY:
+    case EVAL_TASK_NIAH:
+        missing = "nothing: passkey and niah examples are generated (no data file records)";
+        break;
     default: { /* wikitext, tinystories as {"text": ...} */
         const char *t = str_field(o, "text");
         if (!t) { missing = "\"text\" (a string)"; break; }

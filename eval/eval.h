@@ -83,12 +83,15 @@ typedef enum {
     EVAL_TASK_LITM,          /* 10-document QA, best-subspan EM (Lost in the Middle records) */
     EVAL_TASK_WIKITEXT,      /* perplexity ({"text": row} jsonl, or raw text lines) */
     EVAL_TASK_TINYSTORIES,   /* perplexity (text lines, or {"text": ...} jsonl) */
+    EVAL_TASK_PASSKEY,       /* generated in-process: a 5-digit key in repeated filler (passkey.c) */
+    EVAL_TASK_NIAH,          /* generated in-process: a key sentence in real text (--data: the haystack) */
     EVAL_TASK_COUNT
 } eval_task;
 
 const char *eval_task_name(eval_task t);               /* "xsum", ... */
 int eval_task_from_name(const char *name);             /* -1 when unknown */
 int eval_task_is_ppl(eval_task t);                     /* wikitext, tinystories */
+int eval_task_is_synthetic(eval_task t);               /* passkey, niah: examples made in-process */
 
 typedef struct { char *title, *text; } eval_doc;
 
@@ -133,6 +136,10 @@ void eval_examples_free(eval_example *ex, int n);
 typedef struct {
     char name[64];
     char *tmpl[EVAL_TASK_COUNT];   /* NULL: the style has no template for that task */
+    char *tmpl_first[EVAL_TASK_COUNT];      /* "templates_first": the instruction/question
+                                               before the context (--question-position first) */
+    char *tmpl_closedbook[EVAL_TASK_COUNT]; /* "templates_closedbook": the no-context prompt
+                                               (litm: Lost in the Middle's closedbook_qa) */
     char *doc_format, *doc_join;
     char *stop;                    /* stop string (HELM "###"), or NULL */
     int bos;                       /* 1: BOS before the prompt (BUZZ, LITM), 0: none (H2O) */
@@ -149,6 +156,23 @@ void eval_prompt_free(eval_prompt_style *ps);
  * when the style has no template for the task. */
 char *eval_prompt_render(const eval_prompt_style *ps, eval_task task, const eval_example *ex,
                          int word_cap, int *truncated);
+
+/* Named byte ranges of a prompt's content and the token ranges that encode them ([a, b)). */
+#define EVAL_MAX_SPANS 24
+typedef struct {
+    int n;
+    char name[EVAL_MAX_SPANS][16];  /* "document", "doc0".."doc9", "question", "needle" */
+    int ch[EVAL_MAX_SPANS][2];      /* bytes of the content */
+    int tok[EVAL_MAX_SPANS][2];     /* tokens of the prompt (filled by the encoder) */
+} eval_spans;
+
+enum { EVAL_PROMPT_LAST = 0, EVAL_PROMPT_FIRST = 1, EVAL_PROMPT_CLOSEDBOOK = 2 };
+/* eval_prompt_render of a variant: EVAL_PROMPT_LAST (templates), _FIRST (templates_first),
+ * _CLOSEDBOOK (templates_closedbook); NULL when the style has no such template. sp (NULL
+ * allowed) receives the byte ranges of {document}, each document of {search_results} ("doc0",
+ * ...) and {question}. */
+char *eval_prompt_render_ex(const eval_prompt_style *ps, eval_task task, const eval_example *ex,
+                            int word_cap, int variant, int *truncated, eval_spans *sp);
 
 /* --------------------------------------------------------- the model (generate.c, ppl.c) */
 
@@ -209,6 +233,20 @@ typedef struct {
 /* The prompt's ids: BOS when the model adds one (and the template does not write it), then the
  * text or the rendered template with the generation prompt. *ids malloc'd. 0, or -1 with err. */
 int eval_encode(eval_model *m, const eval_prompt_in *in, int **ids, int *n, char *err, size_t errlen);
+/* eval_encode, and content[0..1] = the token range [c0, c1) that encodes in->text (the user
+ * content; with chat and content_is_data it is encoded apart, so the range is exact). */
+int eval_encode_ex(eval_model *m, const eval_prompt_in *in, int **ids, int *n, int content[2],
+                   char *err, size_t errlen);
+/* Byte offsets of tokens: starts[i] = where ids[c0 + i] starts in the text that ids[c0..c1)
+ * decode to (i = 0..c1-c0; starts[c1-c0] = its length), through the streaming detokenizer (a
+ * token inside a multi-byte character starts where the character does). 0, or -1 (no
+ * tokenizer, out of memory). */
+int eval_token_offsets(const eval_model *m, const int *ids, int c0, int c1, int *starts);
+/* 1 when the model's tokenizer carries a chat template (GGUF tokenizer.chat_template or
+ * tokenizer_config.json). */
+int eval_model_has_chat_template(const eval_model *m);
+/* The name of the chat template eval_encode uses ("chatml", ...; NULL before the first use). */
+const char *eval_model_chat_name(const eval_model *m);
 
 /* KV memory of one run, as `llm-run --json` reports it (bytes are f32 K+V of all layers). */
 typedef struct {
@@ -220,6 +258,8 @@ typedef struct {
 
 /* One policy configuration: the policy, its parameters (budget in pp.budget, --rope in
  * pp.rope_shifted) and prefill chunk (0: whole prompt). */
+struct eval_dump;
+
 typedef struct {
     const struct policy_ops *ops;
     double budget;
@@ -227,10 +267,15 @@ typedef struct {
     int budget_ref_prompt;
     int prefill_chunk;
     uint64_t seed;
+    const void *params;        /* NULL, or a policy_params (eviction.h) holding the policy's
+                                  parameters (--sink 4 ...); budget, rope, budget_ref and seed
+                                  above override its fields */
+    const struct eval_dump *dump; /* NULL, or where the kept positions go (--dump-kept) */
 } eval_policy_cfg;
 
 typedef struct {
     char *text;              /* malloc'd generated text (cut before the stop string) */
+    int *tokens;             /* malloc'd [n_gen] generated ids (free with the text) */
     int n_prompt, n_gen;
     const char *stop;        /* "eos", "stop", "length" */
     double prefill_ms, decode_ms;
@@ -262,6 +307,33 @@ typedef struct {
 int eval_ppl_stream(eval_model *m, const int *tokens, int n, const eval_policy_cfg *pc,
                     const float *ref_logp, float *save_logp, eval_ppl_result *r,
                     char *err, size_t errlen);
+/* With pc->prefill_chunk = C > 1 the stream is instead fed C tokens at a time (engine_prefill
+ * with every row's logits; the policy selects after each chunk, so a budget below the stream
+ * evicts while the stream is prefilled: "chunked prefill beyond the budget"); the cache is
+ * sized for n_prompt = n - 1, max_new = 1 (a fractional budget is still a fraction of n).
+ * Both modes fill the per-segment sums below: segment k covers the predictions of stream
+ * tokens [k·EVAL_PPL_SEG + 1, (k+1)·EVAL_PPL_SEG] ("per 1k tokens of stream"). */
+#define EVAL_PPL_SEG 1024
+#define EVAL_PPL_MAX_SEG 256
+typedef struct {
+    int n_seg;
+    int n[EVAL_PPL_MAX_SEG], agree[EVAL_PPL_MAX_SEG];
+    double nll[EVAL_PPL_MAX_SEG], kl[EVAL_PPL_MAX_SEG];
+} eval_ppl_segments;
+/* eval_ppl_stream, also filling seg (NULL allowed). */
+int eval_ppl_stream_seg(eval_model *m, const int *tokens, int n, const eval_policy_cfg *pc,
+                        const float *ref_logp, float *save_logp, eval_ppl_result *r,
+                        eval_ppl_segments *seg, char *err, size_t errlen);
+
+/* Teacher-forced continuation (llm-run compare): prefill prompt[0..n_prompt) under pc (in
+ * chunks of pc->prefill_chunk), then decode cont[0..n_cont-2] one per step; row t (t < n_cont)
+ * is the distribution that predicts cont[t]. NLL of cont, and with ref_logp ([n_cont][vocab]
+ * log-probabilities, e.g. the full cache's on the same tokens) KL(ref || this) in nats and top-1
+ * agreement; save_logp (NULL or [n_cont][vocab]) receives this run's rows. r->n_pred = n_cont.
+ * 0, or -1 with err set. */
+int eval_forced(eval_model *m, const int *prompt, int n_prompt, const int *cont, int n_cont,
+                const eval_policy_cfg *pc, const float *ref_logp, float *save_logp,
+                eval_ppl_result *r, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ results.c */
 
@@ -305,11 +377,80 @@ int eval_plot_summary(const char *dir);
 /* Two-sided 95% Student-t critical value for df degrees of freedom (df >= 1). */
 double eval_t95(int df);
 
+/* Summary options: margin of the equivalence claims (in the primary metric's units; < 0: the
+ * task's default: 0.01 = 1 ROUGE-1 point, 0.02 = 2 EM / accuracy points, 0.01 nats of NLL) and
+ * bootstrap resamples (≤ 0: 2000). */
+typedef struct { double margin; int resamples; } eval_summary_opts;
+/* eval_write_summary with options (NULL: the defaults). */
+int eval_write_summary_ex(const char *dir, const eval_summary_opts *so, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------- stats.c */
+
+/* 95% percentile bootstrap interval of the mean of x[0..n) with `resamples` resamples drawn
+ * from a generator seeded with seed (reproducible). lo = hi = x's mean when n = 1; NAN when
+ * n = 0. */
+void eval_bootstrap_mean(const double *x, int n, int resamples, uint64_t seed, double *lo, double *hi);
+/* Paired: the interval of mean(a[i] - b[i]) resampling the pairs i (the same examples). The
+ * interval of identical runs is [0, 0]. */
+void eval_bootstrap_paired(const double *a, const double *b, int n, int resamples, uint64_t seed,
+                           double *lo, double *hi);
+/* The equivalence claim "policy ≈ full within ±margin" from the paired interval [lo, hi] of
+ * (policy - full): "confirmed" (inside ±margin), "refuted" (entirely beyond it), "not
+ * testable at this n" (wider than 2·margin), else "inconclusive". */
+const char *eval_claim(double lo, double hi, double margin);
+/* Evidence check: 1 when the full cache's interval lies entirely above the baseline's
+ * (higher_is_better) and they do not overlap, else 0. */
+int eval_evidence(double full_lo, double full_hi, double base_lo, double base_hi);
+/* The task's primary metric ("rouge1", "em", "acc", "nll") and whether higher is better. */
+const char *eval_primary_metric(const char *task, int *higher_is_better);
+
+/* ------------------------------------------------------------------------ passkey.c */
+
+/* One passkey / needle-in-a-haystack prompt (task passkey or niah). */
+typedef struct {
+    int niah;                 /* 0: passkey in repeated filler; 1: a key sentence in real text */
+    double depth;             /* relative depth of the needle in the haystack, 0..1 */
+    int question_first;       /* the question before the haystack (else after it) */
+    int no_needle;            /* the baseline: the same haystack without the needle */
+    uint64_t seed;            /* picks the key (and for niah the topic and the text offset) */
+    const char *text;         /* niah: the haystack source text, NUL-terminated (else NULL) */
+} eval_passkey_spec;
+
+typedef struct {
+    char *content;            /* malloc'd user content: instruction, haystack, question */
+    char key[8];              /* the 5 digits */
+    int needle[2];            /* byte range of the needle in content ([0, 0] without one) */
+    int question[2];          /* byte range of the question */
+    int haystack[2];          /* byte range of the haystack */
+} eval_passkey_prompt;
+
+/* Renders the prompt with `units` haystack units (passkey: filler sentences; niah: words of the
+ * text) and the needle after round(depth · units) of them. Deterministic in spec and units.
+ * Returns 0, or -1 (out of memory; niah: no text). Free with eval_passkey_free. */
+int eval_passkey_render(const eval_passkey_spec *s, int units, eval_passkey_prompt *out);
+void eval_passkey_free(eval_passkey_prompt *p);
+/* 1 when the key appears in the output (the passkey scorer), else 0. */
+int eval_passkey_correct(const char *output, const char *key);
+
+/* ---------------------------------------------------------------------------- dump.c */
+
+/* --dump-kept FILE: the prompt positions each (layer, KV head) keeps, as JSON lines. */
+typedef struct eval_dump {
+    void *f;                  /* FILE*, opened for appending */
+    int every;                /* a line every `every` decode steps (and one after prefill) */
+    const void *head;         /* NULL, or a cJSON object whose fields start every line (id,
+                                 policy, budget, spans: what a plot needs) */
+} eval_dump;
+/* Appends one line: head's fields, "step" (decode steps done; 0 = after the prefill),
+ * "n_prompt", "n_layers", "n_kv_heads", "kept": [layer][kv head] = ascending prompt positions
+ * (< n_prompt) held in the cache. kv: a kv_cache (eviction.h). 0, or -1 (write error). */
+int eval_dump_kept(const eval_dump *d, const void *kv, int n_prompt, int step);
+
 /* -------------------------------------------------------------------- sweep.c, merge.c */
 
-/* `llm-run eval ...` (argv[0] = "eval"); returns the process exit code. */
-int eval_main(int argc, char **argv);
-/* `llm-run eval-merge [--out OUT] DIR...` (argv[0] = "eval-merge"). */
+/* `llm-run eval-merge [--out OUT] DIR...` (argv[0] = "eval-merge"): refuses shards whose
+ * run.json differ or whose cells (example × policy × budget, from each shard's expected.json)
+ * are missing, naming them, unless --allow-partial. */
 int eval_merge_main(int argc, char **argv);
 
 #endif

@@ -12,8 +12,10 @@ int eval_kv_init(eval_model *m, kv_cache *kv, const eval_policy_cfg *pc, int n_p
                  char *err, size_t errlen)
 {
     policy_params pp;
-    memset(&pp, 0, sizeof pp);
+    if (pc->params) memcpy(&pp, pc->params, sizeof pp);
+    else memset(&pp, 0, sizeof pp);
     pp.budget = pc->budget;
+    pp.budget_tokens = 0;
     pp.rope_shifted = pc->rope_shifted;
     pp.budget_ref_prompt = pc->budget_ref_prompt;
     pp.seed = pc->seed;
@@ -42,7 +44,17 @@ typedef struct {
     char *text;
     size_t len, cap;
     int stopped;
+    const eval_dump *dump;   /* --dump-kept */
+    const kv_cache *kv;
+    int n_prompt, n_tok, dump_failed;
 } gen_text;
+
+/* After the prefill: the kept positions at step 0. */
+static void gen_on_prefill(void *ctx, int done, int total)
+{
+    gen_text *t = ctx;
+    if (t->dump && done == total && eval_dump_kept(t->dump, t->kv, t->n_prompt, 0) != 0) t->dump_failed = 1;
+}
 
 static int text_push(gen_text *t, const char *piece, int k)
 {
@@ -61,6 +73,13 @@ static int text_push(gen_text *t, const char *piece, int k)
 static int gen_on_token(void *ctx, int id, char *err, size_t errlen)
 {
     gen_text *t = ctx;
+    /* token k (1-based) is sampled after k - 1 decode steps */
+    int steps = t->n_tok++;
+    if (t->dump && steps > 0 && steps % t->dump->every == 0 &&
+        eval_dump_kept(t->dump, t->kv, t->n_prompt, steps) != 0) {
+        eval_seterr(err, errlen, "--dump-kept: write failed");
+        return -1;
+    }
     char piece[TOK_PIECE_MAX];
     if (text_push(t, piece, tok_decoder_push(t->dec, id, piece, sizeof piece)) != 0) {
         eval_seterr(err, errlen, "out of memory");
@@ -87,7 +106,7 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     sampler smp = {0};
     gen_result g;
     memset(&g, 0, sizeof g);
-    gen_text t = {.dec = m->dec, .stop = stop, .cap = 1024};
+    gen_text t = {.dec = m->dec, .stop = stop, .cap = 1024, .dump = pc->dump, .kv = &kv, .n_prompt = n_prompt};
     int rc = -1;
     int chunk = pc->prefill_chunk > 0 && pc->prefill_chunk < n_prompt ? pc->prefill_chunk : n_prompt;
     if (eval_kv_init(m, &kv, pc, n_prompt, max_new, err, errlen) != 0) return -1;
@@ -97,12 +116,18 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     t.text[0] = '\0';
     tok_decoder_reset(m->dec, tokens[n_prompt - 1]);
     gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = m->stop_ids, .n_stop_ids = m->n_stop};
-    gen_callbacks cb = {.ctx = &t, .on_token = gen_on_token};
+    gen_callbacks cb = {.ctx = &t, .on_token = gen_on_token, .on_prefill = gen_on_prefill};
     if (generate(&eng, &smp, tokens, n_prompt, &gp, &cb, &g, err, errlen) != 0) goto done;
+    if (t.dump_failed) {
+        eval_seterr(err, errlen, "--dump-kept: write failed");
+        goto done;
+    }
     if (!t.stopped) {
         char piece[TOK_PIECE_MAX];
         if (text_push(&t, piece, tok_decoder_flush(m->dec, piece, sizeof piece)) != 0) goto oom;
     }
+    if (!(r->tokens = malloc(sizeof *r->tokens * (size_t)(g.n_gen + 1)))) goto oom;
+    memcpy(r->tokens, g.tokens, sizeof *r->tokens * (size_t)g.n_gen);
     r->text = t.text;
     t.text = NULL;
     r->n_gen = g.n_gen;

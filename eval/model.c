@@ -217,8 +217,42 @@ static int push(const eval_model *m, const char *text, size_t len, int special, 
 
 int eval_encode(eval_model *m, const eval_prompt_in *in, int **ids, int *n, char *err, size_t errlen)
 {
+    return eval_encode_ex(m, in, ids, n, NULL, err, errlen);
+}
+
+int eval_model_has_chat_template(const eval_model *m)
+{
+    const char *t = m->tok ? tokenizer_chat_template(m->tok) : NULL;
+    return t && *t;
+}
+
+const char *eval_model_chat_name(const eval_model *m) { return m->chat ? chat_template_name(m->chat) : NULL; }
+
+int eval_token_offsets(const eval_model *m, const int *ids, int c0, int c1, int *starts)
+{
+    if (!m->tok) return -1;
+    tok_decoder *d = tok_decoder_new(m->tok);
+    if (!d) return -1;
+    tok_decoder_reset(d, c0 > 0 ? ids[c0 - 1] : -1);
+    char piece[TOK_PIECE_MAX];
+    int at = 0;
+    for (int i = c0; i < c1; i++) {
+        starts[i - c0] = at;
+        int k = tok_decoder_push(d, ids[i], piece, sizeof piece);
+        at += k > 0 ? k : 0;
+    }
+    int k = tok_decoder_flush(d, piece, sizeof piece);
+    starts[c1 - c0] = at + (k > 0 ? k : 0);
+    tok_decoder_free(d);
+    return 0;
+}
+
+int eval_encode_ex(eval_model *m, const eval_prompt_in *in, int **ids, int *n, int content[2],
+                   char *err, size_t errlen)
+{
     *ids = NULL;
     *n = 0;
+    int c_lo = 0, c_hi = -1;
     if (!m->tok) return fail(err, errlen, "the model has no tokenizer: give the prompt as token ids");
     int cap = 0, bos_in_text = 0, rc = -1;
     char *rendered = NULL;
@@ -251,7 +285,9 @@ int eval_encode(eval_model *m, const eval_prompt_in *in, int **ids, int *n, char
         (*ids)[(*n)++] = b;
     }
     if (!rendered) {
+        c_lo = *n;
         rc = push(m, text, len, parse_special, ids, n, &cap, err, errlen);
+        c_hi = *n;
         goto done;
     }
     /* template text: special tokens parsed; the content marker replaced by the content, encoded
@@ -261,10 +297,11 @@ int eval_encode(eval_model *m, const eval_prompt_in *in, int **ids, int *n, char
         rc = push(m, rendered, strlen(rendered), 1, ids, n, &cap, err, errlen);
         goto done;
     }
-    if (push(m, rendered, (size_t)(at - rendered), 1, ids, n, &cap, err, errlen) ||
-        push(m, text, len, 0, ids, n, &cap, err, errlen) ||
-        push(m, at + 3, strlen(at + 3), 1, ids, n, &cap, err, errlen))
-        goto done;
+    if (push(m, rendered, (size_t)(at - rendered), 1, ids, n, &cap, err, errlen)) goto done;
+    c_lo = *n;
+    if (push(m, text, len, 0, ids, n, &cap, err, errlen)) goto done;
+    c_hi = *n;
+    if (push(m, at + 3, strlen(at + 3), 1, ids, n, &cap, err, errlen)) goto done;
     rc = 0;
     goto done;
 oom:
@@ -272,6 +309,10 @@ oom:
 done:
     if (msgs != (chat_message *)in->messages) free(msgs);
     free(rendered);
+    if (content) {
+        content[0] = c_hi >= 0 ? c_lo : 0;   /* a template without the marker: the whole prompt */
+        content[1] = c_hi >= 0 ? c_hi : *n;
+    }
     if (rc) {
         free(*ids);
         *ids = NULL;

@@ -34,7 +34,11 @@ static char *slurp(const char *path, size_t *n)
 
 void eval_prompt_free(eval_prompt_style *ps)
 {
-    for (int i = 0; i < EVAL_TASK_COUNT; i++) free(ps->tmpl[i]);
+    for (int i = 0; i < EVAL_TASK_COUNT; i++) {
+        free(ps->tmpl[i]);
+        free(ps->tmpl_first[i]);
+        free(ps->tmpl_closedbook[i]);
+    }
     free(ps->doc_format);
     free(ps->doc_join);
     free(ps->stop);
@@ -91,14 +95,18 @@ int eval_prompt_load(const char *name_or_path, eval_prompt_style *ps, char *err,
         goto fail;
     }
     const cJSON *it;
-    cJSON_ArrayForEach(it, t) {
-        int k = eval_task_from_name(it->string);
-        if (k < 0 || !cJSON_IsString(it)) {
-            eval_seterr(err, errlen, "%s: templates.%s: %s", path, it->string,
-                        k < 0 ? "unknown task" : "not a string");
-            goto fail;
+    static const char *const keys[3] = {"templates", "templates_first", "templates_closedbook"};
+    for (int v = 0; v < 3; v++) {
+        char **dst = v == 0 ? ps->tmpl : v == 1 ? ps->tmpl_first : ps->tmpl_closedbook;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, keys[v])) {
+            int k = eval_task_from_name(it->string);
+            if (k < 0 || !cJSON_IsString(it)) {
+                eval_seterr(err, errlen, "%s: %s.%s: %s", path, keys[v], it->string,
+                            k < 0 ? "unknown task" : "not a string");
+                goto fail;
+            }
+            if (!(dst[k] = strdup(it->valuestring))) goto oom;
         }
-        if (!(ps->tmpl[k] = strdup(it->valuestring))) goto oom;
     }
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(o, "max_new_tokens");
     cJSON_ArrayForEach(it, mx) {
@@ -176,8 +184,18 @@ static void sb_add_words(sbuf *b, const char *text, int cap, int *truncated)
 }
 
 /* Expands {name} fields of fmt; other braces are kept as they are. */
+static void span_add(eval_spans *sp, const char *name, size_t a, size_t b)
+{
+    if (!sp || sp->n >= EVAL_MAX_SPANS) return;
+    snprintf(sp->name[sp->n], sizeof sp->name[0], "%s", name);
+    sp->ch[sp->n][0] = (int)a;
+    sp->ch[sp->n][1] = (int)b;
+    sp->tok[sp->n][0] = sp->tok[sp->n][1] = 0;
+    sp->n++;
+}
+
 static void expand(sbuf *b, const char *fmt, const eval_example *ex, int doc_k,
-                   const eval_prompt_style *ps, int word_cap, int *truncated)
+                   const eval_prompt_style *ps, int word_cap, int *truncated, eval_spans *sp)
 {
     for (const char *p = fmt; *p;) {
         if (*p == '{') {
@@ -187,12 +205,21 @@ static void expand(sbuf *b, const char *fmt, const eval_example *ex, int doc_k,
                 const char *f = p + 1;
 #define IS(name) (n == strlen(name) && !strncmp(f, name, n))
                 int done = 1;
-                if (IS("document") && ex->document) sb_add_words(b, ex->document, word_cap, truncated);
-                else if (IS("question") && ex->question) sb_add(b, ex->question, strlen(ex->question));
-                else if (IS("search_results") && doc_k < 0) {
+                size_t at = b->n;
+                if (IS("document") && ex->document) {
+                    sb_add_words(b, ex->document, word_cap, truncated);
+                    span_add(sp, "document", at, b->n);
+                } else if (IS("question") && ex->question) {
+                    sb_add(b, ex->question, strlen(ex->question));
+                    span_add(sp, "question", at, b->n);
+                } else if (IS("search_results") && doc_k < 0) {
                     for (int k = 0; k < ex->n_docs; k++) {
                         if (k) sb_add(b, ps->doc_join, strlen(ps->doc_join));
-                        expand(b, ps->doc_format, ex, k, ps, word_cap, truncated);
+                        size_t d0 = b->n;
+                        expand(b, ps->doc_format, ex, k, ps, word_cap, truncated, NULL);
+                        char nm[16];
+                        snprintf(nm, sizeof nm, "doc%d", k);
+                        span_add(sp, nm, d0, b->n);
                     }
                 } else if (IS("k") && doc_k >= 0) {
                     char num[16];
@@ -216,11 +243,21 @@ static void expand(sbuf *b, const char *fmt, const eval_example *ex, int doc_k,
 char *eval_prompt_render(const eval_prompt_style *ps, eval_task task, const eval_example *ex,
                          int word_cap, int *truncated)
 {
+    return eval_prompt_render_ex(ps, task, ex, word_cap, EVAL_PROMPT_LAST, truncated, NULL);
+}
+
+char *eval_prompt_render_ex(const eval_prompt_style *ps, eval_task task, const eval_example *ex,
+                            int word_cap, int variant, int *truncated, eval_spans *sp)
+{
     *truncated = 0;
-    if (task < 0 || task >= EVAL_TASK_COUNT || !ps->tmpl[task]) return NULL;
+    if (sp) sp->n = 0;
+    if (task < 0 || task >= EVAL_TASK_COUNT) return NULL;
+    const char *t = variant == EVAL_PROMPT_FIRST ? ps->tmpl_first[task]
+                  : variant == EVAL_PROMPT_CLOSEDBOOK ? ps->tmpl_closedbook[task] : ps->tmpl[task];
+    if (!t) return NULL;
     sbuf b = {0};
     sb_add(&b, "", 0);
-    expand(&b, ps->tmpl[task], ex, -1, ps, word_cap, truncated);
+    expand(&b, t, ex, -1, ps, word_cap, truncated, sp);
     if (b.oom) {
         free(b.s);
         return NULL;

@@ -1,7 +1,10 @@
 /* summary.c — OUT/summary.csv and OUT/summary.md from OUT/results.jsonl: per (policy, budget)
  * the mean of every metric over the examples with a 95% confidence interval (Student t,
- * mean ± t·sd/√n), the KV memory relative to the full cache and tokens/s. */
-#include "eval/eval.h"
+ * mean ± t·sd/√n), for the task's primary metric also the 95% bootstrap interval, the paired
+ * bootstrap interval of (policy − full) and the equivalence claim, the evidence check (full vs
+ * the no-context baseline), the KV memory relative to the full cache and tokens/s
+ * (summary_extra.c: the statistics and the extra sections). */
+#include "eval/summary.h"
 #include "eval/util.h"
 
 #include <cjson/cJSON.h>
@@ -13,8 +16,6 @@
 #include <string.h>
 #include <limits.h>
 #include <unistd.h>
-
-#define MAX_METRICS 32
 
 double eval_t95(int df)
 {
@@ -29,8 +30,6 @@ double eval_t95(int df)
     return z + (z * z * z + z) / (4 * d) + (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * d * d);
 }
 
-typedef struct { double sum, sum2; int n; } acc;
-
 static void acc_add(acc *a, double x)
 {
     a->sum += x;
@@ -38,6 +37,7 @@ static void acc_add(acc *a, double x)
     a->n++;
 }
 static double acc_mean(const acc *a) { return a->n ? a->sum / a->n : NAN; }
+double sum_mean(const acc *a) { return acc_mean(a); }
 /* half-width of the 95% CI of the mean (NAN for n < 2) */
 static double acc_ci(const acc *a)
 {
@@ -48,14 +48,6 @@ static double acc_ci(const acc *a)
     return eval_t95(a->n - 1) * sqrt(var / a->n);
 }
 
-typedef struct {
-    char policy[64];
-    double budget;
-    int order;                 /* first appearance of the policy */
-    int n, skipped;
-    acc m[MAX_METRICS];
-    acc kv_peak, kv_avg, tok_s;
-} group;
 
 static int cmp_group(const void *a, const void *b)
 {
@@ -72,6 +64,30 @@ static void fmt_num(char *b, size_t n, double v)
 
 int eval_write_summary(const char *dir, char *err, size_t errlen)
 {
+    return eval_write_summary_ex(dir, NULL, err, errlen);
+}
+
+static int add_sample(group *gr, const cJSON *o, double v)
+{
+    if (gr->ns == gr->caps) {
+        int nc = gr->caps ? 2 * gr->caps : 64;
+        sample *ns = realloc(gr->s, sizeof *ns * (size_t)nc);
+        if (!ns) return -1;
+        gr->s = ns;
+        gr->caps = nc;
+    }
+    sample *x = &gr->s[gr->ns++];
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+    snprintf(x->id, sizeof x->id, "%s", cJSON_IsString(id) ? id->valuestring : "");
+    x->v = v;
+    x->depth = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "depth"));
+    const cJSON *len = cJSON_GetObjectItemCaseSensitive(o, "length");
+    x->length = cJSON_IsNumber(len) ? (int)len->valuedouble : 0;
+    return 0;
+}
+
+int eval_write_summary_ex(const char *dir, const eval_summary_opts *so, char *err, size_t errlen)
+{
     char path[4200];
     snprintf(path, sizeof path, "%s/results.jsonl", dir);
     char **lines;
@@ -81,6 +97,8 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
     int n_metrics = 0, n_groups = 0, cap = 16, n_pol = 0, rc = -1;
     char pols[256][64];
     char task[32] = "";
+    summary sm;
+    memset(&sm, 0, sizeof sm);
     group *g = calloc((size_t)cap, sizeof *g);
     if (!g) goto oom;
     for (int i = 0; i < n_lines; i++) {
@@ -92,7 +110,10 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
             continue;
         }
         const cJSON *tk = cJSON_GetObjectItemCaseSensitive(o, "task");
-        if (cJSON_IsString(tk) && !task[0]) snprintf(task, sizeof task, "%s", tk->valuestring);
+        if (cJSON_IsString(tk) && !task[0]) {
+            snprintf(task, sizeof task, "%s", tk->valuestring);
+            sm.primary = eval_primary_metric(task, &sm.higher);
+        }
         int order = -1;
         for (int k = 0; k < n_pol; k++)
             if (!strcmp(pols[k], pol->valuestring)) order = k;
@@ -135,6 +156,22 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
             }
             acc_add(&gr->m[k], it->valuedouble);
         }
+        const cJSON *pv = sm.primary ? cJSON_GetObjectItemCaseSensitive(mt, sm.primary) : NULL;
+        if (cJSON_IsNumber(pv) && add_sample(gr, o, pv->valuedouble) != 0) {
+            cJSON_Delete(o);
+            goto oom;
+        }
+        const cJSON *seg;
+        int sk = 0;
+        cJSON_ArrayForEach(seg, cJSON_GetObjectItemCaseSensitive(o, "per_1k")) {
+            if (sk >= SUM_MAX_SEG) break;
+            static const char *const SEGM[3] = {"nll", "kl", "top1_agree"};
+            for (int q = 0; q < 3; q++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(seg, SEGM[q]);
+                if (cJSON_IsNumber(v)) acc_add(&gr->seg[sk][q], v->valuedouble);
+            }
+            if (++sk > gr->n_seg) gr->n_seg = sk;
+        }
         const cJSON *kv = cJSON_GetObjectItemCaseSensitive(o, "kv");
         double pk = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(kv, "peak_bytes"));
         double av = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(kv, "avg_bytes"));
@@ -148,6 +185,14 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
         cJSON_Delete(o);
     }
     qsort(g, (size_t)n_groups, sizeof *g, cmp_group);
+    snprintf(sm.task, sizeof sm.task, "%s", task);
+    if (!sm.primary) sm.primary = eval_primary_metric(task, &sm.higher);
+    sm.resamples = so && so->resamples > 0 ? so->resamples : 2000;
+    sm.margin = so && so->margin >= 0 ? so->margin
+              : !strcmp(sm.primary, "em") || !strcmp(sm.primary, "acc") ? 0.02 : 0.01;
+    sm.g = g;
+    sm.n_groups = n_groups;
+    sum_compute(&sm);
     int i_nll = -1, i_ppl = -1;
     for (int k = 0; k < n_metrics; k++) {
         if (!strcmp(metrics[k], "nll")) i_nll = k;
@@ -166,6 +211,8 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
         if (k == i_ppl && i_nll >= 0) fprintf(f, ",ppl,ppl_ci95_lo,ppl_ci95_hi");
         else fprintf(f, ",%s_mean,%s_ci95", metrics[k], metrics[k]);
     }
+    fprintf(f, ",%s_boot_lo,%s_boot_hi,delta_vs_full,delta_lo,delta_hi,n_paired,claim_margin,claim,evidence",
+            sm.primary, sm.primary);
     fprintf(f, ",kv_peak_rel,kv_avg_rel,tok_s\n");
     for (int i = 0; i < n_groups; i++) {
         group *gr = &g[i];
@@ -185,6 +232,14 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
                 fprintf(f, ",%s,%s", a, b);
             }
         }
+        fmt_num(a, sizeof a, gr->boot_lo);
+        fmt_num(b, sizeof b, gr->boot_hi);
+        fprintf(f, ",%s,%s", a, b);
+        fmt_num(a, sizeof a, gr->d_mean);
+        fmt_num(b, sizeof b, gr->d_lo);
+        fmt_num(c, sizeof c, gr->d_hi);
+        fprintf(f, ",%s,%s,%s,%d,%g,%s,%s", a, b, c, gr->n_paired, sm.margin, gr->claim ? gr->claim : "",
+                sm.evidence ? sm.evidence : "n/a");
         fmt_num(a, sizeof a, acc_mean(&gr->kv_peak));
         fmt_num(b, sizeof b, acc_mean(&gr->kv_avg));
         fmt_num(c, sizeof c, acc_mean(&gr->tok_s));
@@ -218,11 +273,16 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
         fprintf(f, "ppl = exp(mean NLL), interval from the NLL's; kl = KL(full || policy) in nats per token; "
                    "top1_agree = share of positions whose argmax equals the full cache's. ");
     fprintf(f, "KV = live KV bytes relative to the full cache on the same run (peak, time average); "
-               "tok/s = tokens processed per second.\n\n");
+               "tok/s = tokens processed per second. For %s: boot = 95%% percentile bootstrap interval "
+               "(%d resamples, seeded); Δ full = mean of (policy − full) over the same examples with its "
+               "paired bootstrap interval; ≈ full = the claim \"within ±%g of full\" (below).\n\n",
+            sm.primary, sm.resamples, sm.margin);
+    fprintf(f, "**Evidence check:** %s\n\n", sm.evidence_text);
     fprintf(f, "| policy | budget | n |");
     for (int k = 0; k < n_metrics; k++) fprintf(f, " %s |", metrics[k]);
+    fprintf(f, " %s boot | Δ full [95%%] | ≈ full ±%g |", sm.primary, sm.margin);
     fprintf(f, " KV peak | KV avg | tok/s |\n|---|---|---|");
-    for (int k = 0; k < n_metrics + 3; k++) fprintf(f, "---|");
+    for (int k = 0; k < n_metrics + 6; k++) fprintf(f, "---|");
     fputc('\n', f);
     for (int i = 0; i < n_groups; i++) {
         group *gr = &g[i];
@@ -239,8 +299,17 @@ int eval_write_summary(const char *dir, char *err, size_t errlen)
                 else fprintf(f, " %.4g ± %.2g |", mn, ci);
             }
         }
+        if (isnan(gr->boot_lo)) fprintf(f, " |");
+        else fprintf(f, " [%.4g, %.4g] |", gr->boot_lo, gr->boot_hi);
+        if (isnan(gr->d_lo)) fprintf(f, " |");
+        else fprintf(f, " %+.4g [%+.4g, %+.4g] (n=%d) |", gr->d_mean, gr->d_lo, gr->d_hi, gr->n_paired);
+        fprintf(f, " %s |", gr->claim ? gr->claim : "");
         fprintf(f, " %.3f | %.3f | %.0f |\n", acc_mean(&gr->kv_peak), acc_mean(&gr->kv_avg),
                 acc_mean(&gr->tok_s));
+    }
+    if (sum_write_extra(&sm, f, dir, err, errlen) != 0) {
+        fclose(f);
+        goto done;
     }
     if (fclose(f) != 0) {
         snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
@@ -253,6 +322,7 @@ oom:
 done:
     for (int i = 0; i < n_lines; i++) free(lines[i]);
     free(lines);
+    for (int i = 0; g && i < n_groups; i++) free(g[i].s);
     free(g);
     return rc;
 }

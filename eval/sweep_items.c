@@ -20,19 +20,66 @@ static int count_words(const char *s)
     return n;
 }
 
-/* Renders and tokenizes ex with every document cut to the largest word count whose prompt fits
- * limit tokens (binary search; the cut is recorded). */
-int sweep_fit_prompt(eval_model *m, const eval_prompt_style *ps, eval_task task, const eval_example *ex,
-                     int limit, int fit_skip, work_item *w, char *err, size_t errlen)
+int sweep_encode(eval_model *m, const eval_opts *o, const eval_prompt_style *ps, const char *text,
+                 span_set *sp, int **ids, int *n, char *err, size_t errlen)
 {
-    int trunc;
-    char *text = eval_prompt_render(ps, task, ex, -1, &trunc);
+    int content[2] = {0, 0};
+    if (o->chat == 1) {
+        eval_prompt_in in = {.text = text, .text_len = strlen(text), .chat = 1, .content_is_data = 1,
+                             .system = o->system, .chat_template = o->chat_template};
+        if (eval_encode_ex(m, &in, ids, n, content, err, errlen) != 0) return -1;
+    } else {
+        int bos = ps ? ps->bos : eval_model_add_bos(m);
+        if (eval_tokenize(m, text, bos, ids, n, err, errlen) != 0) return -1;
+        content[0] = bos ? 1 : 0;
+        content[1] = *n;
+    }
+    if (!sp || sp->n == 0) return 0;
+    int k = content[1] - content[0];
+    int *starts = malloc(sizeof *starts * (size_t)(k + 1));
+    if (!starts || eval_token_offsets(m, *ids, content[0], content[1], starts) != 0) {
+        free(starts);
+        for (int s = 0; s < sp->n; s++) sp->tok[s][0] = sp->tok[s][1] = -1;
+        return 0;   /* spans are for plots: none rather than a failed run */
+    }
+    for (int s = 0; s < sp->n; s++) {
+        int a = sp->ch[s][0], b = sp->ch[s][1], t0 = k, t1 = 0;
+        for (int i = 0; i < k; i++) {
+            if (starts[i + 1] > a && i < t0) t0 = i;      /* first token ending after a */
+            if (starts[i] < b) t1 = i + 1;                /* last token starting before b */
+        }
+        if (t1 < t0) t1 = t0;
+        sp->tok[s][0] = content[0] + t0;
+        sp->tok[s][1] = content[0] + t1;
+    }
+    free(starts);
+    return 0;
+}
+
+/* Renders and encodes ex with every document cut to the largest word count whose prompt fits
+ * limit tokens (binary search; the cut is recorded). */
+int sweep_fit_prompt(eval_model *m, const eval_opts *o, const eval_prompt_style *ps, const eval_example *ex,
+                     int variant, int limit, work_item *w, char *err, size_t errlen)
+{
+    eval_task task = o->task;
+    int trunc, pv = variant ? EVAL_PROMPT_CLOSEDBOOK : o->question_first ? EVAL_PROMPT_FIRST : EVAL_PROMPT_LAST;
+    eval_example empty;
+    if (variant && task != EVAL_TASK_LITM) {   /* summaries: the same prompt with an empty article */
+        empty = *ex;
+        empty.document = "";
+        ex = &empty;
+        pv = o->question_first ? EVAL_PROMPT_FIRST : EVAL_PROMPT_LAST;
+    }
+    span_set *sp = &w->spans;
+    char *text = eval_prompt_render_ex(ps, task, ex, -1, pv, &trunc, sp);
     if (!text) {
-        snprintf(err, errlen, "prompt style %s: no template for task %s", ps->name, eval_task_name(task));
+        snprintf(err, errlen, "prompt style %s: no %stemplate for task %s", ps->name,
+                 pv == EVAL_PROMPT_FIRST ? "templates_first (--question-position first) " :
+                 pv == EVAL_PROMPT_CLOSEDBOOK ? "templates_closedbook (--baseline) " : "", eval_task_name(task));
         return -1;
     }
     int *ids, n;
-    int rc = eval_tokenize(m, text, ps->bos, &ids, &n, err, errlen);
+    int rc = sweep_encode(m, o, ps, text, sp, &ids, &n, err, errlen);
     free(text);
     if (rc) return -1;
     if (n <= limit) {
@@ -41,7 +88,7 @@ int sweep_fit_prompt(eval_model *m, const eval_prompt_style *ps, eval_task task,
         return 0;
     }
     free(ids);
-    if (fit_skip) {
+    if (o->fit_skip) {
         w->skip = 1;
         snprintf(w->skip_reason, sizeof w->skip_reason, "prompt of %d tokens exceeds %d (context - max_new + 1)", n, limit);
         return 0;
@@ -53,15 +100,16 @@ int sweep_fit_prompt(eval_model *m, const eval_prompt_style *ps, eval_task task,
     }
     int lo = 0, best = -1;
     int *best_ids = NULL, best_n = 0;
+    span_set best_sp = {0};
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
-        text = eval_prompt_render(ps, task, ex, mid, &trunc);
+        text = eval_prompt_render_ex(ps, task, ex, mid, pv, &trunc, sp);
         if (!text) {
             snprintf(err, errlen, "out of memory");
             free(best_ids);
             return -1;
         }
-        rc = eval_tokenize(m, text, ps->bos, &ids, &n, err, errlen);
+        rc = sweep_encode(m, o, ps, text, sp, &ids, &n, err, errlen);
         free(text);
         if (rc) {
             free(best_ids);
@@ -72,6 +120,7 @@ int sweep_fit_prompt(eval_model *m, const eval_prompt_style *ps, eval_task task,
             best_ids = ids;
             best_n = n;
             best = mid;
+            best_sp = *sp;
             lo = mid + 1;
         } else {
             free(ids);
@@ -87,6 +136,95 @@ int sweep_fit_prompt(eval_model *m, const eval_prompt_style *ps, eval_task task,
     w->n_tokens = best_n;
     w->truncated = 1;
     w->words_kept = best;
+    *sp = best_sp;
+    return 0;
+}
+
+int sweep_passkey_items(const eval_opts *o, work_item **items, int *n_items, char *err, size_t errlen)
+{
+    int n = o->n_depths * o->n_lengths * o->samples;
+    work_item *v = calloc((size_t)(n ? n : 1), sizeof *v);
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int k = 0;
+    /* the order: length, depth, sample (so --limit and shards take whole cells first) */
+    for (int li = 0; li < o->n_lengths; li++)
+        for (int di = 0; di < o->n_depths; di++)
+            for (int s = 0; s < o->samples; s++) {
+                work_item *w = &v[k];
+                snprintf(w->id, sizeof w->id, "d%g_L%d_s%d", o->depths[di], o->lengths[li], s);
+                w->idx = k++;
+                w->depth = o->depths[di];
+                w->length = o->lengths[li];
+                w->sample = s;
+            }
+    *items = v;
+    *n_items = n;
+    return 0;
+}
+
+int sweep_passkey_fit(eval_model *m, const eval_opts *o, const char *text, int no_needle, int limit,
+                      work_item *w, char *err, size_t errlen)
+{
+    /* the seed of a prompt: the sweep's --seed, the cell and the sample (not the position in the
+     * grid, so adding depths or lengths keeps every prompt) */
+    uint64_t seed = o->seed * 0x100000001B3ull ^ ((uint64_t)w->length << 32) ^
+                    ((uint64_t)(w->depth * 1e6) << 8) ^ (uint64_t)w->sample;
+    eval_passkey_spec spec = {.niah = o->task == EVAL_TASK_NIAH, .depth = w->depth,
+                              .question_first = o->question_first, .no_needle = no_needle,
+                              .seed = seed, .text = text};
+    int cap = w->length < limit ? w->length : limit;
+    /* units: at most ~ the token budget (a unit is at least one token) */
+    int lo = 0, hi = cap, best = -1;
+    int *best_ids = NULL, best_n = 0;
+    span_set best_sp = {0};
+    char best_key[8] = "";
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        eval_passkey_prompt pk;
+        if (eval_passkey_render(&spec, mid, &pk) != 0) {
+            snprintf(err, errlen, "out of memory");
+            free(best_ids);
+            return -1;
+        }
+        span_set sp = {0};
+        sp.n = no_needle ? 1 : 2;
+        snprintf(sp.name[0], sizeof sp.name[0], "question");
+        memcpy(sp.ch[0], pk.question, sizeof pk.question);
+        snprintf(sp.name[1], sizeof sp.name[1], "needle");
+        memcpy(sp.ch[1], pk.needle, sizeof pk.needle);
+        int *ids, n;
+        int rc = sweep_encode(m, o, NULL, pk.content, &sp, &ids, &n, err, errlen);
+        eval_passkey_free(&pk);
+        if (rc) {
+            free(best_ids);
+            return -1;
+        }
+        if (n <= cap) {
+            free(best_ids);
+            best_ids = ids;
+            best_n = n;
+            best = mid;
+            best_sp = sp;
+            memcpy(best_key, pk.key, sizeof best_key);
+            lo = mid + 1;
+        } else {
+            free(ids);
+            hi = mid - 1;
+        }
+    }
+    if (best < 0) {
+        w->skip = 1;
+        snprintf(w->skip_reason, sizeof w->skip_reason, "the question alone exceeds %d tokens", cap);
+        return 0;
+    }
+    w->tokens = best_ids;
+    w->n_tokens = best_n;
+    w->words_kept = best;
+    w->spans = best_sp;
+    memcpy(w->key, best_key, sizeof w->key);
     return 0;
 }
 

@@ -77,7 +77,29 @@ cJSON *sweep_line_head(const eval_opts *o, const work_item *w, const char *polic
     cJSON_AddStringToObject(j, "policy", policy);
     cJSON_AddNumberToObject(j, "budget", budget);
     cJSON_AddStringToObject(j, "rope", o->rope_shifted ? "shifted" : "absolute");
+    if (!eval_task_is_ppl(o->task))
+        cJSON_AddStringToObject(j, "question_position", o->question_first ? "first" : "last");
+    if (eval_task_is_synthetic(o->task)) {
+        cJSON_AddNumberToObject(j, "depth", w->depth);
+        cJSON_AddNumberToObject(j, "length", w->length);
+        cJSON_AddNumberToObject(j, "sample", w->sample);
+    }
     return j;
+}
+
+void sweep_add_spans(cJSON *j, const span_set *sp)
+{
+    if (!sp || sp->n == 0) return;
+    cJSON *o = cJSON_AddObjectToObject(j, "spans");
+    for (int s = 0; s < sp->n; s++) {
+        if (sp->tok[s][0] < 0) continue;
+        cJSON_AddItemToObject(o, sp->name[s], cJSON_CreateIntArray(sp->tok[s], 2));
+    }
+}
+
+void sweep_passkey_metrics(cJSON *mt, const char *key, const char *out)
+{
+    cJSON_AddNumberToObject(mt, "acc", eval_passkey_correct(out, key));
 }
 
 /* Appends j as a line; 0, or -1 after printing the error. */
@@ -105,8 +127,8 @@ int sweep_rescore(const eval_opts *o, const char *dir, char *err, size_t errlen)
     char **lines = NULL;
     char path[PATH_MAX + 32], tmp[PATH_MAX + 48];
     FILE *f = NULL;
-    if (eval_task_is_ppl(o->task)) {
-        snprintf(err, errlen, "--rescore: %s is a perplexity task (its metrics need the model; rerun it)", eval_task_name(o->task));
+    if (eval_task_is_ppl(o->task) || eval_task_is_synthetic(o->task)) {
+        snprintf(err, errlen, "--rescore: %s: its metrics need the model or the generated prompts; rerun it", eval_task_name(o->task));
         return -1;
     }
     if (eval_load_examples(o->task, o->data, &ex, &n_ex, err, errlen) != 0) return -1;

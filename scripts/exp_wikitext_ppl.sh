@@ -17,4 +17,4 @@ OUT="${2:-out/wikitext_ppl}"
 SHARED="${LLM_SHARED:-../shared}"
 exec ./llm-run eval --task wikitext --data "$SHARED/data/wikitext/wikitext-2-raw-v1.test.hf_rows.jsonl" \
     --model "$MODEL" --rope shifted --policies "${POLICIES:-buzz,buzz_logn,h2o,streaming,local,full}" \
-    --budgets "${BUDGETS:-50,100}" --limit "${LIMIT:-8}" ${WINDOW:+--window "$WINDOW"} -t "${THREADS:-1}" --out "$OUT"
+    --budgets "${BUDGETS:-50,100}" --limit "${LIMIT:-8}" ${WINDOW:+--ppl-window "$WINDOW"} -t "${THREADS:-1}" --out "$OUT"

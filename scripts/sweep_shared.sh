@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
-# The committed sweep in results/ (issue 5 "Done when"): every policy of `llm-run --list-policies`
+# The smoke-test sweep in results/stories260k/ (issue 5 "Done when"): every policy of `llm-run --list-policies`
 # at budgets 0.1..0.8 on the shared model stories260K (context 512):
-#   results/tinystories   perplexity, KL(full || policy), top-1 agreement on the TinyStories
+#   results/stories260k/tinystories   perplexity, KL(full || policy), top-1 agreement on the TinyStories
 #                         excerpt (every 512-token window, teacher-forced, eviction every step)
-#   results/xsum          ROUGE (rouge-score stemmed, and pltrdy) on the first 50 XSum articles,
+#   results/stories260k/xsum          ROUGE (rouge-score stemmed, and pltrdy) on the first 50 XSum articles,
 #                         BUZZ prompt, 64 new tokens, articles cut to fit the context
-#   results/litm_gold{0,4,9}  best-subspan EM on 10-document QA with the gold document at 0/4/9
+#   results/stories260k/litm_gold{0,4,9}  best-subspan EM on 10-document QA with the gold document at 0/4/9
 #                         (first $LITM_N questions, BUZZ prompt, 32 new tokens, documents cut to fit)
 #
 #   scripts/sweep_shared.sh [all|tinystories|xsum|litm] [MODEL_DIR]
 #
-# Resumable: rerunning continues where a run stopped. THREADS (default 1), OUT (default results),
+# Resumable: rerunning continues where a run stopped. THREADS (default 1), OUT (default results/stories260k),
 # LITM_N (default 20), XSUM_N (default 50) override the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
 SHARED="${LLM_SHARED:-../shared}"
 MODEL="${2:-$SHARED/models/stories260K}"
-OUT="${OUT:-results}"
+OUT="${OUT:-results/stories260k}"
 THREADS="${THREADS:-1}"
 LITM_N="${LITM_N:-20}"
 XSUM_N="${XSUM_N:-50}"

@@ -37,7 +37,7 @@ fi
 mapfile -t POLICIES < <("$BIN" --list-policies | awk '/^[^ \t]/ {print $1}')
 ID=$(printf '%s\n' "${POLICIES[@]}" | grep -vx buzz_logn | paste -sd,)
 if ! timeout 300 "$BIN" eval --task tinystories --data "$DATA" --model "$MODEL" --policies "$ID,buzz_logn" \
-        --budgets 1,0.1 --limit 2 --window 192 --out "$tmp/id" -t 1 --no-plot 2> "$tmp/id.err"; then
+        --budgets 1,0.1 --limit 2 --ppl-window 192 --out "$tmp/id" -t 1 --no-plot 2> "$tmp/id.err"; then
     bad "identity sweep failed: $(tail -1 "$tmp/id.err")"
 else
     R="$tmp/id/results.jsonl"

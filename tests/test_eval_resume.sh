@@ -6,7 +6,7 @@
 #  - test_write_error_keeps_complete_lines: a write error (file size limit, as on a full disk)
 #    stops the run with one line naming the file and a non-zero exit, the file holds only
 #    complete lines, and a rerun completes it;
-#  - test_other_configuration_refused: resuming with another --window into the same folder fails.
+#  - test_other_configuration_refused: resuming with another --ppl-window into the same folder fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/support/lib.sh
@@ -14,7 +14,7 @@ TS="$TINYSTORIES"
 XSUM="$SHARED/data/xsum/h2o_xsum_0shot.jsonl"
 setup_e2e "$TS" "$XSUM"
 PPL=(eval --task tinystories --data "$TS" --model "$MODEL" --policies full,h2o,buzz,streaming,tova,snapkv
-     --budgets 0.2,0.5 --limit 4 --window 256 -t 1 --no-plot)
+     --budgets 0.2,0.5 --limit 4 --ppl-window 256 -t 1 --no-plot)
 GEN=(eval --task xsum --data "$XSUM" --model "$MODEL" --policies local,buzz --budgets 0.3,0.6 --limit 3
      --max-new-tokens 24 -t 1 --no-plot)
 strip() { jq -c 'del(.timings)' "$1"; }
@@ -67,8 +67,8 @@ timeout 300 "$BIN" "${PPL[@]}" --out "$tmp/full" 2> "$tmp/full2.err" || bad "rer
 same "$tmp/full/results.jsonl" "$tmp/ref/results.jsonl" "rerun after a write error completes the same file"
 
 # another configuration into the same folder
-if timeout 60 "$BIN" "${PPL[@]}" --window 128 --out "$tmp/ref" 2> "$tmp/cfg.err"; then
-    bad "test_other_configuration_refused: a different --window was accepted"
+if timeout 60 "$BIN" "${PPL[@]}" --ppl-window 128 --out "$tmp/ref" 2> "$tmp/cfg.err"; then
+    bad "test_other_configuration_refused: a different --ppl-window was accepted"
 elif [ "$(wc -l < "$tmp/cfg.err")" -eq 1 ] && grep -q "run.json.*window differs" "$tmp/cfg.err"; then
     ok "test_other_configuration_refused: $(cat "$tmp/cfg.err")"
 else

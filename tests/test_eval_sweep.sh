@@ -120,6 +120,6 @@ expect_err "bad.jsonl: line 2: xsum: not valid JSON" --task xsum --data "$tmp/ba
 expect_err "empty.jsonl: no examples" --task xsum --data "$tmp/empty.jsonl" --model "$MODEL" --out "$tmp/e"
 expect_err "config.json" --task xsum --data "$XSUM" --model "$tmp" --out "$tmp/e"
 expect_err "--max-new-tokens 600: leaves no room" --task xsum --data "$XSUM" --model "$MODEL" --max-new-tokens 600 --out "$tmp/e"
-expect_err "--window 1024: longer than the model's context" --task tinystories --data "$TINYSTORIES" --model "$MODEL" --window 1024 --out "$tmp/e"
+expect_err "--ppl-window 1024: longer than the model's context" --task tinystories --data "$TINYSTORIES" --model "$MODEL" --ppl-window 1024 --out "$tmp/e"
 expect_err "unknown option '--bogus'" --task xsum --bogus 1
 finish

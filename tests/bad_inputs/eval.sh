@@ -7,7 +7,7 @@ if ! "$BIN" eval --help >/dev/null 2>&1 || [ ! -f "$DATA" ]; then
     echo "skip eval full-disk cases: no 'llm-run eval' or no $DATA"
 else
     EV=(eval --task tinystories --data "$DATA" --model "$GOOD" --policies full,local
-        --budgets 0.5 --limit 4 --window 64 --threads 1 --no-plot)
+        --budgets 0.5 --limit 4 --ppl-window 64 --threads 1 --no-plot)
     # reference: the complete run
     timeout "$TIMEOUT" "$BIN" "${EV[@]}" --out "$TMP/ev-ok" >/dev/null 2>"$TMP/ev-ok.err"
     n_ok=$(grep -c '' "$TMP/ev-ok/results.jsonl" 2>/dev/null || echo 0)
