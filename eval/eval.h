@@ -209,7 +209,8 @@ typedef struct {
  * text or the rendered template with the generation prompt. *ids malloc'd. 0, or -1 with err. */
 int eval_encode(eval_model *m, const eval_prompt_in *in, int **ids, int *n, char *err, size_t errlen);
 
-/* KV memory of one run, as `llm-run --json` reports it (bytes are f32 K+V of all layers). */
+/* KV memory of one run, as `llm-run --json` reports it (bytes are K+V of all layers in the
+ * cache's dtype, eval_policy_cfg.kv_dtype). */
 typedef struct {
     int capacity;                  /* kv.cap[0] */
     double peak_bytes, avg_bytes;  /* live KV: peak and time average */
@@ -226,6 +227,8 @@ typedef struct {
     int budget_ref_prompt;
     int prefill_chunk;
     uint64_t seed;
+    int kv_dtype;            /* K/V storage: -1 auto (model_kv_dtype_default: f32 for F32
+                                weights, else f16), else DT_F32, DT_F16 or DT_BF16 */
 } eval_policy_cfg;
 
 typedef struct {

@@ -213,7 +213,7 @@ int eval_main(int argc, char **argv)
         if (!pending) continue;
         eval_policy_cfg pc = {.budget = 1.0, .rope_shifted = o.rope_shifted,
                               .budget_ref_prompt = o.budget_ref_prompt,
-                              .prefill_chunk = o.prefill_chunk, .seed = o.seed};
+                              .prefill_chunk = o.prefill_chunk, .seed = o.seed, .kv_dtype = -1};
         if (ppl) {
             /* the full cache on this window, once: the reference of KL and agreement */
             free(ref);

@@ -280,7 +280,7 @@ static void check_head(int l, int g, int cap_limit, const char *hook)
     mark(P_KV);
     {
         const int d = kv->head_dim;
-        const float *K = kv->k + kv->off[lg] * (size_t)d, *V = kv->v + kv->off[lg] * (size_t)d;
+        const float *K = (const float *)kv->k_data + kv->off[lg] * (size_t)d, *V = (const float *)kv->v_data + kv->off[lg] * (size_t)d;
         for (int j = 0; j < len; j++) {
             if (P[j] < 0 || P[j] > cur || P[j] >= R->L) continue;
             size_t o = ((size_t)lg * R->L + P[j]) * d;
