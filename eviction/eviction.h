@@ -77,8 +77,9 @@ typedef struct {
     int n_new;             /* tokens in the chunk */
     int pos0;              /* position of the chunk's first token */
     const float *q_new;    /* [n_new][n_heads][head_dim] post-RoPE queries (observation window) */
-    const float *k_new;    /* [n_new][n_kv_heads][head_dim] */
-    const float *v_new;    /* [n_new][n_kv_heads][head_dim] */
+    const float *k_new;    /* [n_new][n_kv_heads][head_dim] f32 (the engine passes them already
+                              rounded to the cache's dtype; kv_prefill converts what it keeps) */
+    const float *v_new;    /* [n_new][n_kv_heads][head_dim] f32, likewise */
     const float *colsum;   /* [n_kv_heads][cand_stride] when KV_STAT_PREFILL_COLSUM, else NULL:
                               column sums over the chunk's query rows of the attention
                               probabilities, summed over the G query heads of KV head g,
