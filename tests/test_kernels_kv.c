@@ -1,6 +1,7 @@
 /* Tests for the 16-bit KV-cache kernels of kernels/cpu (--kv-dtype f16|bf16, issue 17):
  *  - every SIMD family's dot_f16/dot_bf16 and acc_rows_f16/acc_rows_bf16 against the scalar
- *    reference and against a float64 sum over the widened values, at odd sizes;
+ *    reference and against a float64 sum over the widened values, at odd sizes; the decode
+ *    score kernels dots_f32/f16/bf16 bit-identical to dot per row;
  *  - attn_decode_head and attn_prefill_head with K/V (or only V, as --rope shifted passes them)
  *    in F16/BF16: against a float64 softmax over the widened rows, and bit-identical to the
  *    same kernel on the rows widened to F32 beforehand (widening in registers changes no sum);
@@ -149,6 +150,23 @@ static void test_dot_and_acc_rows_16bit_every_family(void **state)
                 /* the same lanes and order as dot on the widened row */
                 float wide = s->dot(a, bw, n);
                 assert_memory_equal(&got, &wide, sizeof got);
+                /* dots_*: several rows at a time, each exactly dot(row) · scale (5 rows of n) */
+                {
+                    float *W, *sg = malloc(5 * 4), *sw = malloc(5 * 4), *s32 = malloc(5 * 4);
+                    uint16_t *R = rand_rows(dt, (size_t)5 * n, 2.0f, &W);
+                    assert_true(sg && sw && s32);
+                    (dt == DT_F16 ? s->dots_f16 : s->dots_bf16)(sg, a, R, 5, n, 0.375f);
+                    s->dots_f32(s32, a, W, 5, n, 0.375f);
+                    for (int j = 0; j < 5; j++) {
+                        const uint16_t *r = R + (size_t)j * n;
+                        sw[j] = (dt == DT_F16 ? s->dot_f16(a, r, n) : s->dot_bf16(a, r, n)) * 0.375f;
+                        float d32 = s->dot(a, W + (size_t)j * n, n) * 0.375f;
+                        if (memcmp(&sg[j], &sw[j], 4) || memcmp(&s32[j], &d32, 4) || memcmp(&sg[j], &d32, 4))
+                            fail_msg("%s dots %s n %d row %d: %.9g / f32 %.9g, dot %.9g / %.9g", s->name,
+                                     dtype_name(dt), n, j, sg[j], s32[j], sw[j], d32);
+                    }
+                    free(W); free(R); free(sg); free(sw); free(s32);
+                }
                 /* acc_rows over 7 rows of n columns (head_dim = n) */
                 const uint16_t *rows[7];
                 const float *wrows[7];

@@ -23,14 +23,12 @@
 static float decode_scores(const cpu_simd_ops *s, const float *q, const void *K, dtype_t k_dt,
                            int n, int head_dim, float scale, float *probs)
 {
+    if (k_dt == DT_F16) s->dots_f16(probs, q, K, n, head_dim, scale);
+    else if (k_dt == DT_BF16) s->dots_bf16(probs, q, K, n, head_dim, scale);
+    else s->dots_f32(probs, q, K, n, head_dim, scale);
     float mx = -INFINITY;
-    for (int j = 0; j < n; j++) {
-        size_t o = (size_t)j * head_dim;
-        probs[j] = (k_dt == DT_F16    ? s->dot_f16(q, (const uint16_t *)K + o, head_dim)
-                    : k_dt == DT_BF16 ? s->dot_bf16(q, (const uint16_t *)K + o, head_dim)
-                                      : s->dot(q, (const float *)K + o, head_dim)) * scale;
+    for (int j = 0; j < n; j++)
         if (probs[j] > mx) mx = probs[j];
-    }
     return mx;
 }
 

@@ -45,6 +45,12 @@ typedef struct {
     /* o[d] += Σ_j p[j] · rows[j][d] for d < head_dim, j < n (in j order per d). */
     void (*acc_rows_f16)(float *o, const float *p, const uint16_t *const *rows, int n, int head_dim);
     void (*acc_rows_bf16)(float *o, const float *p, const uint16_t *const *rows, int n, int head_dim);
+    /* Decode scores: s[j] = dot(q, K + j·head_dim, head_dim) · scale for j < n, K rows of f32 /
+     * binary16 / bfloat16 — exactly dot / dot_f16 / dot_bf16 per row (the same operations in
+     * the same order, so the same floats), several rows at a time to overlap their latencies. */
+    void (*dots_f32)(float *s, const float *q, const float *K, int n, int head_dim, float scale);
+    void (*dots_f16)(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale);
+    void (*dots_bf16)(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale);
 } cpu_simd_ops;
 
 extern const cpu_simd_ops cpu_simd_scalar;

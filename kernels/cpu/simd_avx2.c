@@ -142,6 +142,51 @@ T static float dot(const float *a, const float *b, int n) { DOT_BODY(LOAD_F32, S
 T static float dot_f16(const float *a, const uint16_t *b, int n) { DOT_BODY(load_f16, SCALAR_F16) }
 T static float dot_bf16(const float *a, const uint16_t *b, int n) { DOT_BODY(load_bf16, SCALAR_BF16) }
 
+/* s[j] = DOT(q, row j) · scale: two rows at a time, each with DOT_BODY's own two accumulators
+ * and order (bit-identical to DOT per row), the last one alone. */
+#define DOTS_BODY(ET, LOAD, SCALAR, DOT)                                                       \
+    int j = 0;                                                                                 \
+    for (; j + 2 <= n; j += 2) {                                                               \
+        const ET *k0 = K + (size_t)j * hd, *k1 = k0 + hd;                                      \
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                             \
+        __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();                             \
+        int i = 0;                                                                             \
+        for (; i + 16 <= hd; i += 16) {                                                        \
+            __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);               \
+            a0 = _mm256_fmadd_ps(q0, LOAD(k0 + i), a0);                                        \
+            a1 = _mm256_fmadd_ps(q1, LOAD(k0 + i + 8), a1);                                    \
+            b0 = _mm256_fmadd_ps(q0, LOAD(k1 + i), b0);                                        \
+            b1 = _mm256_fmadd_ps(q1, LOAD(k1 + i + 8), b1);                                    \
+        }                                                                                      \
+        for (; i + 8 <= hd; i += 8) {                                                          \
+            __m256 q0 = _mm256_loadu_ps(q + i);                                                \
+            a0 = _mm256_fmadd_ps(q0, LOAD(k0 + i), a0);                                        \
+            b0 = _mm256_fmadd_ps(q0, LOAD(k1 + i), b0);                                        \
+        }                                                                                      \
+        float s0 = hsum(_mm256_add_ps(a0, a1)), s1 = hsum(_mm256_add_ps(b0, b1));              \
+        for (; i < hd; i++) {                                                                  \
+            s0 += q[i] * SCALAR(k0 + i);                                                       \
+            s1 += q[i] * SCALAR(k1 + i);                                                       \
+        }                                                                                      \
+        s[j] = s0 * scale, s[j + 1] = s1 * scale;                                              \
+    }                                                                                          \
+    for (; j < n; j++) s[j] = DOT(q, K + (size_t)j * hd, hd) * scale;
+
+T static void dots_f32(float *s, const float *q, const float *K, int n, int hd, float scale)
+{
+    DOTS_BODY(float, LOAD_F32, SCALAR_F32, dot)
+}
+
+T static void dots_f16(float *s, const float *q, const uint16_t *K, int n, int hd, float scale)
+{
+    DOTS_BODY(uint16_t, load_f16, SCALAR_F16, dot_f16)
+}
+
+T static void dots_bf16(float *s, const float *q, const uint16_t *K, int n, int hd, float scale)
+{
+    DOTS_BODY(uint16_t, load_bf16, SCALAR_BF16, dot_bf16)
+}
+
 T static void axpy(float *y, float a, const float *x, int n)
 {
     __m256 va = _mm256_set1_ps(a);
@@ -260,5 +305,8 @@ const cpu_simd_ops cpu_simd_avx2 = {
     .dot_bf16 = dot_bf16,
     .acc_rows_f16 = acc_rows_f16,
     .acc_rows_bf16 = acc_rows_bf16,
+    .dots_f32 = dots_f32,
+    .dots_f16 = dots_f16,
+    .dots_bf16 = dots_bf16,
 };
 #endif

@@ -88,6 +88,49 @@ T static float dot(const float *a, const float *b, int n) { DOT_BODY(LOAD_F32, S
 T static float dot_f16(const float *a, const uint16_t *b, int n) { DOT_BODY(load_f16, SCALAR_F16) }
 T static float dot_bf16(const float *a, const uint16_t *b, int n) { DOT_BODY(load_bf16, SCALAR_BF16) }
 
+/* s[j] = DOT(q, row j) · scale: four rows at a time, each with DOT_BODY's own accumulator and
+ * order (bit-identical to DOT per row), the rest one by one. */
+#define DOTS_BODY(ET, LOAD, SCALAR, DOT)                                                       \
+    int j = 0;                                                                                 \
+    for (; j + 4 <= n; j += 4) {                                                               \
+        const ET *k0 = K + (size_t)j * hd, *k1 = k0 + hd, *k2 = k1 + hd, *k3 = k2 + hd;        \
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();                             \
+        __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();                             \
+        int i = 0;                                                                             \
+        for (; i + 16 <= hd; i += 16) {                                                        \
+            __m512 qv = _mm512_loadu_ps(q + i);                                                \
+            a0 = _mm512_fmadd_ps(qv, LOAD(k0 + i), a0);                                        \
+            a1 = _mm512_fmadd_ps(qv, LOAD(k1 + i), a1);                                        \
+            a2 = _mm512_fmadd_ps(qv, LOAD(k2 + i), a2);                                        \
+            a3 = _mm512_fmadd_ps(qv, LOAD(k3 + i), a3);                                        \
+        }                                                                                      \
+        float s0 = _mm512_reduce_add_ps(a0), s1 = _mm512_reduce_add_ps(a1);                   \
+        float s2 = _mm512_reduce_add_ps(a2), s3 = _mm512_reduce_add_ps(a3);                   \
+        for (; i < hd; i++) {                                                                  \
+            s0 += q[i] * SCALAR(k0 + i);                                                       \
+            s1 += q[i] * SCALAR(k1 + i);                                                       \
+            s2 += q[i] * SCALAR(k2 + i);                                                       \
+            s3 += q[i] * SCALAR(k3 + i);                                                       \
+        }                                                                                      \
+        s[j] = s0 * scale, s[j + 1] = s1 * scale, s[j + 2] = s2 * scale, s[j + 3] = s3 * scale; \
+    }                                                                                          \
+    for (; j < n; j++) s[j] = DOT(q, K + (size_t)j * hd, hd) * scale;
+
+T static void dots_f32(float *s, const float *q, const float *K, int n, int hd, float scale)
+{
+    DOTS_BODY(float, LOAD_F32, SCALAR_F32, dot)
+}
+
+T static void dots_f16(float *s, const float *q, const uint16_t *K, int n, int hd, float scale)
+{
+    DOTS_BODY(uint16_t, load_f16, SCALAR_F16, dot_f16)
+}
+
+T static void dots_bf16(float *s, const float *q, const uint16_t *K, int n, int hd, float scale)
+{
+    DOTS_BODY(uint16_t, load_bf16, SCALAR_BF16, dot_bf16)
+}
+
 T static void axpy(float *y, float a, const float *x, int n)
 {
     __m512 va = _mm512_set1_ps(a);
@@ -206,5 +249,8 @@ const cpu_simd_ops cpu_simd_avx512 = {
     .dot_bf16 = dot_bf16,
     .acc_rows_f16 = acc_rows_f16,
     .acc_rows_bf16 = acc_rows_bf16,
+    .dots_f32 = dots_f32,
+    .dots_f16 = dots_f16,
+    .dots_bf16 = dots_bf16,
 };
 #endif

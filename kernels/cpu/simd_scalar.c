@@ -113,6 +113,21 @@ static void acc_rows_bf16(float *o, const float *p, const uint16_t *const *rows,
         for (int d = 0; d < head_dim; d++) o[d] += p[j] * bf16_to_f32(rows[j][d]);
 }
 
+static void dots_f32(float *s, const float *q, const float *K, int n, int head_dim, float scale)
+{
+    for (int j = 0; j < n; j++) s[j] = dot(q, K + (size_t)j * head_dim, head_dim) * scale;
+}
+
+static void dots_f16(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale)
+{
+    for (int j = 0; j < n; j++) s[j] = dot_f16(q, K + (size_t)j * head_dim, head_dim) * scale;
+}
+
+static void dots_bf16(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale)
+{
+    for (int j = 0; j < n; j++) s[j] = dot_bf16(q, K + (size_t)j * head_dim, head_dim) * scale;
+}
+
 const cpu_simd_ops cpu_simd_scalar = {
     .name = "scalar",
     .matvec_f32 = matvec_f32,
@@ -129,4 +144,7 @@ const cpu_simd_ops cpu_simd_scalar = {
     .dot_bf16 = dot_bf16,
     .acc_rows_f16 = acc_rows_f16,
     .acc_rows_bf16 = acc_rows_bf16,
+    .dots_f32 = dots_f32,
+    .dots_f16 = dots_f16,
+    .dots_bf16 = dots_bf16,
 };
