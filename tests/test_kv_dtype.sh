@@ -33,7 +33,7 @@ cd "$(dirname "$0")/.."
 SHARED=${LLM_SHARED:-../shared}
 M=$SHARED/models/stories260K
 DATA=$SHARED/data/tinystories/TinyStories-valid.excerpt_unverified.txt
-BIN=./llm-run
+BIN=${LLM_RUN:-./llm-run}
 pass=0; fail=0
 ok()  { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
