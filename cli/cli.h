@@ -44,6 +44,9 @@ typedef struct {
     const char *device;        /* --device auto|cpu|cuda (model/device.c) */
     double kv_mem_limit_gb;    /* --kv-mem-limit GB (0: none) */
     int dtype;                 /* --dtype: -1 auto (the file's), else a dtype_t */
+    int kv_dtype;              /* --kv-dtype: -1 auto (model_kv_dtype_default), else DT_F32,
+                                  DT_F16 or DT_BF16; resolved into pp.kv_dtype once the model
+                                  is loaded */
     int verbose_prompt;        /* --verbose-prompt: the prompt's ids and pieces on stderr */
     int no_check;              /* --no-check: skip the finite-weights test at load */
     int ignore_eos;            /* --ignore-eos: generate max_new tokens whatever they are */

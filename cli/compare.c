@@ -175,7 +175,8 @@ int cli_compare_main(int argc, char **argv)
     int n_rows = 1 + c.o.n_policies * c.o.n_budgets, vocab = eval_model_vocab(m);
     if (!(rows = calloc((size_t)n_rows, sizeof *rows))) goto oom;
     eval_policy_cfg pc = {.ops = policy_find("full"), .budget = 1, .rope_shifted = r.pp.rope_shifted,
-                          .budget_ref_prompt = r.pp.budget_ref_prompt, .prefill_chunk = r.prefill_chunk, .seed = r.seed};
+                          .budget_ref_prompt = r.pp.budget_ref_prompt, .prefill_chunk = r.prefill_chunk, .seed = r.seed,
+                          .kv_dtype = r.kv_dtype};
     rows[0].policy = "full";
     rows[0].budget = 1;
     /* the full cache: its output, then its distributions on its own output (the reference) */

@@ -255,6 +255,7 @@ int cli_eval_main(int argc, char **argv)
             : beside_exe("../shared/models/stories260K", model_buf, sizeof model_buf);
     o.threads = r.threads;
     o.dtype = r.dtype;
+    o.kv_dtype = r.kv_dtype;
     o.seed = r.seed;
     o.prefill_chunk = r.prefill_chunk;
     o.max_new = r.max_new > 0 ? r.max_new : 0;

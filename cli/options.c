@@ -176,6 +176,15 @@ SETTER(set_kv_limit) {
     O->kv_mem_limit_gb = d;
     return 0;
 }
+SETTER(set_kv_dtype) {
+    (void)f;
+    if (!strcmp(v, "auto")) O->kv_dtype = -1;
+    else if (!strcmp(v, "f32")) O->kv_dtype = DT_F32;
+    else if (!strcmp(v, "f16")) O->kv_dtype = DT_F16;
+    else if (!strcmp(v, "bf16")) O->kv_dtype = DT_BF16;
+    else return cli_die("--kv-dtype: expected f32, f16, bf16 or auto, got '%s'", v);
+    return 0;
+}
 SETTER(set_json) { (void)f; (void)v; O->json = 1; return 0; }
 SETTER(set_logits_out) { (void)f; O->logits_out = v; return 0; }
 SETTER(set_verbose_prompt) { (void)f; (void)v; O->verbose_prompt = 1; return 0; }
@@ -223,6 +232,8 @@ const cli_opt cli_run_options[] = {
      "budgeted run takes prompts longer than the model's context)", CLI_G_KV, 0, set_chunk},
     {"--kv-mem-limit", NULL, "GB", "cap on KV-cache memory (1 GB = 1e9 bytes): stops before allocating,\n"
      "suggesting a budget that fits", CLI_G_KV, 0, set_kv_limit},
+    {"--kv-dtype", NULL, "TYPE", "element type of the cached K and V: f32, f16, bf16, or auto (default: f32 for\n"
+     "F32 weights, else f16); budgets and KV bytes count its real size", CLI_G_KV, 0, set_kv_dtype},
     {"--json", NULL, NULL, "print one JSON object (text, tokens, timings, kv) instead of text", CLI_G_OUT, 1, set_json},
     {"--logits-out", NULL, "FILE", "float32 .npy [positions][vocab]: every prompt position and decode step", CLI_G_OUT, 0, set_logits_out},
     {"--verbose-prompt", NULL, NULL, "print the prompt's token ids and pieces on stderr", CLI_G_OUT, 0, set_verbose_prompt},
@@ -248,6 +259,7 @@ void run_options_init(run_options *o)
     o->device = dev && *dev ? dev : "auto";
     o->dtype = -1;
     o->dump_every = 16;
+    o->kv_dtype = -1;
 }
 
 int cli_is_policy_param(const char *name)

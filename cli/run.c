@@ -234,6 +234,7 @@ static void print_json(const run_options *o, const kv_cache *kv, const gen_resul
     cJSON_AddStringToObject(wj, "dtype", dtype_name(eng->w->layers[0].w_up.dtype));
     cJSON *k = cJSON_AddObjectToObject(j, "kv");
     cJSON_AddStringToObject(k, "policy", kv->ops->name);
+    cJSON_AddStringToObject(k, "kv_dtype", kv_dtype_name(kv->kv_dtype));
     cJSON_AddNumberToObject(k, "budget", o->pp.budget);
     cJSON_AddNumberToObject(k, "capacity", kv->cap[0]);
     cJSON_AddNumberToObject(k, "budget_capacity", budget_cap);   /* what the budget alone gives */
@@ -280,12 +281,12 @@ static void print_summary(const kv_cache *kv, const gen_result *g, const kv_stat
             "prompt eval = %10.2f ms / %6d tokens (%8.2f ms per token, %8.2f tokens per second)\n"
             "eval        = %10.2f ms / %6d runs   (%8.2f ms per token, %8.2f tokens per second)\n"
             "total time  = %10.2f ms / %6d tokens\n"
-            "kv: policy %s, capacity %d tokens/head, %lld evictions | peak %.1f KiB (full %.1f KiB, %.2fx) | "
+            "kv: policy %s, %s, capacity %d tokens/head, %lld evictions | peak %.1f KiB (full %.1f KiB, %.2fx) | "
             "avg %.1f KiB (full %.1f KiB, %.2fx)\n",
             load_s * 1e3, pt, g->n_prompt, g->n_prompt ? pt / g->n_prompt : 0, pt > 0 ? g->n_prompt / pt * 1e3 : 0,
             dt, steps, steps ? dt / steps : 0, dt > 0 && steps ? steps / dt * 1e3 : 0,
             load_s * 1e3 + pt + dt, g->n_prompt + g->n_gen,
-            kv->ops->name, kv->cap[0], (long long)kv->evictions, st->peak_bytes / 1024, st->full_bytes / 1024,
+            kv->ops->name, kv_dtype_name(kv->kv_dtype), kv->cap[0], (long long)kv->evictions, st->peak_bytes / 1024, st->full_bytes / 1024,
             st->peak_bytes > 0 ? st->full_bytes / st->peak_bytes : 0, st->avg_bytes / 1024,
             st->full_avg_bytes / 1024, st->avg_bytes > 0 ? st->full_avg_bytes / st->avg_bytes : 0);
 }
@@ -458,16 +459,17 @@ int cli_run_main(int argc, char **argv)
         }
     }
 
-    /* KV cache sized by the policy and budget, then the run state */
+    /* KV cache sized by the policy and budget (elements of --kv-dtype, or the model's default),
+     * then the run state */
     const policy_ops *ops = policy_find(o.policy);
     o.pp.seed = o.seed;
+    o.pp.kv_dtype = o.kv_dtype >= 0 ? o.kv_dtype : (int)model_kv_dtype_default(mw);
     if (o.kv_mem_limit_gb > 0) {
-        /* --kv-mem-limit: size the cache before allocating it (f32 K/V on the CPU, the k_proj
-         * dtype on the GPU) */
+        /* --kv-mem-limit: size the cache before allocating it (the same K/V element size on
+         * the CPU and the GPU) */
         char what[64];
         snprintf(what, sizeof what, "--kv-mem-limit %g GB", o.kv_mem_limit_gb);
-        size_t es = use_cuda ? dtype_size(mw->layers[0].wk.dtype) : sizeof(float);
-        if (es == 0) es = 2;
+        size_t es = dtype_size((dtype_t)o.pp.kv_dtype);
         if (kv_check_limit(ops, &o.pp, cfg->n_layers, cfg->n_kv_heads, cfg->n_heads, cfg->head_dim,
                            n_prompt, max_new, es, o.kv_mem_limit_gb * 1e9, what, err, sizeof err) != 0) {
             fprintf(stderr, "llm-run: %s\n", err);

@@ -248,7 +248,8 @@ int eval_model_has_chat_template(const eval_model *m);
 /* The name of the chat template eval_encode uses ("chatml", ...; NULL before the first use). */
 const char *eval_model_chat_name(const eval_model *m);
 
-/* KV memory of one run, as `llm-run --json` reports it (bytes are f32 K+V of all layers). */
+/* KV memory of one run, as `llm-run --json` reports it (bytes are K+V of all layers in the
+ * cache's dtype, eval_policy_cfg.kv_dtype). */
 typedef struct {
     int capacity;                  /* kv.cap[0] */
     double peak_bytes, avg_bytes;  /* live KV: peak and time average */
@@ -271,6 +272,8 @@ typedef struct {
                                   parameters (--sink 4 ...); budget, rope, budget_ref and seed
                                   above override its fields */
     const struct eval_dump *dump; /* NULL, or where the kept positions go (--dump-kept) */
+    int kv_dtype;            /* K/V storage: -1 auto (model_kv_dtype_default: f32 for F32
+                                weights, else f16), else DT_F32, DT_F16 or DT_BF16 */
 } eval_policy_cfg;
 
 typedef struct {

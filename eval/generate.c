@@ -19,6 +19,7 @@ int eval_kv_init(eval_model *m, kv_cache *kv, const eval_policy_cfg *pc, int n_p
     pp.rope_shifted = pc->rope_shifted;
     pp.budget_ref_prompt = pc->budget_ref_prompt;
     pp.seed = pc->seed;
+    pp.kv_dtype = pc->kv_dtype >= 0 ? pc->kv_dtype : (int)model_kv_dtype_default(&m->w);
     const model_config *c = &m->w.cfg;
     memset(kv, 0, sizeof *kv);
     return kv_init(kv, pc->ops, &pp, c->n_layers, c->n_kv_heads, c->n_heads, c->head_dim,

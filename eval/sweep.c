@@ -168,7 +168,7 @@ static int check_policies(eval_model *m, const eval_opts *o, char *err, size_t e
         if (sweep_policy_params(o, policy_find(o->policies[a]), &pp, err, errlen) != 0) return -1;
         /* the largest cache a run of this sweep can have: values parse, nothing else is known */
         eval_policy_cfg pc = {.ops = policy_find(o->policies[a]), .budget = 1, .rope_shifted = o->rope_shifted,
-                              .params = &pp};
+                              .params = &pp, .kv_dtype = o->kv_dtype};
         kv_cache kv;
         int ctx = eval_model_context(m);
         int n = ctx < 4096 ? ctx : 4096;
@@ -370,7 +370,7 @@ int eval_run(eval_opts *op)
         const eval_example *e = syn ? NULL : &ex[w->src];
         eval_policy_cfg pc = {.budget = 1.0, .rope_shifted = o.rope_shifted,
                               .budget_ref_prompt = o.budget_ref_prompt,
-                              .prefill_chunk = o.prefill_chunk, .seed = o.seed};
+                              .prefill_chunk = o.prefill_chunk, .seed = o.seed, .kv_dtype = o.kv_dtype};
         eval_ppl_result fr;
         eval_ppl_segments fseg;
         if (ppl) {

@@ -22,6 +22,7 @@ void eval_opts_init(eval_opts *o)
     o->task = -1;
     o->shard_n = 1;
     o->dtype = -1;
+    o->kv_dtype = -1;
     o->chat = -1;
     o->max_new = 0;
     static const double depths[] = {0, 0.25, 0.5, 0.75, 1};
@@ -170,6 +171,8 @@ int sweep_check_run_config(const char *dir, const eval_opts *o, const char *styl
     for (int i = 0; i < 5; i++)
         if (o->dtype == DTV[i]) dt = DT[i];
     cJSON_AddStringToObject(cfg, "dtype", dt);
+    cJSON_AddStringToObject(cfg, "kv_dtype", o->kv_dtype == DT_F32 ? "f32" : o->kv_dtype == DT_F16 ? "f16"
+                                             : o->kv_dtype == DT_BF16 ? "bf16" : "auto");
     if (!eval_task_is_ppl(o->task)) {
         cJSON_AddStringToObject(cfg, "chat", chat ? chat : "none");
         cJSON_AddStringToObject(cfg, "question_position", o->question_first ? "first" : "last");

@@ -15,11 +15,18 @@
  *   (policy_ops.stats), so `full` pays nothing.
  * - Scores are fp32; ties break toward the older token (POLICIES.md §1.6).
  *
- * Layout: keys/values are f32 [slot][head_dim], slots of (l, g) contiguous; keys are stored
- * post-RoPE at their original position (--rope absolute, POLICIES.md §1.7).
+ * Layout: keys/values are [slot][head_dim] elements of the cache's dtype kv->kv_dtype (DT_F32,
+ * DT_F16 or DT_BF16, --kv-dtype), slots of (l, g) contiguous; keys are stored post-RoPE at their
+ * original position (--rope absolute, POLICIES.md §1.7). kv_write / kv_prefill convert the
+ * engine's f32 rows (round to nearest even); policies read rows as f32 through kv_key_f32,
+ * kv_keys_f32 and friends (for an F32 cache those are the cache's own rows, so results do not
+ * change). Byte figures (kv_bytes_per_token, kv_bytes_allocated, kv_stats) count the real
+ * element size.
  */
 #ifndef LLM_EVICTION_H
 #define LLM_EVICTION_H
+
+#include "kernels/kernels.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +59,8 @@ typedef struct {
     int budget_ref_prompt;  /* 1: L_ref = prompt tokens (H2O); 0: prompt + max_new (default) */
     int budget_tokens;      /* > 0: absolute capacity in tokens (--budget-tokens), overrides budget */
     int rope_shifted;       /* --rope shifted (POLICIES.md §1.7) */
+    int kv_dtype;           /* K/V storage (--kv-dtype): DT_F32 (0: what a zeroed struct asks
+                               for), DT_F16 or DT_BF16; anything else is a kv_init error */
     uint64_t seed;
     int n_set;
     struct { char name[48]; char value[64]; const char *origin; } set[POLICY_MAX_SET];
@@ -68,8 +77,9 @@ typedef struct {
     int n_new;             /* tokens in the chunk */
     int pos0;              /* position of the chunk's first token */
     const float *q_new;    /* [n_new][n_heads][head_dim] post-RoPE queries (observation window) */
-    const float *k_new;    /* [n_new][n_kv_heads][head_dim] */
-    const float *v_new;    /* [n_new][n_kv_heads][head_dim] */
+    const float *k_new;    /* [n_new][n_kv_heads][head_dim] f32 (the engine passes them already
+                              rounded to the cache's dtype; kv_prefill converts what it keeps) */
+    const float *v_new;    /* [n_new][n_kv_heads][head_dim] f32, likewise */
     const float *colsum;   /* [n_kv_heads][cand_stride] when KV_STAT_PREFILL_COLSUM, else NULL:
                               column sums over the chunk's query rows of the attention
                               probabilities, summed over the G query heads of KV head g,
@@ -89,6 +99,9 @@ typedef struct policy_ops {
     const policy_param_def *param_defs; /* terminated by {NULL}; NULL when none */
     unsigned stats;         /* KV_STAT_* this policy needs */
     size_t slot_state_bytes; /* per-slot policy state (kv->state), moved with its slot */
+    int reads_rows;         /* 1: hooks read whole regions of cached K/V (kv_keys_f32 /
+                               kv_values_f32); a 16-bit cache then gets an f32 scratch of one
+                               layer's arena for them (not part of the KV bytes) */
     /* Capacities: fill kv->cap[l*n_kv_heads+g] from params and lengths. Returns 0 or -1+err. */
     int (*init)(kv_cache *kv, const policy_params *p, int n_prompt, int max_new,
                 char *err, size_t errlen);
@@ -128,7 +141,12 @@ struct kv_cache {
     size_t *off;             /* [n_layers*n_kv_heads] first slot of the region */
     size_t n_slots;          /* Σ (cap + 1) */
     int32_t *pos;            /* [n_slots] original position of each slot */
-    float *k, *v;            /* [n_slots][head_dim] */
+    dtype_t kv_dtype;        /* element type of k_data/v_data: DT_F32, DT_F16 or DT_BF16 */
+    size_t kv_es;            /* its bytes per element (4 or 2) */
+    void *k_data, *v_data;   /* [n_slots][head_dim] elements of kv_dtype */
+    float *k32, *v32;        /* 16-bit caches of reads_rows policies: [arena_rows][head_dim] f32
+                                scratch of kv_keys_f32 / kv_values_f32; else NULL */
+    size_t arena_rows;       /* the most slots of one layer (Σ_g cap + 1) */
     float *score;            /* [n_slots] per-slot fp32 score (policies that keep one), or NULL */
     unsigned char *state;    /* [n_slots][ops->slot_state_bytes] or NULL; zeroed on write */
     /* run statistics (mean over (l, g) of live slots, sampled after every token) */
@@ -168,7 +186,8 @@ const policy_ops *policy_find(const char *name);
 const policy_ops *const *policy_all(void);
 
 /* Sizes and allocates the cache: calls ops->init for the capacities, then allocates the
- * regions (cap + 1 slots each). Errors: bad budget/parameters (one line), allocation failure.
+ * regions (cap + 1 slots each) in params->kv_dtype. Errors: bad budget/parameters (one line),
+ * a kv_dtype other than DT_F32/DT_F16/DT_BF16 ("--kv-dtype ..."), allocation failure.
  * The caller fills params (budget > 0 required). */
 int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
             int n_layers, int n_kv_heads, int n_heads, int head_dim,
@@ -182,10 +201,18 @@ int kv_budget_capacity(const policy_params *p, int n_prompt, int max_new, int c_
 
 static inline int kv_idx(const kv_cache *kv, int layer, int g) { return layer * kv->n_kv_heads + g; }
 static inline int kv_len(const kv_cache *kv, int layer, int g) { return kv->len[kv_idx(kv, layer, g)]; }
+/* The raw K/V of (layer, g): cap + 1 rows [head_dim] of kv->kv_dtype (the attention kernels
+ * read them as they are). */
+static inline void *kv_key_data(const kv_cache *kv, int layer, int g)
+{ return (char *)kv->k_data + kv->off[kv_idx(kv, layer, g)] * (size_t)kv->head_dim * kv->kv_es; }
+static inline void *kv_value_data(const kv_cache *kv, int layer, int g)
+{ return (char *)kv->v_data + kv->off[kv_idx(kv, layer, g)] * (size_t)kv->head_dim * kv->kv_es; }
+/* The K/V of (layer, g) as f32 rows [cap + 1][head_dim] when the cache is F32; NULL for a
+ * 16-bit cache (use the _f32 readers below). */
 static inline float *kv_keys(const kv_cache *kv, int layer, int g)
-{ return kv->k + kv->off[kv_idx(kv, layer, g)] * (size_t)kv->head_dim; }
+{ return kv->kv_dtype == DT_F32 ? (float *)kv_key_data(kv, layer, g) : NULL; }
 static inline float *kv_values(const kv_cache *kv, int layer, int g)
-{ return kv->v + kv->off[kv_idx(kv, layer, g)] * (size_t)kv->head_dim; }
+{ return kv->kv_dtype == DT_F32 ? (float *)kv_value_data(kv, layer, g) : NULL; }
 static inline int32_t *kv_positions(const kv_cache *kv, int layer, int g)
 { return kv->pos + kv->off[kv_idx(kv, layer, g)]; }
 static inline float *kv_scores(const kv_cache *kv, int layer, int g)
@@ -193,8 +220,20 @@ static inline float *kv_scores(const kv_cache *kv, int layer, int g)
 static inline unsigned char *kv_slot_state(const kv_cache *kv, int layer, int g, int slot)
 { return kv->state + (kv->off[kv_idx(kv, layer, g)] + (size_t)slot) * kv->ops->slot_state_bytes; }
 
+/* Slot j of (layer, g) as f32 [head_dim]: the cache's own row for an F32 cache, else widened
+ * into buf [head_dim] (returned). */
+const float *kv_key_f32(const kv_cache *kv, int layer, int g, int j, float *buf);
+const float *kv_value_f32(const kv_cache *kv, int layer, int g, int j, float *buf);
+/* Slots 0..n-1 of (layer, g) as f32 rows [n][head_dim]: the cache's own rows for an F32 cache,
+ * else widened into kv->k32 / kv->v32 at the region's place in its layer's arena (so the
+ * regions of one layer can be held at once; a call for another layer reuses the scratch).
+ * A 16-bit cache needs ops->reads_rows (else NULL). n ≤ cap + 1. */
+const float *kv_keys_f32(const kv_cache *kv, int layer, int g, int n);
+const float *kv_values_f32(const kv_cache *kv, int layer, int g, int n);
+
 /* The key of prefill candidate j of KV head g as the attention scored it against c->q_new
- * (post-RoPE at its position; in --rope shifted mode rotated by its rank). [head_dim] f32. */
+ * (post-RoPE at its position; in --rope shifted mode rotated by its rank). [head_dim] f32.
+ * For a live slot of a 16-bit cache (not rotated) that is NULL: use kv_cand_key_f32. */
 static inline const float *kv_cand_key(const kv_cache *kv, const kv_prefill_chunk *c, int g,
                                        int n_live, int j)
 {
@@ -202,8 +241,19 @@ static inline const float *kv_cand_key(const kv_cache *kv, const kv_prefill_chun
     if (c->k_live_rot)
         return j < n_live ? c->k_live_rot + ((size_t)g * c->rot_live_stride + j) * d
                           : c->k_new_rot + ((size_t)g * c->rot_new_stride + (j - n_live)) * d;
-    return j < n_live ? kv_keys(kv, c->layer, g) + (size_t)j * d
-                      : c->k_new + ((size_t)(j - n_live) * kv->n_kv_heads + g) * d;
+    if (j < n_live) {
+        const float *K = kv_keys(kv, c->layer, g);
+        return K ? K + (size_t)j * d : NULL;
+    }
+    return c->k_new + ((size_t)(j - n_live) * kv->n_kv_heads + g) * d;
+}
+/* kv_cand_key for any cache dtype: a live slot of a 16-bit cache is widened into buf
+ * [head_dim] (returned); otherwise the same pointer as kv_cand_key. */
+static inline const float *kv_cand_key_f32(const kv_cache *kv, const kv_prefill_chunk *c, int g,
+                                           int n_live, int j, float *buf)
+{
+    if (!c->k_live_rot && j < n_live) return kv_key_f32(kv, c->layer, g, j, buf);
+    return kv_cand_key(kv, c, g, n_live, j);
 }
 
 /* Prefill: keep what the policy chooses among live slots + the chunk (see kv_prefill_chunk). */
@@ -213,7 +263,8 @@ int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen
  * when it is kv_len, the live length grows by one. */
 int kv_decode_slot(kv_cache *kv, int layer, int g, int t, const float *q, const float *k,
                    const float *v);
-/* Writes k, v ([head_dim] f32) and position t into slot of (layer, g). */
+/* Writes k, v ([head_dim] f32, converted to the cache's dtype: round to nearest even) and
+ * position t into slot of (layer, g). */
 void kv_write(kv_cache *kv, int layer, int g, int slot, int t, const float *k, const float *v);
 /* Decode, after attention: lets the policy evict. probs as in policy_ops.post_attn. */
 void kv_post_attn(kv_cache *kv, int layer, int g, int t, const float *probs, int stride);
@@ -241,7 +292,11 @@ static inline void kv_set_uniform_capacity(kv_cache *kv, int cap)
 int kv_set_protected_capacity(kv_cache *kv, const policy_params *p, int n_prompt,
                               int max_new, int sink, int recent);
 
-/* Bytes of K and V for one token in all layers and heads (f32 storage). */
+/* The --kv-dtype spelling of a cache dtype: "f32", "f16", "bf16" ("?" for anything else). */
+static inline const char *kv_dtype_name(dtype_t dt)
+{ return dt == DT_F32 ? "f32" : dt == DT_F16 ? "f16" : dt == DT_BF16 ? "bf16" : "?"; }
+
+/* Bytes of K and V for one token in all layers and heads (kv->kv_es bytes per element). */
 size_t kv_bytes_per_token(const kv_cache *kv);
 /* What a finished run held, as llm-run and eval report it (README "KV-cache eviction"). */
 typedef struct {
@@ -257,7 +312,7 @@ typedef struct {
 /* Fills s for a run of n_prompt prompt tokens and n_decode_steps decode steps. */
 void kv_stats_get(const kv_cache *kv, int n_prompt, int n_decode_steps, kv_stats *s);
 
-/* Allocated KV bytes (all regions). */
+/* Allocated KV bytes (all regions, real element size; the reads_rows scratch not counted). */
 size_t kv_bytes_allocated(const kv_cache *kv);
 
 #endif

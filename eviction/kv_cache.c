@@ -28,6 +28,13 @@ int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
         snprintf(err, errlen, "--budget: must be > 0 (got %g)", params->budget);
         return -1;
     }
+    if (params->kv_dtype != DT_F32 && params->kv_dtype != DT_F16 && params->kv_dtype != DT_BF16) {
+        snprintf(err, errlen, "--kv-dtype: the KV cache stores f32, f16 or bf16 (got %s)",
+                 dtype_name((dtype_t)params->kv_dtype));
+        return -1;
+    }
+    kv->kv_dtype = (dtype_t)params->kv_dtype;
+    kv->kv_es = dtype_size(kv->kv_dtype);
     kv->n_layers = n_layers;
     kv->n_kv_heads = n_kv_heads;
     kv->n_heads = n_heads;
@@ -45,7 +52,7 @@ int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
         kv_free(kv);
         return -1;
     }
-    size_t total = 0;
+    size_t total = 0, layer_rows = 0;
     for (int i = 0; i < n; i++) {
         if (kv->cap[i] < 1) {
             snprintf(err, errlen, "policy %s: capacity %d for layer %d head %d is < 1", ops->name,
@@ -55,12 +62,22 @@ int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
         }
         kv->off[i] = total;
         total += (size_t)kv->cap[i] + 1;
+        layer_rows += (size_t)kv->cap[i] + 1;
+        if (i % n_kv_heads == n_kv_heads - 1) {
+            if (layer_rows > kv->arena_rows) kv->arena_rows = layer_rows;
+            layer_rows = 0;
+        }
     }
     kv->n_slots = total;
     kv->pos = malloc(total * sizeof *kv->pos);
-    kv->k = malloc(total * (size_t)head_dim * sizeof(float));
-    kv->v = malloc(total * (size_t)head_dim * sizeof(float));
-    if (!kv->pos || !kv->k || !kv->v) goto oom;
+    kv->k_data = malloc(total * (size_t)head_dim * kv->kv_es);
+    kv->v_data = malloc(total * (size_t)head_dim * kv->kv_es);
+    if (!kv->pos || !kv->k_data || !kv->v_data) goto oom;
+    if (ops->reads_rows && kv->kv_dtype != DT_F32) {
+        kv->k32 = malloc(kv->arena_rows * (size_t)head_dim * sizeof(float));
+        kv->v32 = malloc(kv->arena_rows * (size_t)head_dim * sizeof(float));
+        if (!kv->k32 || !kv->v32) goto oom;
+    }
     if (ops->stats) {
         kv->score = calloc(total, sizeof *kv->score);
         if (!kv->score) goto oom;
@@ -84,19 +101,61 @@ void kv_free(kv_cache *kv)
     free(kv->len);
     free(kv->off);
     free(kv->pos);
-    free(kv->k);
-    free(kv->v);
+    free(kv->k_data);
+    free(kv->v_data);
+    free(kv->k32);
+    free(kv->v32);
     free(kv->score);
     free(kv->state);
     memset(kv, 0, sizeof *kv);
 }
 
+const float *kv_key_f32(const kv_cache *kv, int layer, int g, int j, float *buf)
+{
+    size_t d = (size_t)kv->head_dim;
+    if (kv->kv_dtype == DT_F32) return kv_keys(kv, layer, g) + (size_t)j * d;
+    widen_elems(kv->kv_dtype, (const char *)kv_key_data(kv, layer, g) + (size_t)j * d * kv->kv_es, buf, d);
+    return buf;
+}
+
+const float *kv_value_f32(const kv_cache *kv, int layer, int g, int j, float *buf)
+{
+    size_t d = (size_t)kv->head_dim;
+    if (kv->kv_dtype == DT_F32) return kv_values(kv, layer, g) + (size_t)j * d;
+    widen_elems(kv->kv_dtype, (const char *)kv_value_data(kv, layer, g) + (size_t)j * d * kv->kv_es, buf, d);
+    return buf;
+}
+
+/* The rows of (layer, g) widened into scratch (k32 or v32) at the region's place in the arena
+ * of its layer; src: the cache's region (k_data or v_data base). */
+static const float *widen_region(const kv_cache *kv, int layer, int g, int n, const void *base,
+                                 float *scratch)
+{
+    if (!scratch) return NULL;
+    size_t d = (size_t)kv->head_dim, o = kv->off[kv_idx(kv, layer, g)];
+    float *dst = scratch + (o - kv->off[kv_idx(kv, layer, 0)]) * d;
+    widen_elems(kv->kv_dtype, (const char *)base + o * d * kv->kv_es, dst, (size_t)n * d);
+    return dst;
+}
+
+const float *kv_keys_f32(const kv_cache *kv, int layer, int g, int n)
+{
+    if (kv->kv_dtype == DT_F32) return kv_keys(kv, layer, g);
+    return widen_region(kv, layer, g, n, kv->k_data, kv->k32);
+}
+
+const float *kv_values_f32(const kv_cache *kv, int layer, int g, int n)
+{
+    if (kv->kv_dtype == DT_F32) return kv_values(kv, layer, g);
+    return widen_region(kv, layer, g, n, kv->v_data, kv->v32);
+}
+
 /* Copies slot src of region `idx` to slot dst (K, V, position, score, policy state). */
 static void move_slot(kv_cache *kv, int idx, int dst, int src)
 {
-    size_t d = (size_t)kv->head_dim, o = kv->off[idx];
-    memmove(kv->k + (o + dst) * d, kv->k + (o + src) * d, d * sizeof(float));
-    memmove(kv->v + (o + dst) * d, kv->v + (o + src) * d, d * sizeof(float));
+    size_t row = (size_t)kv->head_dim * kv->kv_es, o = kv->off[idx];
+    memmove((char *)kv->k_data + (o + dst) * row, (char *)kv->k_data + (o + src) * row, row);
+    memmove((char *)kv->v_data + (o + dst) * row, (char *)kv->v_data + (o + src) * row, row);
     kv->pos[o + dst] = kv->pos[o + src];
     if (kv->score) kv->score[o + dst] = kv->score[o + src];
     size_t sb = kv->ops->slot_state_bytes;
@@ -135,7 +194,8 @@ int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen
             free(keep);
             return -1;
         }
-        float *K = kv_keys(kv, c->layer, g), *V = kv_values(kv, c->layer, g);
+        char *K = kv_key_data(kv, c->layer, g), *V = kv_value_data(kv, c->layer, g);
+        size_t row = (size_t)d * kv->kv_es;
         int32_t *P = kv_positions(kv, c->layer, g);
         float *S = kv->score ? kv->score + kv->off[idx] : NULL;
         const float *colsum = c->colsum ? c->colsum + (size_t)g * c->cand_stride : NULL;
@@ -147,8 +207,8 @@ int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen
                 if (j != i) move_slot(kv, idx, i, j);
             } else {
                 int r = j - n_live;
-                memcpy(K + (size_t)i * d, c->k_new + ((size_t)r * hkv + g) * d, (size_t)d * sizeof(float));
-                memcpy(V + (size_t)i * d, c->v_new + ((size_t)r * hkv + g) * d, (size_t)d * sizeof(float));
+                narrow_elems(kv->kv_dtype, c->k_new + ((size_t)r * hkv + g) * d, K + i * row, (size_t)d);
+                narrow_elems(kv->kv_dtype, c->v_new + ((size_t)r * hkv + g) * d, V + i * row, (size_t)d);
                 P[i] = c->pos0 + r;
                 if (S) S[i] = 0.0f;
                 if (kv->state) memset(kv_slot_state(kv, c->layer, g, i), 0, kv->ops->slot_state_bytes);
@@ -173,9 +233,9 @@ int kv_decode_slot(kv_cache *kv, int layer, int g, int t, const float *q, const 
 
 void kv_write(kv_cache *kv, int layer, int g, int slot, int t, const float *k, const float *v)
 {
-    int d = kv->head_dim;
-    memcpy(kv_keys(kv, layer, g) + (size_t)slot * d, k, (size_t)d * sizeof(float));
-    memcpy(kv_values(kv, layer, g) + (size_t)slot * d, v, (size_t)d * sizeof(float));
+    size_t d = (size_t)kv->head_dim, row = d * kv->kv_es;
+    narrow_elems(kv->kv_dtype, k, (char *)kv_key_data(kv, layer, g) + (size_t)slot * row, d);
+    narrow_elems(kv->kv_dtype, v, (char *)kv_value_data(kv, layer, g) + (size_t)slot * row, d);
     kv_positions(kv, layer, g)[slot] = t;
     if (kv->score) kv->score[kv->off[kv_idx(kv, layer, g)] + slot] = 0.0f;
     if (kv->state) memset(kv_slot_state(kv, layer, g, slot), 0, kv->ops->slot_state_bytes);
@@ -215,12 +275,12 @@ void kv_compact(kv_cache *kv, int layer, int g, const int *keep, int n)
 
 size_t kv_bytes_per_token(const kv_cache *kv)
 {
-    return (size_t)kv->n_layers * kv->n_kv_heads * kv->head_dim * 2 * sizeof(float);
+    return (size_t)kv->n_layers * kv->n_kv_heads * kv->head_dim * 2 * kv->kv_es;
 }
 
 size_t kv_bytes_allocated(const kv_cache *kv)
 {
-    return kv->n_slots * (size_t)kv->head_dim * 2 * sizeof(float);
+    return kv->n_slots * (size_t)kv->head_dim * 2 * kv->kv_es;
 }
 
 int kv_set_protected_capacity(kv_cache *kv, const policy_params *p, int n_prompt,

@@ -20,6 +20,8 @@ int kv_plan_bytes(const policy_ops *ops, const policy_params *p, int n_layers, i
     kv.head_dim = head_dim;
     kv.ops = ops;
     kv.params = *p;
+    kv.kv_dtype = (dtype_t)p->kv_dtype;   /* what a policy's init may look at (sizes use elem_bytes) */
+    kv.kv_es = dtype_size(kv.kv_dtype);
     kv.prompt_tokens = n_prompt;
     kv.max_new = max_new;
     int n = n_layers * n_kv_heads;

@@ -30,7 +30,7 @@ int kv_check_limit(const policy_ops *ops, const policy_params *p, int n_layers, 
  * scores (+ colsum), per-slot state, lengths and the eviction count. keep: [n_kv_heads]
  * [keep_stride] ints (keep_stride ≥ the largest len + c->n_new) receives the ascending
  * candidate indices, n_keep [n_kv_heads] their counts; the caller moves the K/V rows
- * (candidate j < n_live: live slot j, else chunk token j − n_live). kv->k/kv->v are not read or
+ * (candidate j < n_live: live slot j, else chunk token j − n_live). kv->k_data/v_data are not read or
  * written. Policies whose on_prefill reads keys or queries need c->q_new / c->k_new and, with
  * live slots, the cached keys: a device backend must not use this for them (see
  * model/device.c). Errors: a keep-list over capacity. */

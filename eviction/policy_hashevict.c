@@ -207,7 +207,7 @@ static void refresh_slots(kv_cache *kv, he_state *s, int layer, int g)
 {
     int idx = kv_idx(kv, layer, g), n = kv->len[idx], d = kv->head_dim;
     const float *R = s->R + (size_t)layer * s->bits * d;
-    const float *K = kv_keys(kv, layer, g);
+    float kbuf[d];   /* a key of a 16-bit cache, widened */
     /* stashed accumulators of the simulated prompt: slot i holds keep[i] */
     if (s->stash && s->stash_n[idx]) {
         const he_acc *st = s->stash + (size_t)idx * s->max_cap;
@@ -222,7 +222,7 @@ static void refresh_slots(kv_cache *kv, he_state *s, int layer, int g)
     for (int j = 0; j < n; j++) {
         he_slot *e = slot_state(kv, layer, g, j);
         if (!e->valid) {
-            e->code = hashevict_code(R, s->bits, d, K + (size_t)j * d);
+            e->code = hashevict_code(R, s->bits, d, kv_key_f32(kv, layer, g, j, kbuf));
             e->valid = 1;
         }
     }

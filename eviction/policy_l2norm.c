@@ -107,7 +107,8 @@ static float slot_norm(const kv_cache *kv, int layer, int g, int j)
 {
     l2_slot *e = (l2_slot *)kv_slot_state(kv, layer, g, j);
     if (!e->valid) {
-        e->norm = l2norm_norm(kv_keys(kv, layer, g) + (size_t)j * kv->head_dim, kv->head_dim);
+        float kbuf[kv->head_dim];   /* a key of a 16-bit cache, widened */
+        e->norm = l2norm_norm(kv_key_f32(kv, layer, g, j, kbuf), kv->head_dim);
         e->valid = 1;
     }
     return e->norm;

@@ -135,7 +135,7 @@ static int sg_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_l
     sg_state *s = kv->pstate;
     const int d = kv->head_dim, hkv = kv->n_kv_heads, n_cand = n_live + c->n_new;
     /* candidate keys: live slots, then the chunk's tokens */
-    const float *K = kv_keys(kv, c->layer, g);
+    const float *K = kv_keys_f32(kv, c->layer, g, n_live);
     for (int j = 0; j < n_live; j++) s->rows[j] = K + (size_t)j * d;
     for (int r = 0; r < c->n_new; r++) s->rows[n_live + r] = c->k_new + ((size_t)r * hkv + g) * d;
     return subgen_select(s->rows, n_cand, d, s->target, recent_for(s, s->target), keep,
@@ -149,7 +149,7 @@ static void sg_post_attn(kv_cache *kv, int layer, int g, int t, const float *pro
     sg_state *s = kv->pstate;
     int n = kv_len(kv, layer, g), d = kv->head_dim;
     if (n <= kv->cap[kv_idx(kv, layer, g)]) return;
-    const float *K = kv_keys(kv, layer, g);
+    const float *K = kv_keys_f32(kv, layer, g, n);
     for (int j = 0; j < n; j++) s->rows[j] = K + (size_t)j * d;
     int n_keep = subgen_select(s->rows, n, d, s->target, recent_for(s, s->target), s->keep,
                                s->centers, s->dist);
@@ -164,6 +164,7 @@ const policy_ops policy_subgen = {
               "32; grow: C' = C, peak C + max_new)",
     .param_defs = sg_params,
     .stats = 0,
+    .reads_rows = 1,
     .init = sg_init,
     .on_prefill = sg_on_prefill,
     .post_attn = sg_post_attn,

@@ -146,7 +146,7 @@ void subgen_stream_sums(const kv_cache *kv, int layer, int g, const float *q, fl
     const ss_state *s = kv->pstate;
     const int idx = kv_idx(kv, layer, g), d = kv->head_dim, n = kv_len(kv, layer, g);
     const ss_head *h = &s->head[idx];
-    const float *K = kv_keys(kv, layer, g), *V = kv_values(kv, layer, g);
+    const float *K = kv_keys_f32(kv, layer, g, n), *V = kv_values_f32(kv, layer, g, n);
     for (int e = 0; e < d; e++) num[e] = 0.0;
     double D = 0.0;
     /* the exact window */
@@ -315,7 +315,7 @@ static int ss_on_prefill(kv_cache *kv, const kv_prefill_chunk *c, int g, int n_l
     ss_state *s = kv->pstate;
     const int layer = c->layer, d = kv->head_dim, hkv = kv->n_kv_heads;
     const int n_cand = n_live + c->n_new, n_out = n_cand > s->r ? n_cand - s->r : 0;
-    const float *K = kv_keys(kv, layer, g), *V = kv_values(kv, layer, g);
+    const float *K = kv_keys_f32(kv, layer, g, n_live), *V = kv_values_f32(kv, layer, g, n_live);
     const int32_t *P = kv_positions(kv, layer, g);
     ss_head *h = &s->head[kv_idx(kv, layer, g)];
     /* the keys that leave the window: live slots (in position order during prefill), then the
@@ -355,8 +355,9 @@ static int ss_pre_attn(kv_cache *kv, int layer, int g, int t, const float *q, co
     int old = 0;
     for (int j = 1; j < n; j++)
         if (P[j] < P[old]) old = j;
-    sketch_insert(kv, s, layer, g, kv_keys(kv, layer, g) + (size_t)old * d,
-                  kv_values(kv, layer, g) + (size_t)old * d, P[old]);
+    float kb[d], vb[d];   /* the slot's K/V widened when the cache is 16-bit */
+    sketch_insert(kv, s, layer, g, kv_key_f32(kv, layer, g, old, kb), kv_value_f32(kv, layer, g, old, vb),
+                  P[old]);
     kv->evictions++;
     return old;
 }
@@ -368,14 +369,17 @@ static void ss_attend(kv_cache *kv, int layer, int g, const float *q, float scal
     const int idx = kv_idx(kv, layer, g), d = kv->head_dim, G = kv->n_heads / kv->n_kv_heads;
     const int n = kv_len(kv, layer, g);
     const ss_head *h = &s->head[idx];
-    const float *K = kv_keys(kv, layer, g), *V = kv_values(kv, layer, g);
     float *lg = s->logits + (size_t)g * s->logits_stride;
-    /* an empty sketch: exactly the engine's attention over the window */
+    /* an empty sketch: exactly the engine's attention over the window (the cache's rows as
+     * stored, in its dtype) */
     if (h->n_ins == 0) {
         for (int hh = 0; hh < G; hh++)
-            attn_decode_head(q + (size_t)hh * d, K, V, n, d, scale, lg, out + (size_t)hh * d);
+            attn_decode_head(q + (size_t)hh * d, kv_key_data(kv, layer, g), kv->kv_dtype,
+                             kv_value_data(kv, layer, g), kv->kv_dtype, n, d, scale, lg,
+                             out + (size_t)hh * d);
         return;
     }
+    const float *K = kv_keys_f32(kv, layer, g, n);
     double *num = s->num + (size_t)g * d, den;
     for (int hh = 0; hh < G; hh++) {
         const float *qh = q + (size_t)hh * d;
@@ -404,6 +408,7 @@ const policy_ops policy_subgen_stream = {
               "ceil(m(t+1)/2) <= C; --rope absolute only",
     .param_defs = ss_params,
     .stats = 0,
+    .reads_rows = 1,
     .init = ss_init,
     .on_prefill = ss_on_prefill,
     .pre_attn = ss_pre_attn,

@@ -102,6 +102,7 @@ static void last_row_attention(kv_cache *kv, tova_state *s, const kv_prefill_chu
     const int n = n_live + c->n_new;
     const float scale = 1.0f / sqrtf((float)d);
     const int32_t *live_pos = kv_positions(kv, c->layer, 0);
+    float kbuf[d];   /* a live key of a 16-bit cache, widened */
     for (int j = 0; j < n; j++) {
         s->pos[j] = j < n_live ? live_pos[j] : c->pos0 + (j - n_live);
         s->avg[j] = 0.0f;
@@ -112,7 +113,7 @@ static void last_row_attention(kv_cache *kv, tova_state *s, const kv_prefill_chu
         /* logits of the last row over all candidates (causal: it sees every one) */
         float mx = -INFINITY;
         for (int j = 0; j < n; j++) {
-            const float *k = kv_cand_key(kv, c, g, n_live, j); /* rotated by rank when shifted */
+            const float *k = kv_cand_key_f32(kv, c, g, n_live, j, kbuf); /* rotated by rank when shifted */
             float dot = 0.0f;
             for (int i = 0; i < d; i++) dot += q[i] * k[i];
             s->logit[j] = dot * scale;

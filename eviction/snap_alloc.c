@@ -128,9 +128,9 @@ void snap_pyramid_schedule(int base, int n_prefix, int L, double beta, int exact
 /* Copies slot src to slot dst (absolute slot indices): K, V, position, score, policy state. */
 static void move_abs(kv_cache *kv, size_t dst, size_t src)
 {
-    size_t d = (size_t)kv->head_dim;
-    memmove(kv->k + dst * d, kv->k + src * d, d * sizeof(float));
-    memmove(kv->v + dst * d, kv->v + src * d, d * sizeof(float));
+    size_t row = (size_t)kv->head_dim * kv->kv_es;   /* elements of the cache's dtype */
+    memmove((char *)kv->k_data + dst * row, (char *)kv->k_data + src * row, row);
+    memmove((char *)kv->v_data + dst * row, (char *)kv->v_data + src * row, row);
     kv->pos[dst] = kv->pos[src];
     if (kv->score) kv->score[dst] = kv->score[src];
     size_t sb = kv->ops->slot_state_bytes;

@@ -185,7 +185,7 @@ void snap_free(kv_cache *kv);
 
 /* The hooks of every member's policy_ops (after .init). */
 #define SNAP_HOOKS                                                                                 \
-    .stats = 0, .on_prefill = snap_on_prefill, .pre_attn = snap_pre_attn, .post_attn = snap_post_attn, \
-    .free_state = snap_free
+    .stats = 0, .reads_rows = 1, .on_prefill = snap_on_prefill, .pre_attn = snap_pre_attn,           \
+    .post_attn = snap_post_attn, .free_state = snap_free
 
 #endif

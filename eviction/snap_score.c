@@ -129,8 +129,10 @@ static int cand_pos(const snap_cands *c, int j)
 /* Candidates of (layer, g): its live slots only (decode re-compression). */
 snap_cands snap_live_cands(const kv_cache *kv, int layer, int g)
 {
-    snap_cands c = {kv_keys(kv, layer, g), kv_positions(kv, layer, g), kv_len(kv, layer, g), NULL, 0, 0,
-                    kv_len(kv, layer, g)};
+    /* the keys as f32: the cache's own rows, or (16-bit cache) widened into the cache's scratch
+     * at the region's place, so every head of a layer can be held at once (ada) */
+    snap_cands c = {kv_keys_f32(kv, layer, g, kv_len(kv, layer, g)), kv_positions(kv, layer, g),
+                    kv_len(kv, layer, g), NULL, 0, 0, kv_len(kv, layer, g)};
     return c;
 }
 

@@ -141,25 +141,40 @@ void add_bias(float *y, const weight_t *bias, int n, int dim);
 /* y[i] += x[i]. */
 void add_inplace(float *y, const float *x, size_t n);
 
+/* Element conversions of KV-cache rows (kernels/cpu/ops.c); dt is DT_F32, DT_F16 or DT_BF16
+ * (anything else: nothing is written).
+ * widen_elems: dst[i] = src[i] as f32 (exact; a copy for F32), i < n; SIMD family in use.
+ * narrow_elems: dst[i] = src[i] in dt, round to nearest even (f32_to_f16 / f32_to_bf16; a
+ * copy for F32).
+ * round_elems: x[i] = widen(narrow(x[i])) in place: the value a cache of dtype dt stores
+ * (nothing changes for F32). */
+void widen_elems(dtype_t dt, const void *src, float *dst, size_t n);
+void narrow_elems(dtype_t dt, const float *src, void *dst, size_t n);
+void round_elems(dtype_t dt, float *x, size_t n);
+
 /* Decode attention of one query head over n cached slots (SIMD dot products and a vector
  * exp; one pass over K and one over V):
- * q [head_dim]; K, V [n][head_dim]; out [head_dim] = Σ_j p_j V_j with
- * p = softmax(q·K_j · scale). probs [n] receives p (always written; it is also the scratch for
- * the scores, so statistics cost nothing extra). Slots are summed in slot order. */
-void attn_decode_head(const float *q, const float *K, const float *V, int n, int head_dim,
-                      float scale, float *probs, float *out);
+ * q [head_dim] f32; K [n][head_dim] of dtype k_dt, V [n][head_dim] of dtype v_dt, each DT_F32,
+ * DT_F16 or DT_BF16 (a KV cache in 16 bits: rows are widened to f32 in registers, products and
+ * sums are f32); out [head_dim] = Σ_j p_j V_j with p = softmax(q·K_j · scale). probs [n]
+ * receives p (always written; it is also the scratch for the scores, so statistics cost
+ * nothing extra). Slots are summed in slot order. */
+void attn_decode_head(const float *q, const void *K, dtype_t k_dt, const void *V, dtype_t v_dt,
+                      int n, int head_dim, float scale, float *probs, float *out);
 
 /* Prefill (causal) attention of one query head for a chunk of n_new tokens that follows
  * n_live cached slots, tiled with an online softmax (kernels/cpu/attention.c):
- * q [n_new] rows of stride q_stride; K_live, V_live [n_live][head_dim];
- * K_new, V_new [n_new] rows of stride k_stride, v_stride. Row i attends to all live slots and the chunk's
- * tokens 0..i. out [n_new] rows of stride out_stride. colsum (NULL or [n_live + n_new]) gets
- * += Σ_i p_i(j) (the column sums H2O and BUZZ need; a second pass over the scores).
+ * q [n_new] rows of stride q_stride; K_live [n_live][head_dim] of dtype k_live_dt, V_live
+ * [n_live][head_dim] of dtype v_live_dt (DT_F32, DT_F16 or DT_BF16: the cache's rows, widened
+ * to f32 as they are read; f32 accumulation); K_new, V_new [n_new] f32 rows of stride
+ * k_stride, v_stride. Row i attends to all live slots and the chunk's tokens 0..i. out [n_new]
+ * rows of stride out_stride. colsum (NULL or [n_live + n_new]) gets += Σ_i p_i(j) (the column
+ * sums H2O and BUZZ need; a second pass over the scores).
  * scratch: attn_prefill_scratch_floats(head_dim) floats (one tile, whatever the length). */
-void attn_prefill_head(const float *q, int q_stride, const float *K_live, const float *V_live,
-                       int n_live, const float *K_new, int k_stride, const float *V_new,
-                       int v_stride, int n_new, int head_dim, float scale, float *out,
-                       int out_stride, float *colsum, float *scratch);
+void attn_prefill_head(const float *q, int q_stride, const void *K_live, dtype_t k_live_dt,
+                       const void *V_live, dtype_t v_live_dt, int n_live, const float *K_new,
+                       int k_stride, const float *V_new, int v_stride, int n_new, int head_dim,
+                       float scale, float *out, int out_stride, float *colsum, float *scratch);
 
 /* Scratch floats attn_prefill_head needs per thread. */
 size_t attn_prefill_scratch_floats(int head_dim);

@@ -21,6 +21,11 @@
         if (!(ptr)) goto oom;                                                                  \
     } while (0)
 
+dtype_t model_kv_dtype_default(const model_weights *w)
+{
+    return w->cfg.n_layers > 0 && w->layers && w->layers[0].wk.dtype == DT_F32 ? DT_F32 : DT_F16;
+}
+
 int engine_init(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, int n_threads,
                 char *err, size_t errlen)
 {
@@ -115,14 +120,15 @@ static int cmp_pos_idx(const void *a, const void *b, void *ctx)
     return pos[*(const int *)a] - pos[*(const int *)b];
 }
 
-/* --rope shifted: dst [len][head_dim] = the live keys of (l, g) rotated by their rank in
- * position order. Slots are usually already in position order (rank = slot). */
+/* --rope shifted: dst [len][head_dim] f32 = the live keys of (l, g) (widened from the cache's
+ * dtype) rotated by their rank in position order. Slots are usually already in position order
+ * (rank = slot). */
 static void rotated_live_keys(engine *e, int l, int g, float *dst)
 {
     kv_cache *kv = e->kv;
     int n = kv_len(kv, l, g), hd = kv->head_dim, half = hd / 2;
     const int32_t *pos = kv_positions(kv, l, g);
-    memcpy(dst, kv_keys(kv, l, g), (size_t)n * hd * sizeof(float));
+    widen_elems(kv->kv_dtype, kv_key_data(kv, l, g), dst, (size_t)n * hd);
     int sorted = 1;
     for (int j = 1; j < n && sorted; j++) sorted = pos[j] > pos[j - 1];
     if (sorted) {
@@ -214,10 +220,16 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
          * cache keeps keys before RoPE; rotated copies feed the attention) */
         const float *K_new = e->pk;
         int k_stride = kvdim;
+        /* a 16-bit cache: the chunk's K/V as the cache will store them (rounded to its dtype;
+         * keys after RoPE, or before it when shifted), so the chunk attends to itself as a
+         * later token attends to it, and the policies score what is kept */
+        round_elems(kv->kv_dtype, e->pv, (size_t)n * kvdim);
         if (!e->shifted) {
             rope_apply(e->pq, n, H, hd, e->rope_cos, e->rope_sin);
             rope_apply(e->pk, n, Hkv, hd, e->rope_cos, e->rope_sin);
+            round_elems(kv->kv_dtype, e->pk, (size_t)n * kvdim);
         } else {
+            round_elems(kv->kv_dtype, e->pk, (size_t)n * kvdim);
             size_t live_stride = (size_t)(e->probs_stride) * hd;
             for (int g = 0; g < Hkv; g++) {
                 int n_live = kv_len(kv, l, g);
@@ -238,11 +250,13 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         for (int h = 0; h < H; h++) {
             int g = h / G, n_live = kv_len(kv, l, g);
             float *scratch = e->att_scratch + (size_t)omp_get_thread_num() * attn_prefill_scratch_floats(hd);
-            const float *K_live = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_keys(kv, l, g);
+            /* live keys: the cache's rows (its dtype), or the f32 rank-rotated copies */
+            const void *K_live = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_key_data(kv, l, g);
+            dtype_t k_dt = e->shifted ? DT_F32 : kv->kv_dtype;
             const float *Kn = e->shifted ? K_new + (size_t)g * e->max_chunk * hd : K_new + (size_t)g * hd;
             float sc = scale * logit_factor(kv, n_live + n);
-            attn_prefill_head(e->pq + (size_t)h * hd, qdim, K_live, kv_values(kv, l, g), n_live, Kn,
-                              k_stride, e->pv + (size_t)g * hd, kvdim, n, hd, sc,
+            attn_prefill_head(e->pq + (size_t)h * hd, qdim, K_live, k_dt, kv_value_data(kv, l, g),
+                              kv->kv_dtype, n_live, Kn, k_stride, e->pv + (size_t)g * hd, kvdim, n, hd, sc,
                               e->patt + (size_t)h * hd, qdim,
                               want_colsum ? e->colsum + (size_t)h * e->cand_stride : NULL, scratch);
         }
@@ -318,6 +332,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
             rope_apply(e->q, 1, H, hd, e->rope_cos, e->rope_sin);
             rope_apply(e->k, 1, Hkv, hd, e->rope_cos, e->rope_sin);
         }
+        /* a 16-bit cache: the new K/V as it will store them (the policy hooks see that) */
+        round_elems(kv->kv_dtype, e->k, (size_t)Hkv * hd);
+        round_elems(kv->kv_dtype, e->v, (size_t)Hkv * hd);
 
         /* the policy says where the new K/V go (append, or over a victim) */
         for (int g = 0; g < Hkv; g++) {
@@ -340,8 +357,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
 #pragma omp parallel for schedule(static)
             for (int h = 0; h < H; h++) {
                 int g = h / G, len = kv_len(kv, l, g);
-                const float *K = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_keys(kv, l, g);
-                attn_decode_head(e->q + (size_t)h * hd, K, kv_values(kv, l, g), len, hd,
+                const void *K = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_key_data(kv, l, g);
+                attn_decode_head(e->q + (size_t)h * hd, K, e->shifted ? DT_F32 : kv->kv_dtype,
+                                 kv_value_data(kv, l, g), kv->kv_dtype, len, hd,
                                  scale * logit_factor(kv, len), e->probs + (size_t)h * e->probs_stride,
                                  e->att + (size_t)h * hd);
             }

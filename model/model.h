@@ -303,8 +303,17 @@ typedef struct {
                                  or decode step; -1 on the CPU */
 } engine;
 
+/* The KV cache's element type when --kv-dtype is auto (policy_params.kv_dtype): DT_F32 for a
+ * model whose k_proj weights (layer 0, as held in memory, i.e. after --dtype) are F32, so F32
+ * checkpoints keep their exact results; DT_F16 for 16-bit and quantized (GGUF block format)
+ * weights: half the cache bytes, 11 significant bits, LLaMA keys and values far below f16's
+ * 65504. */
+dtype_t model_kv_dtype_default(const model_weights *w);
+
 /* Allocates the run state for up to max_chunk prefill tokens per call. Weights may be F32,
- * F16 or BF16 (mixed is fine). kv must be initialised (kv_init). */
+ * F16 or BF16 (mixed is fine). kv must be initialised (kv_init) in any of its dtypes: the engine
+ * rounds each new K/V row to the cache's dtype before attending, and widens cached rows as the
+ * attention reads them (f32 accumulation). */
 int engine_init(engine *e, const model_weights *w, struct kv_cache *kv, int max_chunk,
                 int n_threads, char *err, size_t errlen);
 void engine_free(engine *e);

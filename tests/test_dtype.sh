@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Weight dtypes and SIMD kernel families end to end.
-#   * --dtype bf16 / f16 on stories260K (an F32 checkpoint): logits within a relative error of
+#   * --dtype bf16 / f16 on stories260K (an F32 checkpoint; the KV cache then defaults to f16
+#     too, --kv-dtype auto): logits within a relative error of
 #     the F32 run (max|d|/max|f32| per row ≤ 2e-2 for bf16, 3e-3 for f16: bf16 keeps 8
 #     mantissa bits, f16 11) but not equal to it (the weights really were converted: ≥ 1e-4),
 #     and the same greedy tokens;

@@ -9,8 +9,11 @@
 #     dequantized weights, tests/fixtures/gguf, scripts/make_gguf_fixtures.py): top-1 equal at
 #     every position where transformers' top1 - top2 margin is >= 0.5 and at >= 98% of all
 #     positions, cosine >= 0.999 at the last position; greedy 32-token continuations equal, or
-#     diverging only where transformers' own margin is < 0.5; every policy runs on both, and
-#     is identical to full when the budget covers the run.
+#     diverging only where transformers' own margin is < 0.5. These runs pin --kv-dtype f32 (the
+#     reference computes K/V in F32; this checks the loader and the kernels); the default f16
+#     cache is held to the margin >= 0.5 positions by tests/test_kv_dtype.sh. The policy rows
+#     below run the default (f16) cache.
+#     Every policy runs on both (default cache), identical to full when the budget covers the run.
 #  3. A qwen2 Hugging Face folder made from the GGUF (safetensors with biases) vs transformers.
 # Ends with "N passed, M failed".
 set -u
@@ -48,7 +51,7 @@ for name in smollm2-135m qwen2.5-0.5b; do
     FX=tests/fixtures/gguf/$name.npz
     for k in 0 1 2 3; do
         python3 -c 'import numpy as np,sys,json; d=np.load(sys.argv[1]); print(json.dumps(d["ids_"+sys.argv[2]].tolist()))' "$FX" $k >"$TMP/ids.json"
-        if ! "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 32 -t 2 --logits-out "$TMP/l.npy" --json >"$TMP/o.json" 2>"$TMP/e"; then
+        if ! "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 32 -t 2 --kv-dtype f32 --logits-out "$TMP/l.npy" --json >"$TMP/o.json" 2>"$TMP/e"; then
             bad "$name prompt $k: llm-run failed: $(head -c 300 "$TMP/e")"; continue
         fi
         if msg=$(python3 - "$FX" $k "$TMP/l.npy" "$TMP/o.json" "$GG" <<'PY'

@@ -367,8 +367,8 @@ static void check_prefill(const char *fam, int n_live, int n_new, int hd)
     double *ro = malloc((size_t)n_new * hd * 8), *rc = calloc((size_t)(n_live + n_new), 8);
     assert_true(out && colsum && out2 && scratch && ro && rc);
     float scale = 1.0f / sqrtf((float)hd);
-    attn_prefill_head(q, stride, Kl, Vl, n_live, Kn, stride, Vn, stride, n_new, hd, scale, out, stride, colsum, scratch);
-    attn_prefill_head(q, stride, Kl, Vl, n_live, Kn, stride, Vn, stride, n_new, hd, scale, out2, stride, NULL, scratch);
+    attn_prefill_head(q, stride, Kl, DT_F32, Vl, DT_F32, n_live, Kn, stride, Vn, stride, n_new, hd, scale, out, stride, colsum, scratch);
+    attn_prefill_head(q, stride, Kl, DT_F32, Vl, DT_F32, n_live, Kn, stride, Vn, stride, n_new, hd, scale, out2, stride, NULL, scratch);
     prefill_ref(q, stride, Kl, Vl, n_live, Kn, stride, Vn, stride, n_new, hd, scale, ro, rc);
     for (int i = 0; i < n_new; i++)
         for (int d = 0; d < hd; d++) {
@@ -412,7 +412,7 @@ static void test_decode_attention_matches_float64_softmax(void **state)
             assert_true(probs && p);
             for (int d = 0; d < hd; d++) q[d] *= 4.0f;
             float scale = 1.0f / sqrtf((float)hd);
-            attn_decode_head(q, K, V, n, hd, scale, probs, out);
+            attn_decode_head(q, K, DT_F32, V, DT_F32, n, hd, scale, probs, out);
             for (int j = 0; j < n; j++) {
                 double s = 0;
                 for (int d = 0; d < hd; d++) s += (double)q[d] * K[(size_t)j * hd + d];

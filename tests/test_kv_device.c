@@ -138,7 +138,7 @@ static void test_check_limit(void **st)
     assert_non_null(strstr(err, "raise the limit"));
 }
 
-/* The simulated device K/V of a cache: same regions as kv->k/kv->v. */
+/* The simulated device K/V of a cache: same regions as kv->k_data/kv->v_data (f32). */
 typedef struct {
     float *k, *v, *tk, *tv;
 } devsim;
@@ -181,10 +181,11 @@ static void expect_rows_equal(const devsim *d, const kv_cache *ref, const char *
 {
     for (int i = 0; i < L * HKV; i++) {
         size_t o = ref->off[i];
+        const float *rk = ref->k_data, *rv = ref->v_data;   /* an F32 cache */
         for (int s = 0; s < ref->len[i]; s++)
             for (int e = 0; e < D; e++)
-                if (d->k[(o + s) * D + e] != ref->k[(o + s) * D + e] ||
-                    d->v[(o + s) * D + e] != ref->v[(o + s) * D + e])
+                if (d->k[(o + s) * D + e] != rk[(o + s) * D + e] ||
+                    d->v[(o + s) * D + e] != rv[(o + s) * D + e])
                     fail_msg("%s step %d: region %d slot %d (pos %d) differs from the CPU cache",
                              what, step, i, s, ref->pos[o + s]);
     }

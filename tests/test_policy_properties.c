@@ -105,9 +105,10 @@ typedef struct {
     int n_prompt, max_new, chunk; /* chunk 0: the whole prompt in one pass */
     int shifted;                  /* --rope shifted (keys stored before RoPE, §1.7) */
     double budget;
+    int kv_dtype;                 /* the cache's K/V dtype (--kv-dtype): DT_F32 but cases 14-16 */
 } test_case;
 
-#define N_CASES 14
+#define N_CASES 17
 static test_case cases[N_CASES];
 
 static uint64_t splitmix(uint64_t *s)
@@ -142,6 +143,12 @@ static void make_cases(void)
         c->shifted = i == 9 || i == 11;
         /* cases 5, 6 and 10 prefill in chunks (eviction between chunks) */
         c->chunk = (i == 5 || i == 6 || i == 10) ? rand_range(&s, 16, 96) : 0;
+        /* cases 14-16: a 16-bit cache (rows of 2 bytes moved, compacted, re-laid out): f16
+         * chunked at 0.3, bf16 at 0.5, f16 shifted at 0.7 */
+        c->kv_dtype = i == 15 ? DT_BF16 : i >= 14 ? DT_F16 : DT_F32;
+        if (i >= 14) c->budget = budgets[1 + (i - 14)];
+        if (i == 14) c->chunk = rand_range(&s, 16, 96);
+        if (i == 16) c->shifted = 1;
     }
 }
 
@@ -284,13 +291,15 @@ static void check_head(int l, int g, int cap_limit, const char *hook)
     /* K and V rows follow their positions (moves, compaction, re-layout) */
     mark(P_KV);
     {
+        /* rows widened from the cache's dtype: the engine hands the policy (and the recorder)
+         * rows already rounded to it, so they compare exactly */
         const int d = kv->head_dim;
-        const float *K = kv->k + kv->off[lg] * (size_t)d, *V = kv->v + kv->off[lg] * (size_t)d;
+        float kb[d], vb[d];
         for (int j = 0; j < len; j++) {
             if (P[j] < 0 || P[j] > cur || P[j] >= R->L) continue;
             size_t o = ((size_t)lg * R->L + P[j]) * d;
-            if (memcmp(K + (size_t)j * d, R->rec_k + o, (size_t)d * sizeof(float)) ||
-                memcmp(V + (size_t)j * d, R->rec_v + o, (size_t)d * sizeof(float))) {
+            if (memcmp(kv_key_f32(kv, l, g, j, kb), R->rec_k + o, (size_t)d * sizeof(float)) ||
+                memcmp(kv_value_f32(kv, l, g, j, vb), R->rec_v + o, (size_t)d * sizeof(float))) {
                 viol(P_KV, "after %s at pos %d: layer %d head %d slot %d: K/V differ from those written "
                      "for its position %d", hook, cur, l, g, j, P[j]);
                 break;
@@ -688,6 +697,7 @@ static void run_case(int pi, int ci)
     pp.budget = cs->budget;
     pp.seed = cs->seed;
     pp.rope_shifted = cs->shifted;
+    pp.kv_dtype = cs->kv_dtype;
     rc.kv = NULL;
     mark(P_RUN);
     if (kv_init(&kv, &rc.ops, &pp, cfg->n_layers, cfg->n_kv_heads, cfg->n_heads, cfg->head_dim,
@@ -813,9 +823,9 @@ static void ensure_run(void)
     printf("policies built: ");
     for (int i = 0; i < G.n_pol; i++) printf("%s%s", G.pols[i]->name, i + 1 < G.n_pol ? " " : "\n");
     for (int i = 0; i < N_CASES; i++)
-        printf("case %d: N=%d max_new=%d budget=%.1f%s chunk=%d%s\n", i, cases[i].n_prompt,
+        printf("case %d: N=%d max_new=%d budget=%.1f%s chunk=%d%s kv=%s\n", i, cases[i].n_prompt,
                cases[i].max_new, cases[i].budget, cases[i].budget > 1 ? " (tokens)" : "",
-               cases[i].chunk, cases[i].shifted ? " rope=shifted" : "");
+               cases[i].chunk, cases[i].shifted ? " rope=shifted" : "", kv_dtype_name((dtype_t)cases[i].kv_dtype));
     for (int pi = 0; pi < G.n_pol; pi++)
         for (int ci = 0; ci < N_CASES; ci++) run_case(pi, ci);
 }

@@ -213,7 +213,7 @@ static void test_subgen_stream_is_exact_attention_when_the_window_holds_every_to
             assert_int_equal(kv_len(&kv, 0, g), t + 1);
             ops->attend(&kv, 0, g, qt, 0.5f, out);
             for (int h = 0; h < G; h++) {
-                attn_decode_head(qt + h * D, kv_keys(&kv, 0, g), kv_values(&kv, 0, g),
+                attn_decode_head(qt + h * D, kv_keys(&kv, 0, g), DT_F32, kv_values(&kv, 0, g), DT_F32,
                                  kv_len(&kv, 0, g), D, 0.5f, probs, ref);
                 assert_memory_equal(out + h * D, ref, sizeof ref);
             }

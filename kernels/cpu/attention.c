@@ -6,42 +6,71 @@
  * blocks of ATT_BQ, keys in tiles of ATT_BK transposed once per block so the scores of a row
  * against a tile are ATT_BK-lane FMAs; a thread holds one tile of scores, never a row or the
  * matrix. The column sums need each row's final max and normaliser, so when asked for they
- * take a second pass over the scores (the outputs are the same either way). */
+ * take a second pass over the scores (the outputs are the same either way).
+ *
+ * A KV cache in 16 bits (F16/BF16 K/V rows, --kv-dtype): decode widens each key and value row
+ * in registers inside the dot products and row accumulations (simd.h dot_f16, acc_rows_f16,
+ * ...); prefill widens a live key as it goes into the transposed tile (the tile is f32 anyway)
+ * and the live value rows in registers. Accumulation is f32 throughout, and an F32 cache runs
+ * exactly the f32 kernels it always did. */
 #include "kernels/cpu/simd.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
 #include <string.h>
 
-void attn_decode_head(const float *q, const float *K, const float *V, int n, int head_dim,
-                      float scale, float *probs, float *out)
+/* q · K_j · scale for j < n, K rows of dtype k_dt (widened in registers). Returns the max. */
+static float decode_scores(const cpu_simd_ops *s, const float *q, const void *K, dtype_t k_dt,
+                           int n, int head_dim, float scale, float *probs)
+{
+    if (k_dt == DT_F16) s->dots_f16(probs, q, K, n, head_dim, scale);
+    else if (k_dt == DT_BF16) s->dots_bf16(probs, q, K, n, head_dim, scale);
+    else s->dots_f32(probs, q, K, n, head_dim, scale);
+    float mx = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (probs[j] > mx) mx = probs[j];
+    return mx;
+}
+
+/* o += Σ_j p[j] · row j for rows j0 .. j0+cnt-1 of V (dtype v_dt, [..][head_dim]). */
+static void acc_slots(const cpu_simd_ops *s, float *o, const float *p, const void *V, dtype_t v_dt,
+                      int j0, int cnt, int head_dim)
+{
+    if (v_dt == DT_F32) {
+        const float *rows[ATT_BK];
+        for (int jj = 0; jj < cnt; jj++) rows[jj] = (const float *)V + (size_t)(j0 + jj) * head_dim;
+        s->acc_rows(o, p, rows, cnt, head_dim);
+        return;
+    }
+    const uint16_t *rows[ATT_BK];
+    for (int jj = 0; jj < cnt; jj++) rows[jj] = (const uint16_t *)V + (size_t)(j0 + jj) * head_dim;
+    (v_dt == DT_F16 ? s->acc_rows_f16 : s->acc_rows_bf16)(o, p, rows, cnt, head_dim);
+}
+
+void attn_decode_head(const float *q, const void *K, dtype_t k_dt, const void *V, dtype_t v_dt,
+                      int n, int head_dim, float scale, float *probs, float *out)
 {
     const cpu_simd_ops *s = cpu_simd();
-    float mx = -INFINITY;
-    for (int j = 0; j < n; j++) {
-        probs[j] = s->dot(q, K + (size_t)j * head_dim, head_dim) * scale;
-        if (probs[j] > mx) mx = probs[j];
-    }
+    float mx = decode_scores(s, q, K, k_dt, n, head_dim, scale, probs);
     float inv = 1.0f / s->exp_sum(probs, probs, n, mx);
     for (int j = 0; j < n; j++) probs[j] *= inv;
     memset(out, 0, (size_t)head_dim * sizeof(float));
-    const float *rows[ATT_BK];
     for (int j0 = 0; j0 < n; j0 += ATT_BK) {
         int cnt = n - j0 < ATT_BK ? n - j0 : ATT_BK;
-        for (int jj = 0; jj < cnt; jj++) rows[jj] = V + (size_t)(j0 + jj) * head_dim;
-        s->acc_rows(out, probs + j0, rows, cnt, head_dim);
+        acc_slots(s, out, probs + j0, V, v_dt, j0, cnt, head_dim);
     }
 }
 
 size_t attn_prefill_scratch_floats(int head_dim)
 {
-    return (size_t)head_dim * ATT_BK + ATT_BK + 2 * ATT_BQ;
+    /* a transposed key tile, its scores, the rows' max and normaliser, one widened key row */
+    return (size_t)head_dim * ATT_BK + ATT_BK + 2 * ATT_BQ + (size_t)head_dim;
 }
 
-/* Kt [head_dim][ATT_BK] = keys t0..t0+cnt-1 (live slots, then the chunk) transposed; columns
- * past cnt are zero. */
-static void load_tile(float *Kt, const float *K_live, int n_live, const float *K_new, int k_stride,
-                      int t0, int cnt, int head_dim)
+/* Kt [head_dim][ATT_BK] = keys t0..t0+cnt-1 (live slots of dtype k_dt, then the chunk)
+ * transposed; columns past cnt are zero. row: [head_dim] scratch for a widened live key. */
+static void load_tile(const cpu_simd_ops *s, float *Kt, const void *K_live, dtype_t k_dt, int n_live,
+                      const float *K_new, int k_stride, int t0, int cnt, int head_dim, float *row)
 {
     for (int jj = 0; jj < ATT_BK; jj++) {
         int j = t0 + jj;
@@ -49,18 +78,27 @@ static void load_tile(float *Kt, const float *K_live, int n_live, const float *K
             for (int d = 0; d < head_dim; d++) Kt[(size_t)d * ATT_BK + jj] = 0.0f;
             continue;
         }
-        const float *k = j < n_live ? K_live + (size_t)j * head_dim : K_new + (size_t)(j - n_live) * k_stride;
+        const float *k;
+        if (j >= n_live) k = K_new + (size_t)(j - n_live) * k_stride;
+        else if (k_dt == DT_F32) k = (const float *)K_live + (size_t)j * head_dim;
+        else {
+            const uint16_t *kh = (const uint16_t *)K_live + (size_t)j * head_dim;
+            if (k_dt == DT_F16) s->widen_f16(row, kh, (size_t)head_dim);
+            else s->widen_bf16(row, kh, (size_t)head_dim);
+            k = row;
+        }
         for (int d = 0; d < head_dim; d++) Kt[(size_t)d * ATT_BK + jj] = k[d];
     }
 }
 
-void attn_prefill_head(const float *q, int q_stride, const float *K_live, const float *V_live,
-                       int n_live, const float *K_new, int k_stride, const float *V_new,
-                       int v_stride, int n_new, int head_dim, float scale, float *out,
-                       int out_stride, float *colsum, float *scratch)
+void attn_prefill_head(const float *q, int q_stride, const void *K_live, dtype_t k_live_dt,
+                       const void *V_live, dtype_t v_live_dt, int n_live, const float *K_new,
+                       int k_stride, const float *V_new, int v_stride, int n_new, int head_dim,
+                       float scale, float *out, int out_stride, float *colsum, float *scratch)
 {
     const cpu_simd_ops *s = cpu_simd();
     float *Kt = scratch, *sc = Kt + (size_t)head_dim * ATT_BK, *m = sc + ATT_BK, *l = m + ATT_BQ;
+    float *krow = l + ATT_BQ;
     const float *vrows[ATT_BK];
     for (int i0 = 0; i0 < n_new; i0 += ATT_BQ) {
         int i1 = i0 + ATT_BQ < n_new ? i0 + ATT_BQ : n_new;
@@ -73,10 +111,14 @@ void attn_prefill_head(const float *q, int q_stride, const float *K_live, const 
         /* pass 1: online softmax and the outputs */
         for (int t0 = 0; t0 < n_keys; t0 += ATT_BK) {
             int cnt = n_keys - t0 < ATT_BK ? n_keys - t0 : ATT_BK;
-            load_tile(Kt, K_live, n_live, K_new, k_stride, t0, cnt, head_dim);
-            for (int jj = 0; jj < cnt; jj++) {
+            load_tile(s, Kt, K_live, k_live_dt, n_live, K_new, k_stride, t0, cnt, head_dim, krow);
+            /* value rows: a 16-bit cache's live rows go through acc_slots, the rest (the
+             * chunk's f32 rows; every row of an f32 cache) through vrows */
+            int n_lv = v_live_dt == DT_F32 ? 0 : n_live - t0 < 0 ? 0 : n_live - t0 < cnt ? n_live - t0 : cnt;
+            for (int jj = n_lv; jj < cnt; jj++) {
                 int j = t0 + jj;
-                vrows[jj] = j < n_live ? V_live + (size_t)j * head_dim : V_new + (size_t)(j - n_live) * v_stride;
+                vrows[jj] = j < n_live ? (const float *)V_live + (size_t)j * head_dim
+                                       : V_new + (size_t)(j - n_live) * v_stride;
             }
             for (int i = i0; i < i1; i++) {
                 int lim = n_live + i + 1 - t0;  /* keys of this tile row i sees */
@@ -95,7 +137,9 @@ void attn_prefill_head(const float *q, int q_stride, const float *K_live, const 
                     *mi = mt;
                 }
                 *li += s->exp_sum(sc, sc, lim, *mi);
-                s->acc_rows(o, sc, vrows, lim, head_dim);
+                int nl = n_lv < lim ? n_lv : lim;   /* in slot order: live rows, then the chunk */
+                if (nl > 0) acc_slots(s, o, sc, V_live, v_live_dt, t0, nl, head_dim);
+                if (lim > nl) s->acc_rows(o, sc + nl, vrows + nl, lim - nl, head_dim);
             }
         }
         for (int i = i0; i < i1; i++) {
@@ -106,7 +150,7 @@ void attn_prefill_head(const float *q, int q_stride, const float *K_live, const 
         /* pass 2: colsum[j] += p_i(j) = exp(s_ij - m_i) / l_i with the rows' final m, l */
         for (int t0 = 0; t0 < n_keys; t0 += ATT_BK) {
             int cnt = n_keys - t0 < ATT_BK ? n_keys - t0 : ATT_BK;
-            load_tile(Kt, K_live, n_live, K_new, k_stride, t0, cnt, head_dim);
+            load_tile(s, Kt, K_live, k_live_dt, n_live, K_new, k_stride, t0, cnt, head_dim, krow);
             for (int i = i0; i < i1; i++) {
                 int lim = n_live + i + 1 - t0;
                 if (lim <= 0) continue;

@@ -1,8 +1,11 @@
-/* CPU kernels: threads, RMSNorm, RoPE, SwiGLU, residuals (matmul: matmul.c). */
+/* CPU kernels: threads, RMSNorm, RoPE, SwiGLU, residuals, KV-row conversions (matmul:
+ * matmul.c). */
+#include "kernels/cpu/simd.h"
 #include "kernels/kernels.h"
 
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <math.h>
 #include <omp.h>
@@ -149,4 +152,30 @@ void add_bias(float *y, const weight_t *bias, int n, int dim)
         float *row = y + (size_t)r * dim;
         for (int i = 0; i < dim; i++) row[i] += weight_at(bias, i);
     }
+}
+
+void widen_elems(dtype_t dt, const void *src, float *dst, size_t n)
+{
+    const cpu_simd_ops *s = cpu_simd();
+    if (dt == DT_F32) memcpy(dst, src, n * sizeof(float));
+    else if (dt == DT_F16) s->widen_f16(dst, src, n);
+    else if (dt == DT_BF16) s->widen_bf16(dst, src, n);
+}
+
+void narrow_elems(dtype_t dt, const float *src, void *dst, size_t n)
+{
+    uint16_t *h = dst;
+    if (dt == DT_F32) memcpy(dst, src, n * sizeof(float));
+    else if (dt == DT_F16)
+        for (size_t i = 0; i < n; i++) h[i] = f32_to_f16(src[i]);
+    else if (dt == DT_BF16)
+        for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(src[i]);
+}
+
+void round_elems(dtype_t dt, float *x, size_t n)
+{
+    if (dt == DT_F16)
+        for (size_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
+    else if (dt == DT_BF16)
+        for (size_t i = 0; i < n; i++) x[i] = bf16_to_f32(f32_to_bf16(x[i]));
 }

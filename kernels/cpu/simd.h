@@ -37,6 +37,20 @@ typedef struct {
     /* s[j] = scale * (q · Kt[·][j]) for j < ATT_BK: Kt is a key tile transposed
      * [head_dim][ATT_BK] (columns past the live keys are zero). */
     void (*scores_tile)(float *s, const float *q, const float *Kt, int head_dim, float scale);
+    /* 16-bit KV cache rows (IEEE binary16 / bfloat16 bits), widened to f32 in registers and
+     * accumulated in f32 (the same sums as dot / acc_rows on the widened rows):
+     * a · b over n elements, a f32; */
+    float (*dot_f16)(const float *a, const uint16_t *b, int n);
+    float (*dot_bf16)(const float *a, const uint16_t *b, int n);
+    /* o[d] += Σ_j p[j] · rows[j][d] for d < head_dim, j < n (in j order per d). */
+    void (*acc_rows_f16)(float *o, const float *p, const uint16_t *const *rows, int n, int head_dim);
+    void (*acc_rows_bf16)(float *o, const float *p, const uint16_t *const *rows, int n, int head_dim);
+    /* Decode scores: s[j] = dot(q, K + j·head_dim, head_dim) · scale for j < n, K rows of f32 /
+     * binary16 / bfloat16 — exactly dot / dot_f16 / dot_bf16 per row (the same operations in
+     * the same order, so the same floats), several rows at a time to overlap their latencies. */
+    void (*dots_f32)(float *s, const float *q, const float *K, int n, int head_dim, float scale);
+    void (*dots_f16)(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale);
+    void (*dots_bf16)(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale);
 } cpu_simd_ops;
 
 extern const cpu_simd_ops cpu_simd_scalar;

@@ -124,18 +124,67 @@ T static void widen_bf16(float *out, const uint16_t *in, size_t n)
     for (; i < n; i++) out[i] = bf16_to_f32(in[i]);
 }
 
-T static float dot(const float *a, const float *b, int n)
-{
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), a1);
-    }
-    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
-    float s = hsum(_mm256_add_ps(a0, a1));
-    for (; i < n; i++) s += a[i] * b[i];
+/* a · b, b of any element type (LOAD: 8 lanes of it as f32, SCALAR: one value): two accumulators
+ * over 16 elements, then 8, then the tail. */
+#define DOT_BODY(LOAD, SCALAR)                                                                 \
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                                 \
+    int i = 0;                                                                                 \
+    for (; i + 16 <= n; i += 16) {                                                             \
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), LOAD(b + i), a0);                         \
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), LOAD(b + i + 8), a1);                 \
+    }                                                                                          \
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), LOAD(b + i), a0);  \
+    float s = hsum(_mm256_add_ps(a0, a1));                                                     \
+    for (; i < n; i++) s += a[i] * SCALAR(b + i);                                              \
     return s;
+
+T static float dot(const float *a, const float *b, int n) { DOT_BODY(LOAD_F32, SCALAR_F32) }
+T static float dot_f16(const float *a, const uint16_t *b, int n) { DOT_BODY(load_f16, SCALAR_F16) }
+T static float dot_bf16(const float *a, const uint16_t *b, int n) { DOT_BODY(load_bf16, SCALAR_BF16) }
+
+/* s[j] = DOT(q, row j) · scale: two rows at a time, each with DOT_BODY's own two accumulators
+ * and order (bit-identical to DOT per row), the last one alone. */
+#define DOTS_BODY(ET, LOAD, SCALAR, DOT)                                                       \
+    int j = 0;                                                                                 \
+    for (; j + 2 <= n; j += 2) {                                                               \
+        const ET *k0 = K + (size_t)j * hd, *k1 = k0 + hd;                                      \
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                             \
+        __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();                             \
+        int i = 0;                                                                             \
+        for (; i + 16 <= hd; i += 16) {                                                        \
+            __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);               \
+            a0 = _mm256_fmadd_ps(q0, LOAD(k0 + i), a0);                                        \
+            a1 = _mm256_fmadd_ps(q1, LOAD(k0 + i + 8), a1);                                    \
+            b0 = _mm256_fmadd_ps(q0, LOAD(k1 + i), b0);                                        \
+            b1 = _mm256_fmadd_ps(q1, LOAD(k1 + i + 8), b1);                                    \
+        }                                                                                      \
+        for (; i + 8 <= hd; i += 8) {                                                          \
+            __m256 q0 = _mm256_loadu_ps(q + i);                                                \
+            a0 = _mm256_fmadd_ps(q0, LOAD(k0 + i), a0);                                        \
+            b0 = _mm256_fmadd_ps(q0, LOAD(k1 + i), b0);                                        \
+        }                                                                                      \
+        float s0 = hsum(_mm256_add_ps(a0, a1)), s1 = hsum(_mm256_add_ps(b0, b1));              \
+        for (; i < hd; i++) {                                                                  \
+            s0 += q[i] * SCALAR(k0 + i);                                                       \
+            s1 += q[i] * SCALAR(k1 + i);                                                       \
+        }                                                                                      \
+        s[j] = s0 * scale, s[j + 1] = s1 * scale;                                              \
+    }                                                                                          \
+    for (; j < n; j++) s[j] = DOT(q, K + (size_t)j * hd, hd) * scale;
+
+T static void dots_f32(float *s, const float *q, const float *K, int n, int hd, float scale)
+{
+    DOTS_BODY(float, LOAD_F32, SCALAR_F32, dot)
+}
+
+T static void dots_f16(float *s, const float *q, const uint16_t *K, int n, int hd, float scale)
+{
+    DOTS_BODY(uint16_t, load_f16, SCALAR_F16, dot_f16)
+}
+
+T static void dots_bf16(float *s, const float *q, const uint16_t *K, int n, int hd, float scale)
+{
+    DOTS_BODY(uint16_t, load_bf16, SCALAR_BF16, dot_bf16)
 }
 
 T static void axpy(float *y, float a, const float *x, int n)
@@ -185,32 +234,46 @@ T static float exp_sum(float *p, const float *s, int n, float m)
     return sum;
 }
 
+/* o[d] += Σ_j p[j] rows[j][d], rows of any element type (LOAD/SCALAR as in DOT_BODY): 32
+ * columns at a time in four registers over all rows, then 8, then the tail. */
+#define ACC_ROWS_BODY(LOAD, SCALAR)                                                            \
+    int d = 0;                                                                                 \
+    for (; d + 32 <= head_dim; d += 32) {                                                      \
+        __m256 a0 = _mm256_loadu_ps(o + d), a1 = _mm256_loadu_ps(o + d + 8);                   \
+        __m256 a2 = _mm256_loadu_ps(o + d + 16), a3 = _mm256_loadu_ps(o + d + 24);             \
+        for (int j = 0; j < n; j++) {                                                          \
+            __m256 pj = _mm256_broadcast_ss(p + j);                                            \
+            a0 = _mm256_fmadd_ps(pj, LOAD(rows[j] + d), a0);                                   \
+            a1 = _mm256_fmadd_ps(pj, LOAD(rows[j] + d + 8), a1);                               \
+            a2 = _mm256_fmadd_ps(pj, LOAD(rows[j] + d + 16), a2);                              \
+            a3 = _mm256_fmadd_ps(pj, LOAD(rows[j] + d + 24), a3);                              \
+        }                                                                                      \
+        _mm256_storeu_ps(o + d, a0);                                                           \
+        _mm256_storeu_ps(o + d + 8, a1);                                                       \
+        _mm256_storeu_ps(o + d + 16, a2);                                                      \
+        _mm256_storeu_ps(o + d + 24, a3);                                                      \
+    }                                                                                          \
+    for (; d + 8 <= head_dim; d += 8) {                                                        \
+        __m256 a0 = _mm256_loadu_ps(o + d);                                                    \
+        for (int j = 0; j < n; j++) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), LOAD(rows[j] + d), a0); \
+        _mm256_storeu_ps(o + d, a0);                                                           \
+    }                                                                                          \
+    for (; d < head_dim; d++)                                                                  \
+        for (int j = 0; j < n; j++) o[d] += p[j] * SCALAR(rows[j] + d);
+
 T static void acc_rows(float *o, const float *p, const float *const *rows, int n, int head_dim)
 {
-    int d = 0;
-    for (; d + 32 <= head_dim; d += 32) {
-        __m256 a0 = _mm256_loadu_ps(o + d), a1 = _mm256_loadu_ps(o + d + 8);
-        __m256 a2 = _mm256_loadu_ps(o + d + 16), a3 = _mm256_loadu_ps(o + d + 24);
-        for (int j = 0; j < n; j++) {
-            __m256 pj = _mm256_broadcast_ss(p + j);
-            const float *r = rows[j] + d;
-            a0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r), a0);
-            a1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8), a1);
-            a2 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 16), a2);
-            a3 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 24), a3);
-        }
-        _mm256_storeu_ps(o + d, a0);
-        _mm256_storeu_ps(o + d + 8, a1);
-        _mm256_storeu_ps(o + d + 16, a2);
-        _mm256_storeu_ps(o + d + 24, a3);
-    }
-    for (; d + 8 <= head_dim; d += 8) {
-        __m256 a0 = _mm256_loadu_ps(o + d);
-        for (int j = 0; j < n; j++) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_loadu_ps(rows[j] + d), a0);
-        _mm256_storeu_ps(o + d, a0);
-    }
-    for (; d < head_dim; d++)
-        for (int j = 0; j < n; j++) o[d] += p[j] * rows[j][d];
+    ACC_ROWS_BODY(LOAD_F32, SCALAR_F32)
+}
+
+T static void acc_rows_f16(float *o, const float *p, const uint16_t *const *rows, int n, int head_dim)
+{
+    ACC_ROWS_BODY(load_f16, SCALAR_F16)
+}
+
+T static void acc_rows_bf16(float *o, const float *p, const uint16_t *const *rows, int n, int head_dim)
+{
+    ACC_ROWS_BODY(load_bf16, SCALAR_BF16)
 }
 
 T static void scores_tile(float *s, const float *q, const float *Kt, int head_dim, float scale)
@@ -238,5 +301,12 @@ const cpu_simd_ops cpu_simd_avx2 = {
     .exp_sum = exp_sum,
     .acc_rows = acc_rows,
     .scores_tile = scores_tile,
+    .dot_f16 = dot_f16,
+    .dot_bf16 = dot_bf16,
+    .acc_rows_f16 = acc_rows_f16,
+    .acc_rows_bf16 = acc_rows_bf16,
+    .dots_f32 = dots_f32,
+    .dots_f16 = dots_f16,
+    .dots_bf16 = dots_bf16,
 };
 #endif

@@ -87,6 +87,47 @@ static void scores_tile(float *s, const float *q, const float *Kt, int head_dim,
     for (int j = 0; j < ATT_BK; j++) s[j] = acc[j] * scale;
 }
 
+static float dot_f16(const float *a, const uint16_t *b, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += a[i] * f16_to_f32(b[i]);
+    return s;
+}
+
+static float dot_bf16(const float *a, const uint16_t *b, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += a[i] * bf16_to_f32(b[i]);
+    return s;
+}
+
+static void acc_rows_f16(float *o, const float *p, const uint16_t *const *rows, int n, int head_dim)
+{
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < head_dim; d++) o[d] += p[j] * f16_to_f32(rows[j][d]);
+}
+
+static void acc_rows_bf16(float *o, const float *p, const uint16_t *const *rows, int n, int head_dim)
+{
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < head_dim; d++) o[d] += p[j] * bf16_to_f32(rows[j][d]);
+}
+
+static void dots_f32(float *s, const float *q, const float *K, int n, int head_dim, float scale)
+{
+    for (int j = 0; j < n; j++) s[j] = dot(q, K + (size_t)j * head_dim, head_dim) * scale;
+}
+
+static void dots_f16(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale)
+{
+    for (int j = 0; j < n; j++) s[j] = dot_f16(q, K + (size_t)j * head_dim, head_dim) * scale;
+}
+
+static void dots_bf16(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale)
+{
+    for (int j = 0; j < n; j++) s[j] = dot_bf16(q, K + (size_t)j * head_dim, head_dim) * scale;
+}
+
 const cpu_simd_ops cpu_simd_scalar = {
     .name = "scalar",
     .matvec_f32 = matvec_f32,
@@ -99,4 +140,11 @@ const cpu_simd_ops cpu_simd_scalar = {
     .exp_sum = exp_sum,
     .acc_rows = acc_rows,
     .scores_tile = scores_tile,
+    .dot_f16 = dot_f16,
+    .dot_bf16 = dot_bf16,
+    .acc_rows_f16 = acc_rows_f16,
+    .acc_rows_bf16 = acc_rows_bf16,
+    .dots_f32 = dots_f32,
+    .dots_f16 = dots_f16,
+    .dots_bf16 = dots_bf16,
 };

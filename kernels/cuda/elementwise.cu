@@ -198,3 +198,22 @@ cudaError_t launch_cast(const float *x, void *y, int dt, size_t n, cudaStream_t 
     if (n == 0) return cudaSuccess;
     return CU_DISPATCH(dt, cast_go, x, y, n, s);
 }
+
+template <typename T> __global__ void round_kernel(float *x, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] = to_f32(from_f32<T>(x[i]));
+}
+
+template <typename T> static cudaError_t round_go(float *x, size_t n, cudaStream_t s)
+{
+    round_kernel<T><<<grid_for(n), 256, 0, s>>>(x, n);
+    return cudaPeekAtLastError();
+}
+
+cudaError_t launch_round(float *x, int dt, size_t n, cudaStream_t s)
+{
+    if (n == 0 || dt == CU_F32) return cudaSuccess;
+    return CU_DISPATCH(dt, round_go, x, n, s);
+}

@@ -3,7 +3,7 @@
  *
  * Conventions (as kernels/kernels.h): activations f32 row-major; a token's heads contiguous,
  * head vectors [head_dim] contiguous. The KV cache keeps K and V in the storage type `kv_dt`
- * (CU_F32/F16/BF16: the dtype of the model's k_proj weight) in regions of cap+1 slots per
+ * (CU_F32/F16/BF16: the host cache's kv->kv_dtype, --kv-dtype) in regions of cap+1 slots per
  * (layer, KV head) at slot offsets off[] (eviction/kv_cache.c layout), live lengths len[].
  * `off`, `len`, `cap`, `pos`, `score`, `ring` below are device pointers to the entries of ONE
  * layer (index g = KV head). Every launcher is asynchronous on stream s and returns the
@@ -45,6 +45,9 @@ cudaError_t launch_swiglu(float *gate, const float *up, size_t n, cudaStream_t s
 cudaError_t launch_add(float *y, const float *x, size_t n, cudaStream_t s);
 /* y[i] = x[i] rounded to storage dt (round to nearest even), i < n. */
 cudaError_t launch_cast(const float *x, void *y, int dt, size_t n, cudaStream_t s);
+/* x[i] = x[i] rounded to storage dt and back (the value a cache of dtype dt holds; nothing for
+ * CU_F32), i < n, in place (kernels/cpu/ops.c round_elems). */
+cudaError_t launch_round(float *x, int dt, size_t n, cudaStream_t s);
 
 /* ---- attn_prefill.cu ---- */
 /* Causal attention of a prefill chunk of n tokens that follows the live slots of each KV head:

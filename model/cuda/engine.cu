@@ -342,11 +342,11 @@ static int engine_setup(cuda_engine *ce, char *err, size_t errlen)
             if (rows > tmp_rows) tmp_rows = rows;
         }
     ce->tmp_rows = tmp_rows;
-    /* K/V in the projection's dtype, except BF16 models store K/V in F16: the same bytes, 3 more
-     * mantissa bits. bf16 K/V measured 1.5e-2 relative logit error against the CPU (h2o 0.5,
-     * emulated), over issue 4's 1e-2; f16 K/V 1.1e-3. LLaMA keys and values stay far below
-     * f16's 65504. */
-    dtype_t kv_dtype = w->layers[0].wk.dtype == DT_BF16 ? DT_F16 : w->layers[0].wk.dtype;
+    /* K/V in the host cache's dtype (--kv-dtype; auto: f32 for F32 weights, else f16 — BF16
+     * models too: the same bytes, 3 more mantissa bits; bf16 K/V measured 1.5e-2 relative logit
+     * error against the CPU (h2o 0.5, emulated), f16 K/V 1.1e-3), so the host mirror of the
+     * host-assisted policies holds exactly the device's rows and every byte figure agrees. */
+    dtype_t kv_dtype = kv->kv_dtype;
     ce->kv_dt = (int)kv_dtype;
     ce->kv_es = dtype_size(kv_dtype);
     size_t kv_bytes = n_slots * hd * 2 * ce->kv_es + n_slots * (sizeof(int32_t) + sizeof(float));
@@ -431,7 +431,9 @@ static int mlp_block(cuda_engine *ce, const dlayer *dl, int n, char *err, size_t
 }
 
 /* rmsnorm → q, k, v → RoPE at positions pos0.. for n rows of x (layer l); --rope shifted: no
- * RoPE here (keys are cached before RoPE; shifted_rotate rotates by rank). */
+ * RoPE here (keys are cached before RoPE; shifted_rotate rotates by rank). A 16-bit cache: k
+ * and v rounded to its dtype (as model/forward.c), so the chunk attends to the values the
+ * cache will hold and the host mirror's hooks see them. */
 static int qkv_rope(cuda_engine *ce, const dlayer *dl, int n, int pos0, char *err, size_t errlen)
 {
     const model_config *c = &ce->w->cfg;
@@ -446,9 +448,13 @@ static int qkv_rope(cuda_engine *ce, const dlayer *dl, int n, int pos0, char *er
                  pos0 + n - 1, ce->n_rope - 1);
         return -1;
     }
-    if (ce->dp.rope_shifted) return 0;
-    LAUNCH(launch_rope(ce->q, n, c->n_heads, c->head_dim, ce->rope_cos, ce->rope_sin, pos0, ce->st));
-    LAUNCH(launch_rope(ce->k, n, c->n_kv_heads, c->head_dim, ce->rope_cos, ce->rope_sin, pos0, ce->st));
+    const size_t kvn = (size_t)n * c->n_kv_heads * c->head_dim;
+    LAUNCH(launch_round(ce->v, ce->kv_dt, kvn, ce->st));
+    if (!ce->dp.rope_shifted) {
+        LAUNCH(launch_rope(ce->q, n, c->n_heads, c->head_dim, ce->rope_cos, ce->rope_sin, pos0, ce->st));
+        LAUNCH(launch_rope(ce->k, n, c->n_kv_heads, c->head_dim, ce->rope_cos, ce->rope_sin, pos0, ce->st));
+    }
+    LAUNCH(launch_round(ce->k, ce->kv_dt, kvn, ce->st));
     return 0;
 }
 
