@@ -123,7 +123,7 @@ if GG=$(scripts/fetch_model.sh qwen2.5-0.5b 2>"$TMP/fetch.err") &&
    python3 scripts/make_hf_from_gguf.py "$GG" "$TMP/qwen2hf" --layers 2 --dtype BF16 >"$TMP/mk.log" 2>&1; then
     FX=tests/fixtures/gguf/qwen2-2layers-hf.npz
     ids=$(python3 -c 'import numpy as np,sys; print(",".join(map(str, np.load(sys.argv[1])["ids"])))' "$FX")
-    if "$BIN" -m "$TMP/qwen2hf" --prompt-ids "$ids" -n 1 -t 2 --logits-out "$TMP/q.npy" >/dev/null 2>"$TMP/e" &&
+    if "$BIN" -m "$TMP/qwen2hf" --prompt-ids "$ids" -n 1 -t 2 --kv-dtype f32 --logits-out "$TMP/q.npy" >/dev/null 2>"$TMP/e" &&
        msg=$(python3 - "$FX" "$TMP/q.npy" <<'PY'
 import sys
 import numpy as np

@@ -225,7 +225,7 @@ if ag[sure].mean() < 0.99 or ag.mean() < floor - 0.05: die(msg)
 print(msg)
 PY
     ); then ok "SmolLM2 prompt logits, f16 vs f32: $msg"; else bad "SmolLM2 prompt logits, f16 vs f32: $msg"; fi
-    if timeout 300 "$BIN" eval --task tinystories --data "$DATA" --model "$S" --policies full --budgets 1 --window 32 \
+    if timeout 300 "$BIN" eval --task tinystories --data "$DATA" --model "$S" --policies full --budgets 1 --ppl-window 32 \
         --limit 1 --no-plot -t 2 --out "$tmp/ev" >/dev/null 2>"$tmp/ev.err" &&
        jq -e '.kv.peak_bytes == 31 * 30 * 3 * 64 * 2 * 2' "$tmp/ev/results.jsonl" >/dev/null; then
         ok "llm-run eval on SmolLM2: peak bytes $(jq .kv.peak_bytes "$tmp/ev/results.jsonl") = 31 tokens x 30 layers x 3 KV heads x 64 x 2 (K,V) x 2 bytes"
