@@ -14,7 +14,9 @@
  * --family pins the quantized-kernel table (scalar, avx2, avxvnni, avx512, avx512vnni; default:
  * the one dispatch.c picks). Each figure: the best of 10 runs of --time / 5 seconds (default
  * 0.15 s in all); 1-thread runs are timed in the thread's CPU time (the machine may be shared),
- * runs on more threads in wall-clock time. */
+ * runs on more threads in wall-clock time: on a machine busy with other jobs those collapse
+ * whenever one thread is descheduled (every parallel region waits for it), so read them only
+ * from a quiet machine. */
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
