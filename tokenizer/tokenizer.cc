@@ -66,17 +66,20 @@ void probe_stripping(tokenizer *t) {
     if (bare >= 0 && t->strip_first) t->strip_repeat = decode_ids(t, {bare, x}) == stripped;
 }
 
-tokenizer *load(const char *model_path, char *err, size_t errlen) {
+/* bytes: NULL to load the file model_path, else the serialized model (model_path names it). */
+tokenizer *load(const char *model_path, char *err, size_t errlen, const std::string *bytes = nullptr) {
     if (!model_path) { set_err(err, errlen, "tokenizer_load: model path is NULL"); return nullptr; }
-    FILE *f = fopen(model_path, "rb");
-    if (!f) {
-        set_err(err, errlen, "%s: cannot open tokenizer model (%s)", model_path, strerror(errno));
-        return nullptr;
+    if (!bytes) {
+        FILE *f = fopen(model_path, "rb");
+        if (!f) {
+            set_err(err, errlen, "%s: cannot open tokenizer model (%s)", model_path, strerror(errno));
+            return nullptr;
+        }
+        fclose(f);
     }
-    fclose(f);
     std::unique_ptr<tokenizer> t(new tokenizer);
     t->path = model_path;
-    auto st = t->sp.Load(model_path);
+    auto st = bytes ? t->sp.LoadFromSerializedProto(*bytes) : t->sp.Load(model_path);
     if (!st.ok()) {
         set_err(err, errlen, "%s: not a valid SentencePiece model (%s)", model_path,
                 st.ToString().c_str());
@@ -212,6 +215,31 @@ tokenizer *tokenizer_load(const char *model_path, char *err, size_t errlen) {
     } catch (...) {
         set_err(err, errlen, "%s: unknown error loading tokenizer",
                 model_path ? model_path : "(null)");
+    }
+    return nullptr;
+}
+
+tokenizer *tokenizer_load_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen) {
+    const char *nm = name ? name : "(memory)";
+    try {
+        const char *p = (const char *)buf;
+        size_t i = 0;
+        while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+        if (i < len && p[i] == '{') {   /* tokenizer.json */
+            bpe_model *m = bpe_model_from_json_text(p, len, nm, err, errlen);
+            if (!m) return nullptr;
+            tokenizer *t = new tokenizer;
+            t->bpe = m;
+            t->path = nm;
+            t->vocab = bpe_vocab_size(m);
+            return t;
+        }
+        const std::string bytes(p, len);
+        return load(nm, err, errlen, &bytes);
+    } catch (const std::exception &e) {
+        set_err(err, errlen, "%s: %s", nm, e.what());
+    } catch (...) {
+        set_err(err, errlen, "%s: unknown error loading tokenizer", nm);
     }
     return nullptr;
 }
