@@ -127,6 +127,12 @@ void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim,
 void rope_tables(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
                  float scaling_factor);
 
+/* rope_tables with per-frequency divisors: inv_freq[i] / freq_factors[i] (freq_factors NULL or
+ * [head_dim/2]): Llama-3.1's rope_scaling "llama3" and GGUF's rope_freqs tensor (llama.cpp's
+ * freq_factors) are both such divisors. */
+void rope_tables_freq(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
+                      float scaling_factor, const float *freq_factors);
+
 /* Rotates x [n][n_heads][head_dim] in place with the tables of its token (rotate_half: pairs
  * (i, i + head_dim/2), as HF checkpoints store q/k rows). */
 void rope_apply(float *x, int n, int n_heads, int head_dim, const float *cos_t, const float *sin_t);

@@ -78,7 +78,8 @@ int engine_init(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, 
         int *ranks = malloc((size_t)e->n_rank * sizeof *ranks);
         if (!ranks) goto oom;
         for (int r = 0; r < e->n_rank; r++) ranks[r] = r;
-        rope_tables(e->rank_cos, e->rank_sin, ranks, e->n_rank, hd, c->rope_theta, c->rope_scaling_factor);
+        rope_tables_freq(e->rank_cos, e->rank_sin, ranks, e->n_rank, hd, c->rope_theta, c->rope_scaling_factor,
+                         c->n_rope_factors ? c->rope_factors : NULL);
         free(ranks);
     }
     if (kv->ops->stats & KV_STAT_PREFILL_COLSUM) {
@@ -202,7 +203,8 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
     }
     for (int i = 0; i < n; i++) e->pos_buf[i] = pos0 + i;
     if (!e->shifted)
-        rope_tables(e->rope_cos, e->rope_sin, e->pos_buf, n, hd, c->rope_theta, c->rope_scaling_factor);
+        rope_tables_freq(e->rope_cos, e->rope_sin, e->pos_buf, n, hd, c->rope_theta, c->rope_scaling_factor,
+                         c->n_rope_factors ? c->rope_factors : NULL);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *lw = &e->w->layers[l];
@@ -314,7 +316,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
         return cuda_engine_decode(e->dev, token, pos, e->want_logits ? e->logits : NULL, &e->next,
                                   err, errlen);
     widen_row(e->x, &e->w->embed, token);
-    if (!e->shifted) rope_tables(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor);
+    if (!e->shifted)
+        rope_tables_freq(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor,
+                         c->n_rope_factors ? c->rope_factors : NULL);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *lw = &e->w->layers[l];

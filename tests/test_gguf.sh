@@ -43,6 +43,18 @@ for ver in 3 2; do
     done
 done
 
+# rope_freqs (Llama-3.1 GGUFs carry their RoPE scaling as divisors of inv_freq): all 2.0 must
+# give exactly rope_scaling linear 2.0 (pos / 2 * inv = pos * (inv / 2) in floating point)
+python3 scripts/make_test_gguf.py "$SRC" "$TMP/rf.gguf" --rope-freqs 2.0
+mkdir -p "$TMP/lin2"; cp "$SRC"/* "$TMP/lin2/"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["rope_scaling"]={"type":"linear","factor":2.0}; json.dump(c,open(sys.argv[1],"w"))' "$TMP/lin2/config.json"
+"$BIN" -m "$TMP/lin2" --prompt-ids $IDS -n 12 -t 1 --logits-out "$TMP/a.npy" >/dev/null 2>&1
+"$BIN" -m "$TMP/rf.gguf" --prompt-ids $IDS -n 12 -t 1 --logits-out "$TMP/b.npy" >/dev/null 2>"$TMP/b.err"
+"$BIN" -m "$SRC" --prompt-ids $IDS -n 12 -t 1 --logits-out "$TMP/c.npy" >/dev/null 2>&1
+if [ -s "$TMP/a.npy" ] && cmp -s "$TMP/a.npy" "$TMP/b.npy" && ! cmp -s "$TMP/a.npy" "$TMP/c.npy"; then
+    ok "GGUF rope_freqs 2.0 gives the logits of rope_scaling linear 2.0 (and not the unscaled ones)"
+else bad "GGUF rope_freqs: $(head -c 200 "$TMP/b.err")"; fi
+
 # ---------------------------------------------------------------- 2. real models vs transformers
 for name in smollm2-135m qwen2.5-0.5b; do
     if ! GG=$(scripts/fetch_model.sh "$name" 2>"$TMP/fetch.err"); then
