@@ -245,6 +245,7 @@ static void print_json(const run_options *o, const kv_cache *kv, const gen_resul
     cJSON_AddNumberToObject(k, "avg_bytes", st->avg_bytes);
     cJSON_AddNumberToObject(k, "full_bytes", st->full_bytes);
     cJSON_AddNumberToObject(k, "allocated_bytes", (double)kv_bytes_allocated(kv));
+    cJSON_AddNumberToObject(k, "sketch_bytes", (double)st->sketch_bytes);
     if (eng->dev) /* GPU: everything the engine allocated (weights, cache, scratch) */
         cJSON_AddNumberToObject(k, "device_bytes", (double)cuda_engine_device_bytes(eng->dev));
     cJSON_AddNumberToObject(k, "live_peak_tokens", st->peak_tokens);

@@ -94,6 +94,23 @@ for case in "streaming --sink 4 --budget 3" "buzz --budget 3" "scissorhands --bu
     else bad "$pol $*: no raise reported: $(cat "$TMP/err")"; fi
 done
 
+# ---- subgen_stream's sketch is part of the cache: counted in the KV bytes
+"$BIN" -m "$SRC" -t 1 -p "Once upon a time there was a little girl named Lily who" -n 40 \
+    --policy subgen_stream --budget 0.3 --json >"$TMP/ss.json" 2>/dev/null
+if python3 - "$TMP/ss.json" <<'PY'
+import json, sys
+k = json.load(open(sys.argv[1]))["kv"]; j = json.load(open(sys.argv[1]))
+bpt = j["kv"]["full_bytes"] / (j["n_prompt_tokens"] + j["n_generated_tokens"] - 1)
+assert k["sketch_bytes"] > 0, k
+assert k["allocated_bytes"] >= k["sketch_bytes"] + k["capacity"] * bpt, k
+assert abs(k["peak_bytes"] - (k["live_peak_tokens"] * bpt + k["sketch_bytes"])) < 1, (k, bpt)
+# 2 clusters x (centre + 8 samples) + 4 value-norm samples (k and v) in f32 + bookkeeping, per (layer, head)
+d = 8; per = 2 * (d * 4 + 8 + 8 * d * 4 + 8 * 4) + 4 * (2 * d * 4 + 8 + 4)
+assert k["sketch_bytes"] == 5 * 4 * per, (k["sketch_bytes"], 20 * per)
+PY
+then ok "subgen_stream: sketch bytes counted (its f32 arrays and bookkeeping, in peak and allocated bytes)"
+else bad "subgen_stream sketch bytes: $(head -c 400 "$TMP/ss.json")"; fi
+
 # ---- --logits-out equal to an input
 cp "$TMP/long.txt" "$TMP/p.txt"
 one_line "--logits-out = the prompt file" 'refusing to overwrite' "$BIN" -m "$SRC" -n 2 "$TMP/p.txt" --logits-out "$TMP/p.txt"
