@@ -134,6 +134,7 @@ typedef struct {
     int n_ids_printed;        /* no tokenizer: ids printed */
     int stdout_failed;
     int prefill_progress;     /* a prefill progress line on the terminal */
+    int n_prompt_total;       /* prompt tokens (the progress line) */
     eval_dump dump;           /* --dump-kept */
     const kv_cache *kv;
     int n_prompt, n_tok, dump_failed;
@@ -189,6 +190,13 @@ static int on_token(void *ctx, int id, char *err, size_t errlen)
     int m = o->dec ? tok_decoder_push(o->dec, id, piece, sizeof piece)
                    : snprintf(piece, sizeof piece, "%s%d", o->n_ids_printed++ ? " " : "", id);
     return append(o, piece, m, err, errlen) < 0 ? -1 : 0;
+}
+
+/* a long unchunked prompt: the prefill's progress by layer (stderr is a terminal) */
+static void on_prefill_layer(void *ctx, int layer, int n_layers)
+{
+    const run_out *o = ctx;
+    fprintf(stderr, "\rprefill %d tokens: layer %d/%d", o->n_prompt_total, layer + 1, n_layers);
 }
 
 static void on_prefill(void *ctx, int done, int total)
@@ -532,7 +540,13 @@ int cli_run_main(int argc, char **argv)
     out.cap = 4096;
     if (!(out.text = malloc(out.cap))) goto oom;
     out.text[0] = '\0';
-    out.prefill_progress = chunk < n_prompt && !o.json && isatty(2);
+    /* progress on a terminal: by chunk, or by layer for an unchunked prompt over 2k tokens */
+    out.prefill_progress = (chunk < n_prompt || n_prompt > 2048) && !o.json && isatty(2);
+    out.n_prompt_total = n_prompt;
+    if (out.prefill_progress && chunk >= n_prompt && !use_cuda) {
+        eng.on_layer = on_prefill_layer;
+        eng.on_layer_ctx = &out;
+    }
     if (o.dump_kept) {
         if (use_cuda) {
             fprintf(stderr, "llm-run: --dump-kept reads the cache on the host: use --device cpu\n");

@@ -308,6 +308,10 @@ typedef struct {
                                  --logits-out); else only e->next is set */
     int next;                 /* device: the greedy next token (device argmax) after a prefill
                                  or decode step; -1 on the CPU */
+    /* CPU prefill: called after each layer of a chunk (layer 0-based, n_layers) when set; the
+     * CLI's progress line for long unchunked prompts (issue 19) */
+    void (*on_layer)(void *ctx, int layer, int n_layers);
+    void *on_layer_ctx;
 } engine;
 
 /* The KV cache's element type when --kv-dtype is auto (policy_params.kv_dtype): DT_F32 for a

@@ -131,6 +131,19 @@ done
 if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "big\.npy: write failed" "$TMP/err"; then ok "ulimit -f: $(head -1 "$TMP/err")"
 else bad "ulimit -f: exit $rc: $(head -c 300 "$TMP/err")"; fi
 
+# ---- a prompt over 2k tokens, unchunked, stderr a terminal: a prefill progress line by layer
+d="$TMP/ctx4k"; mkdir -p "$d"; cp "$SRC/model.safetensors" "$SRC/tokenizer.model" "$d/"
+python3 - "$SRC/config.json" "$d/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["max_position_embeddings"] = 4096; json.dump(c, open(sys.argv[2], "w"))
+PY
+python3 -c 'print("Once upon a time there was a cat. " * 300)' >"$TMP/long4k.txt"
+script -qec "$BIN -m $d -t 1 -f $TMP/long4k.txt -n 2" /dev/null >"$TMP/tty.out" 2>&1
+if grep -q "prefill [0-9]* tokens: layer 5/5" "$TMP/tty.out"; then ok "prefill progress on a terminal for a prompt > 2k tokens"
+else bad "no prefill progress line: $(tail -c 300 "$TMP/tty.out")"; fi
+"$BIN" -m "$d" -t 1 -f "$TMP/long4k.txt" -n 2 >/dev/null 2>"$TMP/err"
+grep -q "prefill .* layer" "$TMP/err" && bad "progress line written to a non-terminal" || ok "no progress line when stderr is not a terminal"
+
 # ---- a new user's first minutes
 one_line "did you mean --policy" "did you mean '--policy'" "$BIN" -m "$SRC" "${P[@]}" --polcy buzz
 one_line "did you mean buzz" "did you mean 'buzz'" "$BIN" -m "$SRC" "${P[@]}" --policy buz
