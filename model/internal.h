@@ -21,4 +21,10 @@ int model_align_weights(model_weights *m, char *err, size_t errlen);
  * the Hugging Face rotate_half order, in owned memory (gguf_model.c). 0 or -1. */
 int gguf_unpermute_qk(model_weights *m, char *err, size_t errlen);
 
+/* GGUF readers (gguf.c, gguf_get.c): the one-line error (printf format; control characters from
+ * the input become '?'), always returns -1; the byte size of a scalar GGUF value type (0 for
+ * string, array and unknown types). */
+int gguf_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int gguf_type_size(int type);
+
 #endif
