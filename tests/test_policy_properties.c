@@ -40,6 +40,9 @@
  * Kept whole (over ~500 lines): one harness. Every (policy, case) run goes once through the
  * model with the checking wrappers (ensure_run) and each cmocka test reports one property over
  * all of those runs; split binaries would each rerun the model on every case.
+ * Kept whole (over ~500 lines): one harness (the checking context, hook wrappers, step bookkeeping and the
+ * classification of every hook call) feeds all twelve property reports from the same runs; split,
+ * each file would need the whole harness again.
  */
 #include <stdarg.h>
 #include <stddef.h>

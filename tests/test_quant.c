@@ -16,7 +16,10 @@
  *    step, the f16 scale 127·2⁻¹¹ of one more), plus for Q4_1/Q5_1 Σ_b |m_b| · 64 · amax_b/127
  *    (twice the s = f16(d·Σq) term's worst case); and in aggregate an RMS error within twice
  *    the rounding noise's, Σ_k w_k²·step²/12 (step = amax_b/127).
- * Families the CPU cannot run are skipped, and say so. */
+ * Families the CPU cannot run are skipped, and say so.
+ * Kept whole (over ~500 lines): one block-format suite: the fixture reader, the random edge-value blocks and the
+ * per-ISA dispatch loop are shared by the dequantize, quantize, dot and GEMM cases.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
