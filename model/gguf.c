@@ -18,20 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define fail model_fail
+
 #define GGUF_MAGIC 0x46554747u   /* "GGUF" little-endian */
 #define GGUF_MAX_STR (1u << 30)  /* no single key or string value above 1 GiB */
 
-/* The one-line error of every GGUF reader (model/internal.h). */
-int gguf_fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; err && errlen && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-    return -1;
-}
-#define fail gguf_fail
 
 static const char *TYPE_NAMES[GGUF_TYPE_COUNT] = {
     "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "bool",

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define fail gguf_fail
+#define fail model_fail
 
 /* ------------------------------------------------------------------------- metadata */
 
