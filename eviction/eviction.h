@@ -62,6 +62,8 @@ typedef struct {
     int kv_dtype;           /* K/V storage (--kv-dtype): DT_F32 (0: what a zeroed struct asks
                                for), DT_F16 or DT_BF16; anything else is a kv_init error */
     uint64_t seed;
+    int hooks_always;       /* tests: run the policy's hooks and statistics even when nothing can
+                               be evicted (no passthrough), so their bookkeeping can be checked */
     int n_set;
     struct { char name[48]; char value[64]; const char *origin; } set[POLICY_MAX_SET];
                             /* origin: the preset file a value came from (NULL: command line) */

@@ -701,6 +701,7 @@ static void run_case(int pi, int ci)
     pp.seed = cs->seed;
     pp.rope_shifted = cs->shifted;
     pp.kv_dtype = cs->kv_dtype;
+    pp.hooks_always = 1;   /* the properties are about the hooks: run them at budget 1.0 too */
     rc.kv = NULL;
     mark(P_RUN);
     if (kv_init(&kv, &rc.ops, &pp, cfg->n_layers, cfg->n_kv_heads, cfg->n_heads, cfg->head_dim,
