@@ -20,7 +20,7 @@ if [ ! -f "$CUDA_HOME/include/cuda_runtime.h" ] || [ ! -f "$CUDA_HOME/include/cu
 fi
 OUTD=$BUILD/emu
 mkdir -p "$OUTD" || exit 1
-for f in elementwise attn_prefill attn_decode select sample; do
+for f in elementwise attn_prefill attn_decode select sample gemv dequant; do
     python3 tests/cuda_emu/rewrite.py "kernels/cuda/$f.cu" "$OUTD/$f.inc" || { echo "1 passed, 1 failed"; exit 1; }
 done
 if ! timeout 900 g++ -std=c++20 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. \
