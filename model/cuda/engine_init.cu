@@ -195,6 +195,15 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     ce->max_cap = 0;
     for (int i = 0; i < n_lh; i++)
         if (kv->cap[i] > ce->max_cap) ce->max_cap = kv->cap[i];
+    /* policies that re-partition a layer's arena among its heads (ada_*) may give one head up to
+     * the whole arena: every per-head bound (attention pieces, logits rows, rank rotation, replay
+     * scratch) is sized for that, not for the capacities at the start */
+    if (ce->dp.relayout)
+        for (int l = 0; l < kv->n_layers; l++) {
+            int a = kv_idx(kv, l, 0), b = kv_idx(kv, l, Hkv - 1);
+            int rows = (int)(kv->off[b] + (size_t)kv->cap[b] + 1 - kv->off[a]);
+            if (rows - 1 > ce->max_cap) ce->max_cap = rows - 1;
+        }
     /* RoPE tables for every position of the run, made by the CPU code (same numbers); in
      * shifted mode for every rank too (ranks never exceed capacity + chunk, model/forward.c) */
     ce->n_rope = kv->prompt_tokens + kv->max_new + 1;

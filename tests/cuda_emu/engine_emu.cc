@@ -15,12 +15,21 @@
  *                    error paths must free what was allocated (live allocations at exit)
  *   EMU_GPU_FREE=B   cudaMemGetInfo reports B bytes free (the does-not-fit path)
  *   EMU_SMS=N        multiprocessors reported (default 2: small GEMV grids)
- *   EMU_SEED=S       block / thread order (emu.h) */
+ *   EMU_SEED=S       block / thread order (emu.h)
+ *   EMU_TOUCH=1      device allocations are page-aligned mappings, protected before every graph
+ *                    launch (a decode step): the pages its kernels and copies read or write fault
+ *                    once each and are counted — the step's distinct device bytes (the DRAM
+ *                    traffic of a step whose every byte is moved once), in EMU_STATS as
+ *                    touch_bytes (the sum over graph launches) (bench/roofline.py) */
 #include "tests/cuda_emu/emu.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "elementwise.inc"
 #include "attn_prefill.inc"
@@ -43,6 +52,38 @@ static std::set<void *> &emu_live()
 }
 static long emu_alloc_no;
 
+/* EMU_TOUCH: device allocation → mapped bytes; pages touched during graph launches */
+static std::map<char *, size_t> &emu_maps()
+{
+    static std::map<char *, size_t> *m = new std::map<char *, size_t>;
+    return *m;
+}
+static bool emu_touch = getenv("EMU_TOUCH") && *getenv("EMU_TOUCH") == '1';
+static long emu_touched;
+static long emu_touch_bytes;
+static size_t emu_page = (size_t)sysconf(_SC_PAGESIZE);
+
+static void emu_segv(int sig, siginfo_t *si, void *)
+{
+    char *a = (char *)si->si_addr;
+    auto &m = emu_maps();
+    auto it = m.upper_bound(a);
+    if (it != m.begin()) {
+        --it;
+        if (a >= it->first && a < it->first + it->second) {
+            char *pg = (char *)((uintptr_t)a & ~(uintptr_t)(emu_page - 1));
+            mprotect(pg, emu_page, PROT_READ | PROT_WRITE);
+            emu_touched++;
+            return;
+        }
+    }
+    signal(sig, SIG_DFL); /* a real fault: crash as usual */
+}
+static void emu_protect_all(int prot)
+{
+    for (auto &e : emu_maps()) mprotect(e.first, e.second, prot);
+}
+
 static void emu_write_stats()
 {
     const char *p = getenv("EMU_STATS");
@@ -53,9 +94,9 @@ static void emu_write_stats()
     fprintf(f,
             "{\"kernels\": %ld, \"direct_launches\": %ld, \"graph_launches\": %ld, \"graph_nodes\": %ld, "
             "\"syncs\": %ld, \"d2h\": %ld, \"d2h_bytes\": %ld, \"h2d\": %ld, \"h2d_bytes\": %ld, \"blas\": %ld, "
-            "\"allocs\": %ld, \"frees\": %ld, \"live\": %zu}\n",
+            "\"allocs\": %ld, \"frees\": %ld, \"live\": %zu, \"touch_bytes\": %ld}\n",
             c.kernels, c.direct_launches, c.graph_launches, c.graph_nodes, c.syncs, c.d2h, c.d2h_bytes, c.h2d,
-            c.h2d_bytes, c.blas, c.allocs, c.frees, emu_live().size());
+            c.h2d_bytes, c.blas, c.allocs, c.frees, emu_live().size(), emu_touch_bytes);
     fclose(f);
 }
 static struct emu_atexit {
@@ -99,12 +140,30 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int)
     return cudaSuccess;
 }
 const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated CUDA error"; }
-static cudaError_t emu_alloc(void **p, size_t n)
+static cudaError_t emu_alloc(void **p, size_t n, bool device)
 {
     *p = NULL;
     const char *f = getenv("EMU_FAIL_ALLOC");
     if (f && *f && ++emu_alloc_no == atol(f)) return cudaErrorMemoryAllocation;
-    *p = malloc(n ? n : 1);
+    if (emu_touch && device) {
+        size_t len = (n + emu_page - 1) / emu_page * emu_page;
+        if (!len) len = emu_page;
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
+        emu_maps()[(char *)m] = len;
+        static bool handler = false;
+        if (!handler) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_sigaction = emu_segv;
+            sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+            sigaction(SIGSEGV, &sa, NULL);
+            handler = true;
+        }
+        *p = m;
+    } else {
+        *p = malloc(n ? n : 1);
+    }
     if (!*p) return cudaErrorMemoryAllocation;
     memset(*p, 0xff, n); /* NaN floats, -1 ints */
     emu_cnt.allocs++;
@@ -119,12 +178,18 @@ static cudaError_t emu_free(void *p)
         abort();
     }
     emu_cnt.frees++;
-    free(p);
+    auto it = emu_maps().find((char *)p);
+    if (it != emu_maps().end()) {
+        munmap(it->first, it->second);
+        emu_maps().erase(it);
+    } else {
+        free(p);
+    }
     return cudaSuccess;
 }
-cudaError_t cudaMalloc(void **p, size_t n) { return emu_alloc(p, n); }
+cudaError_t cudaMalloc(void **p, size_t n) { return emu_alloc(p, n, true); }
 cudaError_t cudaFree(void *p) { return emu_free(p); }
-cudaError_t cudaMallocHost(void **p, size_t n) { return emu_alloc(p, n); }
+cudaError_t cudaMallocHost(void **p, size_t n) { return emu_alloc(p, n, false); }
 cudaError_t cudaFreeHost(void *p) { return emu_free(p); }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind k)
 {
@@ -230,9 +295,17 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t)
 {
     if (emu_capture) return cudaErrorStreamCaptureUnsupported;
     emu_cnt.graph_launches++;
+    if (emu_touch) {
+        emu_touched = 0;
+        emu_protect_all(PROT_NONE);
+    }
     for (const emu_node &n : e->nodes) {
         emu_cnt.graph_nodes++;
         n.fn();
+    }
+    if (emu_touch) {
+        emu_protect_all(PROT_READ | PROT_WRITE);
+        emu_touch_bytes += emu_touched * (long)emu_page;
     }
     return emu_last_error;
 }

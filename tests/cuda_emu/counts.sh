@@ -1,0 +1,86 @@
+# tests/cuda_emu/counts.sh — part 3 of tests/test_cuda_emu.sh (sourced): what the emulator counts.
+# Host synchronisations (cudaStreamSynchronize / cudaDeviceSynchronize / a blocking copy back),
+# device→host copies and kernels per decode step come from the difference of two runs that differ
+# only in the number of generated tokens (capacities in tokens, so the prefill is the same).
+
+L260=5 # stories260K's layers
+# policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
+# shifted: the same with the rank rotation's kernel, <= 6L + 10; host: measured and printed)
+while IFS='|' read -r pol extra kind; do
+    [ -n "$pol" ] || continue
+    [ "$FULL" = 1 ] || case "$pol $kind" in "h2o device"|"snapkv host") ;; *) continue ;; esac
+    if ! r=$(per_token 4 12 -m "$MODEL" -p "$PROMPT" --policy "$pol" $extra); then
+        bad "counts $pol $extra: run failed: $(head -2 "$TMP/pe2")"; continue
+    fi
+    read -r syncs d2h kern graphs <<<"$r"
+    tag="per decode token, $pol $extra: $syncs host sync(s), $d2h copy(ies) back, $kern kernels, $graphs graph launch(es)"
+    case $kind in
+    device) lim=$((5 * L260 + 10)) ;;
+    shifted) lim=$((6 * L260 + 10)) ;;
+    *) lim=0 ;;
+    esac
+    if [ "$kind" = host ]; then
+        ok "$tag (host-assisted: documented exception)"
+    elif [ "$syncs" = 1 ] && [ "$d2h" = 1 ] && [ "$graphs" = 1 ] && python3 -c "import sys; sys.exit(not $kern <= $lim)"; then
+        ok "$tag (bound: 1 sync, 1 copy, <= $lim kernels)"
+    else
+        bad "$tag (bound: 1 sync, 1 copy, 1 graph, <= $lim kernels)"
+    fi
+done <<'LIST'
+full|--budget 64|device
+local|--budget 24|device
+streaming|--budget 24|device
+h2o|--budget 24|device
+h2o|--budget 24 --h2o-score mean --kv-dtype f16|device
+buzz|--budget 64|device
+buzz_logn|--budget 64|device
+h2o|--budget 24 --rope shifted|shifted
+buzz|--budget 24|host
+snapkv|--budget 24|host
+scissorhands|--budget 24|host
+h2o|--budget 24 --h2o-order evict-first|host
+LIST
+
+# graph replay = the same kernels launched one by one, bit for bit; other block/thread orders too
+A=(-m "$G/mix.gguf" --prompt-ids $IDS -n 10 --temp 0 --device cuda --policy h2o --budget 0.5 --json)
+if env EMU_SEED=1 "$EMU" "${A[@]}" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP/re"; then
+    for v in "LLM_CUDA_GRAPH=0" "EMU_SEED=2" "EMU_SEED=0"; do
+        [ "$FULL" = 1 ] || [ "$v" = LLM_CUDA_GRAPH=0 ] || continue
+        env $v "$EMU" "${A[@]}" --logits-out "$TMP/l2.npy" >/dev/null 2>"$TMP/re"
+        if cmp -s "$TMP/l1.npy" "$TMP/l2.npy"; then ok "gguf mix h2o 0.5: logits bit-identical with $v"
+        else bad "gguf mix h2o 0.5: logits differ with $v"; fi
+    done
+else
+    bad "gguf mix h2o 0.5 (seed 1): $(head -2 "$TMP/re")"
+fi
+
+# device memory: nothing left after a run, nor after a failure at any allocation (every device
+# and pinned allocation, the graph instantiation) — error paths free what they allocated
+for pol in h2o snapkv; do
+    B=(-m "$G/mix.gguf" --prompt-ids $IDS -n 4 --temp 0 --device cuda --policy "$pol" --budget 0.5)
+    EMU_STATS="$TMP/st" "$EMU" "${B[@]}" >/dev/null 2>"$TMP/re" || { bad "leaks $pol: run failed"; continue; }
+    n=$(counts "$TMP/st" allocs) live=$(counts "$TMP/st" live)
+    [ "$live" = 0 ] && ok "$pol: $n device/pinned allocations, all freed at exit" || bad "$pol: $live of $n allocations live at exit"
+    step=1
+    [ "$FULL" = 1 ] || step=9
+    leaked="" lines="" ran=0
+    for ((k = 1; k <= n; k += step)); do
+        EMU_FAIL_ALLOC=$k EMU_STATS="$TMP/st" "$EMU" "${B[@]}" >/dev/null 2>"$TMP/re"
+        rc=$?
+        ran=$((ran + 1))
+        [ "$(counts "$TMP/st" live 2>/dev/null)" = 0 ] || leaked="$leaked $k"
+        grep -v "^llm-run: note:" "$TMP/re" >"$TMP/re1"
+        [ $rc -ne 0 ] && [ "$(wc -l <"$TMP/re1")" -eq 1 ] || lines="$lines $k(rc $rc: $(head -c 80 "$TMP/re1"))"
+    done
+    if [ -z "$leaked" ] && [ -z "$lines" ]; then
+        ok "$pol: allocation k failing (k = 1..$n, $ran runs): one-line error, nothing left allocated"
+    else
+        bad "$pol: failing allocations: leaked at [$leaked], not a one-line error at [$lines]"
+    fi
+done
+
+# the cache does not fit the (emulated) free GPU memory: one line, before allocating it
+if EMU_GPU_FREE=200000000 timeout 300 "$EMU" -m "$MODEL" -p "$PROMPT" -n 4 --device cuda >"$TMP/o" 2>"$TMP/e"; then
+    bad "emulated GPU with 200 MB free: ran (below the 256 MiB reserve)"
+elif grep -q "does not fit" "$TMP/e" && [ "$(wc -l <"$TMP/e")" -eq 1 ]; then ok "emulated GPU too small: $(cat "$TMP/e")"
+else bad "emulated GPU too small: $(head -3 "$TMP/e")"; fi
