@@ -1,7 +1,7 @@
 /* bench_quant: speed of matmul on ggml block weights (kernels/cpu/quant*.c).
  *
- *   bench_quant [--threads 1,2] [--family NAME] [--types Q4_1,Q8_0,...] [--no-cold] [--no-gemm]
- *               [--ns 128,512] [--time S]
+ *   bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,Q8_0,...]
+ *               [--no-cold] [--no-gemm] [--ns 128,512] [--time S]
  *
  * Decode (n = 1) matrix-vector: GB/s of weights streamed (weight bytes / time per call) at the
  * SmolLM2-135M and Qwen2.5-0.5B shapes (rows x cols: 576x576, 1536x576, 576x1536, 896x4864,
@@ -12,7 +12,7 @@
  * (packed panels where the family has them), of the register-tile kernels alone (cpu_qgemm_mode
  * 2) and of the alternative, dequantize a tile of weight rows to f32 + cblas_sgemm (mode 1).
  * --family pins the quantized-kernel table (scalar, avx2, avxvnni, avx512, avx512vnni; default:
- * the one dispatch.c picks). Each figure: the best of 10 runs of --time / 5 seconds (default
+ * the one dispatch.c picks); --act-bits the activations (16, the default, or 8: llama.cpp's). Each figure: the best of 10 runs of --time / 5 seconds (default
  * 0.15 s in all); 1-thread runs are timed in the thread's CPU time (the machine may be shared),
  * runs on more threads in wall-clock time: on a machine busy with other jobs those collapse
  * whenever one thread is descheduled (every parallel region waits for it), so read them only
@@ -118,16 +118,21 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_quant: family %s not available here\n", argv[i]);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--act-bits") && i + 1 < argc) {
+            if (cpu_quant_act_bits(atoi(argv[++i])) < 0) {
+                fprintf(stderr, "bench_quant: --act-bits 8 or 16\n");
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--time") && i + 1 < argc) g_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-cold")) cold = 0;
         else if (!strcmp(argv[i], "--no-gemm")) gemm = 0;
         else {
-            fprintf(stderr, "usage: bench_quant [--threads 1,2] [--family NAME] [--types Q4_1,...] [--no-cold] [--no-gemm] [--ns 128,512] [--time S]\n");
+            fprintf(stderr, "usage: bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,...] [--no-cold] [--no-gemm] [--ns 128,512] [--time S]\n");
             return 2;
         }
     }
-    printf("quantized kernels: %s (SIMD family %s), %d cores; 1T: thread CPU time, more: wall clock\n\n",
-           cpu_quant()->name, cpu_simd_name(), cpu_num_cores());
+    printf("quantized kernels: %s, %d-bit activations (SIMD family %s), %d cores; 1T: thread CPU time, more: wall clock\n\n",
+           cpu_quant()->name, cpu_quant()->bits, cpu_simd_name(), cpu_num_cores());
 
     float *x = malloc(sizeof(float) * 512 * 4864), *y = malloc(sizeof(float) * 512 * 4864);
     if (!x || !y) return 1;

@@ -2,7 +2,7 @@
 """llm-run and llama.cpp side by side on the same files, interleaved (issue 17).
 
     bench/vs_llamacpp.py [--reps 5] [--threads 1,2] [--models smollm2,qwen,110m-f32,110m-f16,110m-bf16]
-                         [--out bench/llamacpp.md]
+                         [--act-bits 16,8] [--out bench/llamacpp.md]
 
 Reference: llama.cpp's llama-bench built by bench/llamacpp.sh from the llama-cpp-python sdist
 (never in CI; run it once, 12-15 minutes). Files: the two real GGUF models
@@ -10,8 +10,9 @@ Reference: llama.cpp's llama-bench built by bench/llamacpp.sh from the llama-cpp
 make_synthetic_models.py) written as GGUF in F32, F16 and BF16 (scripts/make_test_gguf.py
 --vocab dummy), so both engines read the very same bytes.
 
-For every model and thread count, R rounds; each round runs the two engines one after the other,
-alternating which goes first (A B, B A, ...), then a streaming-read bandwidth pass
+For every model and thread count, R rounds; each round runs the engines one after the other
+(llama.cpp and llm-run once per --act-bits setting: 16, the default, and 8, llama.cpp's own
+activation numbers), rotating which goes first, then a streaming-read bandwidth pass
 (build/bench/bench_cpu --bw-only) with the same threads. Per round:
   llama-bench -p 128,512 -n 128 -r 1 (its own warm-up run), tests pp128, pp512, tg128;
   llm-run --prompt-ids (128 / 512 random ids) -n 1 for the prefill figures, and
@@ -95,6 +96,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--models", default="smollm2,qwen,110m-f32,110m-f16,110m-bf16")
+    ap.add_argument("--act-bits", default="16,8", help="llm-run's --act-bits settings to run (each its own column)")
     ap.add_argument("--out", default=os.path.join(REPO, "bench/llamacpp.md"))
     a = ap.parse_args()
     binl = subprocess.check_output([os.path.join(REPO, "bench/llamacpp.sh")], text=True).strip()
@@ -109,11 +111,14 @@ def main():
     rows = []
     t_start = time.time()
     load0 = open("/proc/loadavg").read().split()[:3]
+    bits = [int(b) for b in a.act_bits.split(",")]
+    engines = ["lc"] + ["lr%d" % b for b in bits]
     for label, path in models(a.models.split(",")):
         bpt = weight_bytes_per_token(llm, path)
         for T in [int(x) for x in a.threads.split(",")]:
-            res = {k: [] for k in ("lc_pp128", "lc_pp512", "lc_tg128", "lr_pp128", "lr_pp512", "lr_tg128", "bw")}
-            rss = {"lc": 0.0, "lr": 0.0}
+            res = {"%s_%s" % (e, t): [] for e in engines for t in ("pp128", "pp512", "tg128")}
+            res["bw"] = []
+            rss = {e: 0.0 for e in engines}
             for rep in range(a.reps):
                 def llamacpp():
                     out, r = run_rss([lb, "-m", path, "-p", "128,512", "-n", "128", "-r", "1", "-t", str(T), "-o", "json"])
@@ -122,18 +127,21 @@ def main():
                         key = "lc_pp%d" % t["n_prompt"] if t["n_gen"] == 0 else "lc_tg%d" % t["n_gen"]
                         res[key].append(t["avg_ts"])
 
-                def llmrun():
+                def llmrun(b):
+                    e = "lr%d" % b
                     for n in (128, 512):
                         ids = ",".join(str(rng.randrange(1000, 20000)) for _ in range(n))
-                        out, r = run_rss([llm, "-m", path, "--prompt-ids", ids, "-n", "1", "-t", str(T), "--json"])
-                        rss["lr"] = max(rss["lr"], r)
-                        res["lr_pp%d" % n].append(json.loads(out)["timings"]["prefill_tok_s"])
+                        out, r = run_rss([llm, "-m", path, "--prompt-ids", ids, "-n", "1", "-t", str(T), "--act-bits", str(b), "--json"])
+                        rss[e] = max(rss[e], r)
+                        res["%s_pp%d" % (e, n)].append(json.loads(out)["timings"]["prefill_tok_s"])
                     out, r = run_rss([llm, "-m", path, "--prompt-ids", str(rng.randrange(1000, 20000)), "-n", "129",
-                                      "--ignore-eos", "-t", str(T), "--json"])
-                    rss["lr"] = max(rss["lr"], r)
-                    res["lr_tg128"].append(json.loads(out)["timings"]["decode_tok_s"])
+                                      "--ignore-eos", "-t", str(T), "--act-bits", str(b), "--json"])
+                    rss[e] = max(rss[e], r)
+                    res[e + "_tg128"].append(json.loads(out)["timings"]["decode_tok_s"])
 
-                for f in ((llamacpp, llmrun) if rep % 2 == 0 else (llmrun, llamacpp)):
+                runs = [llamacpp] + [(lambda b=b: llmrun(b)) for b in bits]
+                k = rep % len(runs)
+                for f in runs[k:] + runs[:k]:
                     f()
                 out, _ = run_rss([bw, "--bw-only", "--threads", str(T)])
                 res["bw"].append(float(out.strip()))
@@ -150,17 +158,26 @@ def main():
             a.reps, a.threads, a.models, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), secs))
         f.write("- Machine: %s, %d CPUs; ISA flags: %s. Load average at the start: %s.\n" % (cpu, os.cpu_count(), isa, " ".join(load0)))
         f.write("- llama.cpp: %s, built by bench/llamacpp.sh (%s).\n" % (commit, open(os.path.join(os.path.dirname(binl), "..", "FLAGS")).read().strip() if os.path.exists(os.path.join(os.path.dirname(binl), "..", "FLAGS")) else "flags not recorded"))
-        f.write("- Each round: both engines (alternating first), then a bandwidth pass; medians of %d rounds. "
+        f.write("- Each round: every engine (rotating which goes first), then a bandwidth pass; medians of %d rounds. "
+                "llm-run N-bit: `--act-bits N` (16, the default: int16 activations; 8: llama.cpp's Q8 activations). "
                 "Ratio = llm-run ÷ llama.cpp (> 1: llm-run faster; RSS: < 1 leaner).\n\n" % a.reps)
-        f.write("| model | threads | pp128 llm-run / llama.cpp | ratio | pp512 llm-run / llama.cpp | ratio | tg128 llm-run / llama.cpp | ratio | decode ÷ bandwidth floor (llm-run / llama.cpp) | peak RSS MiB llm-run / llama.cpp | ratio |\n")
-        f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
+        lrs = ["lr%d" % b for b in bits]
+        names = " / ".join("llm-run %d-bit" % b for b in bits)
+        f.write("| model | threads | test | %s / llama.cpp (tok/s) | %s | decode ÷ bandwidth floor (%s / llama.cpp) |\n" % (
+            names, " | ".join("ratio %d-bit" % b for b in bits), names))
+        f.write("|---|---|---|---|%s---|\n" % ("---|" * len(bits)))
         for label, T, m, rss, bpt in rows:
             floor = m["bw"] * 1e9 / bpt if bpt else None
-            fl = "%.0f%% / %.0f%% (floor %.0f tok/s at %.1f GB/s)" % (100 * m["lr_tg128"] / floor, 100 * m["lc_tg128"] / floor, floor, m["bw"]) if floor else "n/a"
-            f.write("| %s | %d | %.1f / %.1f | %.2f | %.1f / %.1f | %.2f | %.1f / %.1f | %.2f | %s | %.0f / %.0f | %.2f |\n" % (
-                label, T, m["lr_pp128"], m["lc_pp128"], m["lr_pp128"] / m["lc_pp128"], m["lr_pp512"], m["lc_pp512"],
-                m["lr_pp512"] / m["lc_pp512"], m["lr_tg128"], m["lc_tg128"], m["lr_tg128"] / m["lc_tg128"], fl,
-                rss["lr"], rss["lc"], rss["lr"] / rss["lc"]))
+            for t in ("pp128", "pp512", "tg128"):
+                vals = " / ".join("%.1f" % m["%s_%s" % (e, t)] for e in lrs) + " / %.1f" % m["lc_" + t]
+                ratios = " | ".join("%.2f" % (m["%s_%s" % (e, t)] / m["lc_" + t]) for e in lrs)
+                fl = ""
+                if t == "tg128":
+                    fl = ("%s / %.0f%% (floor %.0f tok/s at %.1f GB/s)" % (" / ".join("%.0f%%" % (100 * m[e + "_tg128"] / floor) for e in lrs),
+                          100 * m["lc_tg128"] / floor, floor, m["bw"])) if floor else "n/a"
+                f.write("| %s | %d | %s | %s | %s | %s |\n" % (label, T, t, vals, ratios, fl))
+        f.write("\nPeak RSS MiB (max over the runs): " + "; ".join(
+            "%s t%d: %s" % (label, T, ", ".join("%s %.0f" % (e, rss[e]) for e in ["lc"] + lrs)) for label, T, m, rss, bpt in rows) + ".\n")
         f.write("\nNotes: tg128 is 128 decode steps after one token (llama-bench's tg from an empty context); "
                 "pp is one prefill pass over random ids. llm-run's bytes per token: weights one decode step "
                 "reads (--json weights.bytes_per_token); the floor ignores the small KV cache at these lengths.\n")

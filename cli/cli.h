@@ -45,6 +45,8 @@ typedef struct {
     const char *device;        /* --device auto|cpu|cuda (model/device.c) */
     double kv_mem_limit_gb;    /* --kv-mem-limit GB (0: none) */
     int dtype;                 /* --dtype: -1 auto (the file's), else a dtype_t */
+    int act_bits;              /* --act-bits 8|16: activations of the block-format matmuls
+                                  (cpu_quant_act_bits; 16 by default) */
     int kv_dtype;              /* --kv-dtype: -1 auto (model_kv_dtype_default), else DT_F32,
                                   DT_F16 or DT_BF16; resolved into pp.kv_dtype once the model
                                   is loaded */

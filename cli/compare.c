@@ -6,6 +6,7 @@
  * policy parameter applies to every listed policy that has it. */
 #include "cli/cli.h"
 #include "eval/sweep.h"
+#include "kernels/kernels.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -159,6 +160,7 @@ int cli_compare_main(int argc, char **argv)
     if (r.prompt_file_trim && !r.n_positional && plen && prompt[plen - 1] == '\n') prompt[--plen] = '\0';
     const char *env = getenv("LLM_MODEL");
     const char *model = r.model_dir ? r.model_dir : env && *env ? env : "../shared/models/stories260K";
+    cpu_quant_act_bits(r.act_bits);
     eval_model_opts mo = {.threads = r.threads, .dtype = r.dtype, .resident = 1};
     if (!(m = eval_model_open(model, &mo, err, sizeof err))) goto fail;
     if (r.messages && chat_messages_load(r.messages, &msgs, &n_msgs, err, sizeof err) != 0) goto fail;

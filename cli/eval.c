@@ -6,6 +6,7 @@
  * has it; one that no selected policy has is an error (checked by eval_run). */
 #include "cli/cli.h"
 #include "eval/sweep.h"
+#include "kernels/kernels.h"
 
 #include <limits.h>
 #include <math.h>
@@ -256,6 +257,8 @@ int cli_eval_main(int argc, char **argv)
     o.threads = r.threads;
     o.dtype = r.dtype;
     o.kv_dtype = r.kv_dtype;
+    o.act_bits = r.act_bits;
+    cpu_quant_act_bits(r.act_bits);
     o.seed = r.seed;
     o.prefill_chunk = r.prefill_chunk;
     o.max_new = r.max_new > 0 ? r.max_new : 0;

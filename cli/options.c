@@ -177,6 +177,7 @@ SETTER(set_kv_limit) {
     O->kv_mem_limit_gb = d;
     return 0;
 }
+SETTER(set_act_bits) { TRY(cli_int(f, v, 8, 16, &O->act_bits)); return O->act_bits == 8 || O->act_bits == 16 ? 0 : cli_die("--act-bits: expected 8 or 16, got '%s'", v); }
 SETTER(set_kv_dtype) {
     (void)f;
     if (!strcmp(v, "auto")) O->kv_dtype = -1;
@@ -211,6 +212,8 @@ const cli_opt cli_run_options[] = {
     {"--no-parse-special", NULL, NULL, "special tokens written in the prompt (<|im_start|>) stay text", CLI_G_MODEL, 0, set_no_parse_special},
     {"--dtype", NULL, "TYPE", "weight dtype in memory: auto (as in the file, default), f32, f16, bf16, or\n"
      "q8_0/q4_0 (quantized at load, row-wise blocks of 32; other row lengths stay as stored)", CLI_G_MODEL, 0, set_dtype},
+    {"--act-bits", NULL, "8|16", "activations of the quantized (GGUF block) matmuls: 16-bit (default) or 8-bit\n"
+     "as llama.cpp (its numbers, for speed comparisons)", CLI_G_MODEL, 0, set_act_bits},
     {"--max-new-tokens", "-n", "N", "tokens to generate (default 256); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
     {"--ignore-eos", NULL, NULL, "do not stop at end-of-generation tokens (benchmarks)", CLI_G_GEN, 0, set_ignore_eos},
     {"--ctx-size", "-c", "N", "context: prompt + generated positions at most (default: the model's)", CLI_G_GEN, 0, set_ctx},
@@ -263,6 +266,7 @@ void run_options_init(run_options *o)
     o->dtype = -1;
     o->dump_every = 16;
     o->kv_dtype = -1;
+    o->act_bits = 16;
 }
 
 int cli_is_policy_param(const char *name)

@@ -365,6 +365,7 @@ int cli_run_main(int argc, char **argv)
 
     /* model and tokenizer (eval/model.c: a folder's tokenizer.json / tokenizer.model, or the
      * vocabulary inside a GGUF file) */
+    cpu_quant_act_bits(o.act_bits);
     eval_model_opts mo = {.threads = o.threads, .dtype = o.dtype, .resident = !use_cuda,
                           .allow_no_tokenizer = o.prompt_ids != NULL, .no_check = o.no_check};
     if (!(em = eval_model_open(o.model_dir, &mo, err, sizeof err))) {

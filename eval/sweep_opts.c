@@ -23,6 +23,7 @@ void eval_opts_init(eval_opts *o)
     o->shard_n = 1;
     o->dtype = -1;
     o->kv_dtype = -1;
+    o->act_bits = 16;
     o->chat = -1;
     o->max_new = 0;
     static const double depths[] = {0, 0.25, 0.5, 0.75, 1};
@@ -173,6 +174,8 @@ int sweep_check_run_config(const char *dir, const eval_opts *o, const char *styl
     cJSON_AddStringToObject(cfg, "dtype", dt);
     cJSON_AddStringToObject(cfg, "kv_dtype", o->kv_dtype == DT_F32 ? "f32" : o->kv_dtype == DT_F16 ? "f16"
                                              : o->kv_dtype == DT_BF16 ? "bf16" : "auto");
+    /* since issue 17: a run.json without it ran the 8-bit activations of before */
+    cJSON_AddNumberToObject(cfg, "act_bits", o->act_bits);
     if (!eval_task_is_ppl(o->task)) {
         cJSON_AddStringToObject(cfg, "chat", chat ? chat : "none");
         cJSON_AddStringToObject(cfg, "question_position", o->question_first ? "first" : "last");
@@ -187,7 +190,7 @@ int sweep_check_run_config(const char *dir, const eval_opts *o, const char *styl
         /* keys an older run.json lacks count as their default */
         static const char *const DEF[][2] = {{"dtype", "\"auto\""}, {"chat", "\"none\""},
                                              {"question_position", "\"last\""}, {"policy_params", "{}"},
-                                             {"policy_config", "null"}};
+                                             {"policy_config", "null"}, {"act_bits", "8"}};
         for (size_t i = 0; i < sizeof DEF / sizeof DEF[0]; i++)
             if (!cJSON_GetObjectItemCaseSensitive(old, DEF[i][0]) && cJSON_GetObjectItemCaseSensitive(cfg, DEF[i][0]))
                 cJSON_AddItemToObject(old, DEF[i][0], cJSON_Parse(DEF[i][1]));

@@ -155,6 +155,10 @@ struct kv_cache {
     int64_t live_samples;
     double live_peak;        /* max over samples of Σ_{l,g} len */
     int prompt_tokens, max_new;
+    int passthrough;         /* every capacity covers prompt + max new and the policy does not
+                                change the attention itself (logit_scale, attend): nothing can
+                                ever be evicted, so no hook runs and no statistic is computed
+                                (issue 17: such a run costs what `full` costs) */
 };
 
 /* Parameter access for policies (in init). The value set by the user, else def. A value that

@@ -78,7 +78,10 @@ int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
         kv->v32 = malloc(kv->arena_rows * (size_t)head_dim * sizeof(float));
         if (!kv->k32 || !kv->v32) goto oom;
     }
-    if (ops->stats) {
+    kv->passthrough = !ops->logit_scale && !ops->attend;
+    for (int i = 0; i < n_layers * n_kv_heads; i++)
+        if (kv->cap[i] < n_prompt + max_new) kv->passthrough = 0;
+    if (ops->stats && !kv->passthrough) {
         kv->score = calloc(total, sizeof *kv->score);
         if (!kv->score) goto oom;
     }
@@ -186,8 +189,8 @@ int kv_prefill(kv_cache *kv, const kv_prefill_chunk *c, char *err, size_t errlen
     for (int g = 0; g < hkv; g++) {
         int idx = kv_idx(kv, c->layer, g);
         int n_live = kv->len[idx], n_cand = n_live + c->n_new, cap = kv->cap[idx];
-        int n_keep = kv->ops->on_prefill ? kv->ops->on_prefill(kv, c, g, n_live, keep)
-                                         : keep_recent(n_cand, cap, keep);
+        int n_keep = kv->ops->on_prefill && !kv->passthrough ? kv->ops->on_prefill(kv, c, g, n_live, keep)
+                                                             : keep_recent(n_cand, cap, keep);
         if (n_keep < 0 || n_keep > cap) {
             snprintf(err, errlen, "policy %s: kept %d > capacity %d (layer %d head %d)",
                      kv->ops->name, n_keep, cap, c->layer, g);
@@ -226,7 +229,7 @@ int kv_decode_slot(kv_cache *kv, int layer, int g, int t, const float *q, const 
                    const float *v)
 {
     int idx = kv_idx(kv, layer, g);
-    int slot = kv->ops->pre_attn ? kv->ops->pre_attn(kv, layer, g, t, q, k, v) : kv->len[idx];
+    int slot = kv->ops->pre_attn && !kv->passthrough ? kv->ops->pre_attn(kv, layer, g, t, q, k, v) : kv->len[idx];
     if (slot == kv->len[idx]) kv->len[idx]++;
     return slot;
 }
@@ -243,7 +246,7 @@ void kv_write(kv_cache *kv, int layer, int g, int slot, int t, const float *k, c
 
 void kv_post_attn(kv_cache *kv, int layer, int g, int t, const float *probs, int stride)
 {
-    if (kv->ops->post_attn) kv->ops->post_attn(kv, layer, g, t, probs, stride);
+    if (kv->ops->post_attn && !kv->passthrough) kv->ops->post_attn(kv, layer, g, t, probs, stride);
 }
 
 void kv_sample_stats(kv_cache *kv)

@@ -26,7 +26,7 @@ for n in "${names[@]}"; do
     [ -x "$bin" ] || { echo "fuzz: $bin not built (make fuzz-build)" >&2; failed+=("$n"); continue; }
     mkdir -p "$B/corpus/$n" "fuzz/corpus/$n"
     dict=()
-    [ "$n" != tokenizer ] && [ "$n" != safetensors ] && dict=(-dict=fuzz/json.dict)
+    case "$n" in config|index|preset|eval|tokjson) dict=(-dict=fuzz/json.dict) ;; esac
     [ "$n" = safetensors ] && dict=(-dict=fuzz/safetensors.dict)
     echo "=== fuzz_$n: ${T}s"
     "$bin" -max_total_time="$T" -runs="$RUNS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \

@@ -89,20 +89,29 @@ const char *cpu_simd_name(void);
 /* Switches to the named family; -1 (err: the name) when unknown or not supported here. */
 int cpu_simd_use(const char *name, char *err, size_t errlen);
 
+/* The precision of the activations the block-format matmuls quantize (see matmul): 16 (the
+ * default: int16 per block, products in int16 × int16 pairs) or 8 (llama.cpp's Q8_0/Q8_1/Q8_K,
+ * its numbers exactly: for speed comparisons). bits = 8 or 16 sets it (for every thread; set it
+ * before a model runs, not while a matmul is in flight); 0 only asks. Returns the setting in
+ * effect, or -1 (nothing changed) for another value. */
+int cpu_quant_act_bits(int bits);
+
 /* y[n][w.rows] = x[n][w.cols] · wᵀ, weights in any dtype as stored.
  * F32, F16, BF16: n = 1 (decode): our matrix-vector kernels, OpenMP over the output rows,
  * F16/BF16 widened in registers (memory-bound: bytes read per token is what counts). n > 1
  * (prefill): matrix-matrix through the BLAS (F16/BF16 widened one tile of rows at a time).
  * Results of the families differ only by summation order.
  * Block formats (kernels/cpu/quant_gemm.c): the weights stay quantized; x is quantized once per
- * call the way llama.cpp quantizes activations for its dot products, per block of 32 (or 256):
- *   Q8_0, Q4_0, Q5_0 weights × Q8_0 activations (int8, d = max|x|/127 as f16, roundf);
- *   Q4_1, Q5_1 weights × Q8_1 activations (Q8_0's quants and d, plus s = f16(d·Σq) for the
- *     weights' min term m·s);
- *   Q4_K, Q5_K, Q6_K weights × Q8_K activations (256 per block, int8, f32 d = max/−127,
- *     round to nearest even, sums of each 16 quants);
- * each block's integer dot product is scaled in f32 (ggml's vec_dot_<w>_q8_<x>). The error
- * against f32 activations is that of the 8-bit activations (about 2⁻⁸ relative per block).
+ * call, per block of 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights) or 256 (Q4_K, Q5_K, Q6_K), and
+ * each block's integer dot product is scaled in f32. cpu_quant_act_bits picks the activations:
+ *   16 (default, kernels/cpu/quant16.c): int16, d = max|x|/32767 (f32), round to nearest even;
+ *     exact block sums for the weights' min terms (Q4_1, Q5_1: m·d·Σq; Q4_K, Q5_K: dmin·m·Σq
+ *     per 32); int32 block sums (K-quants: per sub-block or bounded lanes, never overflowing).
+ *     The error against f32 activations is about 2⁻¹⁶ relative per block.
+ *   8 (llama.cpp's, quant.c): Q8_0 for Q8_0/Q4_0/Q5_0 weights (int8, d = max|x|/127 as f16,
+ *     roundf); Q8_1 for Q4_1/Q5_1 (Q8_0's quants and d, plus s = f16(d·Σq) for the min term
+ *     m·s); Q8_K for the K-quants (int8, f32 d = max/−127, round to nearest even, sums of each
+ *     16 quants); ggml's vec_dot_<w>_q8_<x> numbers. About 2⁻⁸ relative per block.
  * n = 1: the row dot products split over the threads; n > 1: a blocked quantized GEMM (weight
  * rows decoded into interleaved panels once per call, every activation row run over them;
  * below 5 rows register tiles). w.cols must be a whole number of blocks (else y is all NaN).
@@ -126,6 +135,12 @@ void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim,
  * (linear rope_scaling). */
 void rope_tables(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
                  float scaling_factor);
+
+/* rope_tables with per-frequency divisors: inv_freq[i] / freq_factors[i] (freq_factors NULL or
+ * [head_dim/2]): Llama-3.1's rope_scaling "llama3" and GGUF's rope_freqs tensor (llama.cpp's
+ * freq_factors) are both such divisors. */
+void rope_tables_freq(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
+                      float scaling_factor, const float *freq_factors);
 
 /* Rotates x [n][n_heads][head_dim] in place with the tables of its token (rotate_half: pairs
  * (i, i + head_dim/2), as HF checkpoints store q/k rows). */

@@ -107,8 +107,27 @@ static int parse_rope_scaling(const cJSON *root, model_config *c, const char *pa
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "type");
     if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
     if (!cJSON_IsString(t)) return fail(err, errlen, "%s: rope_scaling has no type", path);
+    if (!strcmp(t->valuestring, "llama3")) {
+        /* Llama-3.1: factor, low_freq_factor, high_freq_factor, original_max_position_embeddings;
+         * the per-frequency divisors are computed once head_dim is known (config_validate) */
+        const char *keys[] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
+        double v[4];
+        for (int i = 0; i < 4; i++) {
+            const cJSON *x = cJSON_GetObjectItemCaseSensitive(rs, keys[i]);
+            if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || !(x->valuedouble > 0))
+                return fail(err, errlen, "%s: rope_scaling.%s must be a positive number (llama3)", path, keys[i]);
+            v[i] = x->valuedouble;
+        }
+        if (!(v[2] > v[1]))
+            return fail(err, errlen, "%s: rope_scaling: high_freq_factor %g must exceed low_freq_factor %g", path, v[2], v[1]);
+        c->llama3_factor = (float)v[0];
+        c->llama3_low = (float)v[1];
+        c->llama3_high = (float)v[2];
+        c->llama3_orig_ctx = (int)v[3];
+        return 0;
+    }
     if (strcmp(t->valuestring, "linear") != 0)
-        return fail(err, errlen, "%s: rope_scaling type \"%.64s\" is not supported (only linear)",
+        return fail(err, errlen, "%s: rope_scaling type \"%.64s\" is not supported (linear and llama3 are)",
                     path, t->valuestring);
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
     if (!cJSON_IsNumber(f) || !isfinite((float)f->valuedouble))
@@ -234,6 +253,25 @@ int config_validate(model_config *c, int head_dim_given, const char *path, char 
     if (c->bos_token_id < 0 || c->bos_token_id >= c->vocab_size)
         return fail(err, errlen, "%s: bos_token_id=%d is outside the vocabulary [0, %d)", path,
                     c->bos_token_id, c->vocab_size);
+    if (c->llama3_factor > 0) {
+        /* transformers' _compute_llama3_parameters, in f32 as torch computes it, expressed as
+         * divisors of inv_freq */
+        if (c->head_dim / 2 > MODEL_MAX_ROPE_FACTORS)
+            return fail(err, errlen, "%s: head_dim %d too large for rope_scaling llama3", path, c->head_dim);
+        c->n_rope_factors = c->head_dim / 2;
+        float lo_wl = (float)c->llama3_orig_ctx / c->llama3_low, hi_wl = (float)c->llama3_orig_ctx / c->llama3_high;
+        for (int i = 0; i < c->n_rope_factors; i++) {
+            float inv = (float)(1.0 / pow((double)c->rope_theta, (double)(float)(2 * i) / c->head_dim));
+            float wl = 2.0f * (float)M_PI / inv, out;
+            if (wl > lo_wl) out = inv / c->llama3_factor;
+            else if (wl < hi_wl) out = inv;
+            else {
+                float smooth = ((float)c->llama3_orig_ctx / wl - c->llama3_low) / (c->llama3_high - c->llama3_low);
+                out = (1 - smooth) * inv / c->llama3_factor + smooth * inv;
+            }
+            c->rope_factors[i] = inv / out;
+        }
+    }
     if (c->eos_token_id < 0 || c->eos_token_id >= c->vocab_size)
         return fail(err, errlen, "%s: eos_token_id=%d is outside the vocabulary [0, %d)", path,
                     c->eos_token_id, c->vocab_size);

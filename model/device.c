@@ -61,6 +61,13 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
     dp->logit_scale = ops->logit_scale != NULL;
     dp->host_attend = ops->attend != NULL;
     int cap = kv ? kv->cap[0] : 0;
+    if (kv && kv->passthrough) {
+        /* nothing can be evicted (eviction.h, passthrough): the full-cache path, no statistics */
+        dp->mode = DEV_POLICY_DEVICE;
+        dp->evict = EV_NONE;
+        dp->want_probs = dp->want_colsum = 0;
+        return 0;
+    }
     if (!strcmp(ops->name, "full")) {
         dp->mode = DEV_POLICY_DEVICE;
         dp->evict = EV_NONE;

@@ -78,10 +78,11 @@ int engine_init(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, 
         int *ranks = malloc((size_t)e->n_rank * sizeof *ranks);
         if (!ranks) goto oom;
         for (int r = 0; r < e->n_rank; r++) ranks[r] = r;
-        rope_tables(e->rank_cos, e->rank_sin, ranks, e->n_rank, hd, c->rope_theta, c->rope_scaling_factor);
+        rope_tables_freq(e->rank_cos, e->rank_sin, ranks, e->n_rank, hd, c->rope_theta, c->rope_scaling_factor,
+                         c->n_rope_factors ? c->rope_factors : NULL);
         free(ranks);
     }
-    if (kv->ops->stats & KV_STAT_PREFILL_COLSUM) {
+    if ((kv->ops->stats & KV_STAT_PREFILL_COLSUM) && !kv->passthrough) {
         ALLOC(e->colsum, (size_t)c->n_heads * e->cand_stride);
         ALLOC(e->colsum_kv, (size_t)c->n_kv_heads * e->cand_stride);
     }
@@ -190,7 +191,7 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
     const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads;
     const int G = H / Hkv, qdim = H * hd, kvdim = Hkv * hd;
     const float scale = 1.0f / sqrtf((float)hd);
-    const int want_colsum = (kv->ops->stats & KV_STAT_PREFILL_COLSUM) != 0;
+    const int want_colsum = (kv->ops->stats & KV_STAT_PREFILL_COLSUM) != 0 && !kv->passthrough;
 
     /* embedding lookup */
     for (int i = 0; i < n; i++) {
@@ -202,7 +203,8 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
     }
     for (int i = 0; i < n; i++) e->pos_buf[i] = pos0 + i;
     if (!e->shifted)
-        rope_tables(e->rope_cos, e->rope_sin, e->pos_buf, n, hd, c->rope_theta, c->rope_scaling_factor);
+        rope_tables_freq(e->rope_cos, e->rope_sin, e->pos_buf, n, hd, c->rope_theta, c->rope_scaling_factor,
+                         c->n_rope_factors ? c->rope_factors : NULL);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *lw = &e->w->layers[l];
@@ -305,7 +307,7 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
     const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads;
     const int G = H / Hkv;
     const float scale = 1.0f / sqrtf((float)hd);
-    const int want_probs = (kv->ops->stats & KV_STAT_DECODE_PROBS) != 0;
+    const int want_probs = (kv->ops->stats & KV_STAT_DECODE_PROBS) != 0 && !kv->passthrough;
     if (token < 0 || token >= c->vocab_size) {
         snprintf(err, errlen, "token id %d out of range [0, %d)", token, c->vocab_size);
         return -1;
@@ -314,7 +316,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
         return cuda_engine_decode(e->dev, token, pos, e->want_logits ? e->logits : NULL, &e->next,
                                   err, errlen);
     widen_row(e->x, &e->w->embed, token);
-    if (!e->shifted) rope_tables(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor);
+    if (!e->shifted)
+        rope_tables_freq(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor,
+                         c->n_rope_factors ? c->rope_factors : NULL);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *lw = &e->w->layers[l];
@@ -368,7 +372,7 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
         for (int g = 0; g < Hkv; g++)
             kv_post_attn(kv, l, g, pos, want_probs ? e->probs + (size_t)g * G * e->probs_stride : NULL,
                          e->probs_stride);
-        if (kv->ops->post_attn_layer)
+        if (kv->ops->post_attn_layer && !kv->passthrough)
             kv->ops->post_attn_layer(kv, l, pos, want_probs ? e->probs : NULL, e->probs_stride);
 
         matmul(e->xb, e->att, &lw->wo, 1);

@@ -113,11 +113,7 @@ int gguf_config(const gguf_file *g, model_config *cfg, char *err, size_t errlen)
         c.rope_scaling_factor = f;
     }
     free(stype);
-    if (st_find(&g->tensors, "rope_freqs.weight")) {
-        fail(err, errlen, "%s: rope_freqs.weight (Llama-3.1 RoPE frequency scaling) is not supported yet",
-             g->path);
-        goto bad;
-    }
+    const st_tensor *rf = st_find(&g->tensors, "rope_freqs.weight");
     const st_tensor *emb = st_find(&g->tensors, "token_embd.weight");
     if (!emb || emb->ndim != 2) {
         fail(err, errlen, "%s: missing 2-D tensor token_embd.weight", g->path);
@@ -138,6 +134,22 @@ int gguf_config(const gguf_file *g, model_config *cfg, char *err, size_t errlen)
     if (c.bos_token_id < 0) c.bos_token_id = c.eos_token_id >= 0 ? c.eos_token_id : 0;
     if (c.eos_token_id < 0) c.eos_token_id = c.bos_token_id;
     if (config_validate(&c, head_dim_given, g->path, err, errlen)) goto bad;
+    if (rf) {
+        /* Llama-3.1+ GGUFs carry their llama3 RoPE scaling as divisors of inv_freq (llama.cpp's
+         * freq_factors): F32 [head_dim/2] */
+        if (rf->dtype != DT_F32 || rf->ndim != 1 || rf->shape[0] != c.head_dim / 2 ||
+            c.head_dim / 2 > MODEL_MAX_ROPE_FACTORS) {
+            fail(err, errlen, "%s: rope_freqs.weight: expected F32 [%d] (head_dim / 2)", g->path, c.head_dim / 2);
+            goto bad;
+        }
+        c.n_rope_factors = c.head_dim / 2;
+        memcpy(c.rope_factors, rf->data, sizeof(float) * (size_t)c.n_rope_factors);
+        for (int i = 0; i < c.n_rope_factors; i++)
+            if (!(c.rope_factors[i] > 0) || !isfinite(c.rope_factors[i])) {
+                fail(err, errlen, "%s: rope_freqs.weight[%d] = %g must be a positive number", g->path, i, c.rope_factors[i]);
+                goto bad;
+            }
+    }
     if (rope_dims && rope_dims != c.head_dim) {
         fail(err, errlen, "%s: %s.rope.dimension_count = %d differs from head_dim %d (partial rotary "
              "embeddings are not supported)", g->path, arch, rope_dims, c.head_dim);

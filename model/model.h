@@ -37,6 +37,13 @@ typedef struct {
     float rms_norm_eps;          /* default 1e-6 */
     float rope_theta;            /* default 10000 */
     float rope_scaling_factor;   /* rope_scaling {"type"|"rope_type": "linear", "factor": f}; 1 when null */
+#define MODEL_MAX_ROPE_FACTORS 512
+    int n_rope_factors;          /* 0, or head_dim/2: per-frequency divisors of inv_freq */
+    float rope_factors[MODEL_MAX_ROPE_FACTORS]; /* rope_scaling "llama3" (computed from factor,
+                                    low/high_freq_factor, original_max_position_embeddings as
+                                    transformers does) or a GGUF rope_freqs tensor */
+    float llama3_factor, llama3_low, llama3_high; /* rope_scaling llama3 (0: none) */
+    int llama3_orig_ctx;
     int tie_word_embeddings;     /* default 0; also inferred when lm_head.weight is absent */
     int bos_token_id;            /* default 1 */
     int eos_token_id;            /* default 2 (first element when a list) */

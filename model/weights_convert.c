@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
@@ -121,6 +122,10 @@ int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen) {
 }
 
 /* Copies w out of the file mapping into an owned huge-page buffer (already owned: nothing). */
+/* Copies w out of the file mapping into an owned huge-page buffer (already owned: nothing), in
+ * 8 MiB blocks, giving each block's whole pages of the mapping back to the kernel once copied
+ * (MADV_DONTNEED): the mapping is never read again for w, so peak RSS stays one copy of the
+ * weights plus a block, not two (issue 17: llama.cpp keeps one mapped copy). */
 static int make_resident(model_weights *m, weight_t *w, char *err, size_t errlen) {
     for (int i = 0; i < m->n_owned; i++)
         if (m->owned[i] == w->data) return 0;
@@ -128,9 +133,16 @@ static int make_resident(model_weights *m, weight_t *w, char *err, size_t errlen
     void *out = model_alloc_weight(bytes);
     if (!out) return fail(err, errlen, "model_make_resident: out of memory copying a [%d, %d] weight", w->rows, w->cols);
     const char *src = w->data;
-    #pragma omp parallel for schedule(static) if (bytes >= (1 << 22))
-    for (size_t off = 0; off < bytes; off += 1 << 16)
-        memcpy((char *)out + off, src + off, bytes - off < (1 << 16) ? bytes - off : (1 << 16));
+    const size_t block = (size_t)8 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t b0 = 0; b0 < bytes; b0 += block) {
+        size_t b1 = bytes - b0 < block ? bytes : b0 + block;
+        #pragma omp parallel for schedule(static) if (b1 - b0 >= (1 << 22))
+        for (size_t off = b0; off < b1; off += 1 << 16)
+            memcpy((char *)out + off, src + off, b1 - off < (1 << 16) ? b1 - off : (1 << 16));
+        /* the whole pages inside [src + b0, src + b1): no other tensor shares them */
+        uintptr_t lo = ((uintptr_t)src + b0 + page - 1) / page * page, hi = ((uintptr_t)src + b1) / page * page;
+        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
     m->owned[m->n_owned++] = out;
     w->data = out;
     return 0;

@@ -58,6 +58,7 @@ FIXTURES = {
     "syn-mha-f16": ("synthetic", "Lily and Ben were friends. They liked to play with blocks and build big towers in the room."),
     "syn-bf16-sharded": ("synthetic", "One day, a big dog and a small cat went to the river. They saw a fish jump out of the water."),
     "syn-rope-linear": ("synthetic", "The sun was warm and the birds sang. Sue and her mom went for a walk to the shop."),
+    "syn-rope-llama3": ("synthetic", "Tom had a red ball. He threw it over the fence and his dog ran after it, barking with joy."),
     "syn-hd64-llama2tok": ("synthetic", "Tom saw a big \u2603 in the snow."),
     "syn-hd128-llama2tok": ("synthetic", "The cat sat on the warm mat."),
     "stories260K": ("stories260K", STORY),
@@ -111,12 +112,23 @@ def numpy_forward(model_dir, ids):
     eps, theta = cfg["rms_norm_eps"], cfg.get("rope_theta", 10000.0)
     rs = cfg.get("rope_scaling")
     factor = 1.0
+    llama3 = None
     if rs:
-        assert (rs.get("type") or rs.get("rope_type")) == "linear"
-        factor = rs["factor"]
+        kind = rs.get("type") or rs.get("rope_type")
+        assert kind in ("linear", "llama3")
+        if kind == "linear":
+            factor = rs["factor"]
+        else:
+            llama3 = rs
     T = len(ids)
     pos = np.arange(T, dtype=np.float64) / factor
     inv = 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    if llama3:  # Llama-3.1's frequency scaling (Meta's reference apply_scaling), in float64
+        f, lo, hi, old = (llama3["factor"], llama3["low_freq_factor"], llama3["high_freq_factor"],
+                          llama3["original_max_position_embeddings"])
+        wl = 2 * np.pi / inv
+        smooth = (old / wl - lo) / (hi - lo)
+        inv = np.where(wl < old / hi, inv, np.where(wl > old / lo, inv / f, (1 - smooth) * inv / f + smooth * inv))
     ang = pos[:, None] * inv[None, :]
     cos = np.concatenate([np.cos(ang)] * 2, axis=1)[:, None, :]
     sin = np.concatenate([np.sin(ang)] * 2, axis=1)[:, None, :]

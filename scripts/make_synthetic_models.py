@@ -65,6 +65,12 @@ MODELS = {
         max_pos=64, eps=1e-6, theta=10000.0,
         rope_scaling={"type": "linear", "factor": 4.0}, tied=False,
         dtype="F32", tokenizer="stories260K", shards=1, inv_freq=False),
+    "syn-rope-llama3": dict(
+        seed=1007, dim=128, ffn=256, layers=2, heads=4, kv_heads=2, vocab=512,
+        max_pos=512, eps=1e-5, theta=500000.0,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 64}, tied=False,
+        dtype="F32", tokenizer="stories260K", shards=1, inv_freq=False),
     "syn-hd64-llama2tok": dict(
         seed=1005, dim=256, ffn=512, layers=1, heads=4, kv_heads=2, vocab=32000,
         max_pos=512, eps=1e-5, theta=10000.0, rope_scaling=None, tied=False,

@@ -42,7 +42,7 @@ MUTATIONS = {
     "no_arch": "no general.architecture", "arch_gemma": "architecture gemma",
     "no_block_count": "no llama.block_count", "heads0": "llama.attention.head_count 0",
     "kv_heads3": "head_count_kv 3 does not divide 8", "experts": "llama.expert_count 8 (MoE)",
-    "rope_freqs": "a rope_freqs tensor (Llama-3.1 scaling)", "no_attn_q": "blk.0.attn_q.weight missing",
+    "rope_freqs": "a rope_freqs tensor of the wrong length", "no_attn_q": "blk.0.attn_q.weight missing",
     "attn_q_shape": "blk.0.attn_q.weight with the wrong shape", "rope_yarn": "rope.scaling.type yarn",
     "key_nul": "a key with a NUL byte", "key_empty": "an empty key", "rope_dims": "rope.dimension_count 4 (partial rotary)",
     "no_embd": "token_embd.weight missing", "eps_str": "layer_norm_rms_epsilon a string",
@@ -138,7 +138,7 @@ def convert(raw, dt_from, dt_to):
     return struct.pack("<%dH" % len(u), *(((x + 0x7FFF + ((x >> 16) & 1)) >> 16) & 0xFFFF for x in u))
 
 
-def build(model_dir, mutate=None, version=3, dtype=None, vocab=None):
+def build(model_dir, mutate=None, version=3, dtype=None, vocab=None, rope_freqs=None):
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     st = read_safetensors(model_dir)
     H, L = cfg["num_attention_heads"], cfg["num_hidden_layers"]
@@ -221,7 +221,8 @@ def build(model_dir, mutate=None, version=3, dtype=None, vocab=None):
     if m == "rope_yarn": kv_set("llama.rope.scaling.type", T_STR, "yarn")
     if m == "rope_dims": kv_set("llama.rope.dimension_count", T_U32, 4)
     if m == "eps_str": kv_set("llama.attention.layer_norm_rms_epsilon", T_STR, "1e-5")
-    if m == "rope_freqs": tensors.append(["rope_freqs.weight", 0, [hd // 2], b"\0\0\x80\x3f" * (hd // 2)])
+    if m == "rope_freqs": tensors.append(["rope_freqs.weight", 0, [hd], b"\0\0\x80\x3f" * hd])   # must be [hd / 2]
+    if rope_freqs is not None: tensors.append(["rope_freqs.weight", 0, [hd // 2], struct.pack("<%df" % (hd // 2), *([rope_freqs] * (hd // 2)))])
     if m == "no_attn_q": tensors = [t for t in tensors if t[0] != "blk.0.attn_q.weight"]
     if m == "no_embd": tensors = [t for t in tensors if t[0] != "token_embd.weight"]
     if m == "attn_q_shape": tensor("blk.0.attn_q.weight")[2] = [dim // 2, dim * 2]
@@ -285,7 +286,9 @@ def main():
         return
     if len(a) < 2:
         sys.exit("usage: make_test_gguf.py MODEL_DIR OUT.gguf [--mutate NAME] [--version 2|3]")
-    mut, ver, dt, voc = None, 3, None, None
+    mut, ver, dt, voc, rf = None, 3, None, None, None
+    if "--rope-freqs" in a:
+        rf = float(a[a.index("--rope-freqs") + 1])
     if "--dtype" in a:
         dt = a[a.index("--dtype") + 1]
     if "--vocab" in a:
@@ -297,7 +300,7 @@ def main():
     if "--version" in a:
         ver = int(a[a.index("--version") + 1])
     with open(a[1], "wb") as f:
-        f.write(build(a[0], mut, ver, dt, voc))
+        f.write(build(a[0], mut, ver, dt, voc, rf))
 
 
 if __name__ == "__main__":

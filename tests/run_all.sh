@@ -8,14 +8,16 @@ export LLM_SHARED="${LLM_SHARED:-../shared}"
 # sanitizer builds (make check SANITIZE=1): suppressions for the uninstrumented libraries only
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizer/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-suppressions=$PWD/tests/sanitizer/ubsan.supp:print_stacktrace=1}"
-pass=0; fail=0; failed=()
+pass=0; fail=0; failed=(); times=()
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 for t in "$BUILD"/tests/test_* tests/test_*.sh; do
     [ -x "$t" ] && [ -f "$t" ] || continue
     [[ "$t" == *.d ]] && continue
     echo "=== $t"
+    t0=$(date +%s)
     BUILD="$BUILD" "$t" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
+    times+=("$(( $(date +%s) - t0 )) s  $t")
     # counts: cmocka's "[==========] N test(s) run." / "[  FAILED  ] N test(s)", or a script's
     # closing "N passed, M failed"
     p=0; f=0
@@ -30,6 +32,8 @@ for t in "$BUILD"/tests/test_* tests/test_*.sh; do
     pass=$((pass + p)); fail=$((fail + f))
 done
 echo
+echo "time per test file (slowest first):"
+printf '%s\n' "${times[@]}" | sort -rn | head -12 | sed 's/^/  /'
 for f in "${failed[@]+"${failed[@]}"}"; do echo "FAILED: $f"; done
 echo "$pass passed, $fail failed"
 [ "${#failed[@]}" -eq 0 ] && [ "$fail" -eq 0 ]

@@ -14,6 +14,8 @@
 #     cache is held to the margin >= 0.5 positions by tests/test_kv_dtype.sh. The policy rows
 #     below run the default (f16) cache.
 #     Every policy runs on both (default cache), identical to full when the budget covers the run.
+#     The default activations of the quantized matmuls are 16-bit (cpu_quant_act_bits); a row
+#     checks that --act-bits 8 (llama.cpp's) still runs and differs.
 #  3. A qwen2 Hugging Face folder made from the GGUF (safetensors with biases) vs transformers.
 # Ends with "N passed, M failed".
 set -u
@@ -42,6 +44,18 @@ for ver in 3 2; do
         fi
     done
 done
+
+# rope_freqs (Llama-3.1 GGUFs carry their RoPE scaling as divisors of inv_freq): all 2.0 must
+# give exactly rope_scaling linear 2.0 (pos / 2 * inv = pos * (inv / 2) in floating point)
+python3 scripts/make_test_gguf.py "$SRC" "$TMP/rf.gguf" --rope-freqs 2.0
+mkdir -p "$TMP/lin2"; cp "$SRC"/* "$TMP/lin2/"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["rope_scaling"]={"type":"linear","factor":2.0}; json.dump(c,open(sys.argv[1],"w"))' "$TMP/lin2/config.json"
+"$BIN" -m "$TMP/lin2" --prompt-ids $IDS -n 12 -t 1 --logits-out "$TMP/a.npy" >/dev/null 2>&1
+"$BIN" -m "$TMP/rf.gguf" --prompt-ids $IDS -n 12 -t 1 --logits-out "$TMP/b.npy" >/dev/null 2>"$TMP/b.err"
+"$BIN" -m "$SRC" --prompt-ids $IDS -n 12 -t 1 --logits-out "$TMP/c.npy" >/dev/null 2>&1
+if [ -s "$TMP/a.npy" ] && cmp -s "$TMP/a.npy" "$TMP/b.npy" && ! cmp -s "$TMP/a.npy" "$TMP/c.npy"; then
+    ok "GGUF rope_freqs 2.0 gives the logits of rope_scaling linear 2.0 (and not the unscaled ones)"
+else bad "GGUF rope_freqs: $(head -c 200 "$TMP/b.err")"; fi
 
 # ---------------------------------------------------------------- 2. real models vs transformers
 for name in smollm2-135m qwen2.5-0.5b; do
@@ -96,6 +110,26 @@ sys.exit(1 if problems else 0)
 PY
 ); then ok "$name prompt $k vs transformers: $msg"; else bad "$name prompt $k vs transformers: $msg"; fi
     done
+    # --act-bits 8 (llama.cpp's 8-bit activations, kept for speed comparisons) still runs: its
+    # prompt logits differ from the default 16-bit ones and stay near transformers (cosine >= 0.995
+    # at the last position, top-1 equal wherever transformers' margin is >= 0.5)
+    python3 -c 'import numpy as np,sys,json; d=np.load(sys.argv[1]); print(json.dumps(d["ids_2"].tolist()))' "$FX" >"$TMP/ids.json"
+    if "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 1 -t 2 --kv-dtype f32 --logits-out "$TMP/a16.npy" >/dev/null 2>"$TMP/e" &&
+       "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 1 -t 2 --kv-dtype f32 --act-bits 8 --logits-out "$TMP/a8.npy" >/dev/null 2>>"$TMP/e" &&
+       msg=$(python3 - "$FX" "$TMP/a16.npy" "$TMP/a8.npy" <<'PY'
+import sys
+import numpy as np
+d = np.load(sys.argv[1]); n = len(d["ids_2"])
+a16, a8 = np.load(sys.argv[2])[:n], np.load(sys.argv[3])[:n]
+am, sure, last = d["argmax_2"], d["margin_2"] >= 0.5, d["last_2"].astype(np.float32)
+cos = float(np.dot(a8[-1], last) / (np.linalg.norm(a8[-1]) * np.linalg.norm(last)))
+agree = a8.argmax(axis=1) == am
+diff = float(np.abs(a8 - a16).max())
+print("8-bit: top-1 %.4f, last cosine %.6f, max |8-bit - 16-bit| %.3f" % (agree.mean(), cos, diff))
+sys.exit(0 if diff > 0 and cos >= 0.995 and agree[sure].all() else 1)
+PY
+); then ok "$name --act-bits 8 runs and differs from 16: $msg"
+    else bad "$name --act-bits 8: ${msg:-$(head -c 300 "$TMP/e")}"; fi
     # every policy runs on the real model; identity with full when the budget covers the run
     python3 -c 'import numpy as np,sys,json; d=np.load(sys.argv[1]); print(json.dumps(d["ids_1"].tolist()))' "$FX" >"$TMP/ids.json"
     "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 6 -t 2 --logits-out "$TMP/full.npy" >/dev/null 2>&1

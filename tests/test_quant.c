@@ -261,7 +261,7 @@ static void test_activation_quantizers_every_family_match_scalar_and_ggml(void *
                 if (kind == QA_256 && K % QKK) continue;
                 for (int c = 0; c <= 128; c += 64) {
                     if (kind == QA_256 && c) continue;
-                    qact_fmt fm = {kind, c};
+                    qact_fmt fm = {kind, c, 8};
                     size_t rb = qact_row_bytes(fm, K);
                     uint8_t *r0 = xmalloc(rb), *r1 = xmalloc(rb);
                     memset(r0, 0, rb);
@@ -574,6 +574,7 @@ static void test_matmul_multi_mixed_dtypes_equals_single_calls_partial_blocks_na
 
 int main(void)
 {
+    cpu_quant_act_bits(8);   /* these tests are about the 8-bit activations (test_quant_act16.c: 16) */
     printf("quantized kernels in use: %s (SIMD family %s)\n", cpu_quant()->name, cpu_simd_name());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dequantize_matches_gguf_bit_for_bit),

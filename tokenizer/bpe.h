@@ -132,6 +132,8 @@ void bpe_model_free(bpe_model *m);
 bpe_model *bpe_model_from_spec(const tok_bpe_spec *spec, char *err, size_t errlen);
 /* tokenizer.json (and tokenizer_config.json beside it) → model. */
 bpe_model *bpe_model_from_json(const char *path, char *err, size_t errlen);
+/* The same from tokenizer.json's text in memory (name in messages; no tokenizer_config.json). */
+bpe_model *bpe_model_from_json_text(const char *text, size_t len, const char *name, char *err, size_t errlen);
 
 int bpe_encode(const bpe_model *m, const char *text, size_t len, unsigned flags, int **ids,
                int *n, char *err, size_t errlen);

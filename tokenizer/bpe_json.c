@@ -267,10 +267,31 @@ static int find_id(const bpe_build *b, const char *s) {
     return -1;
 }
 
+static bpe_model *from_root(jctx *jp, cJSON *root, const char *path, int with_config);
+
 bpe_model *bpe_model_from_json(const char *path, char *err, size_t errlen) {
     jctx j = {path, err, errlen};
-    cJSON *root = parse_file(&j, path), *cfg = NULL;
+    cJSON *root = parse_file(&j, path);
     if (!root) return NULL;
+    return from_root(&j, root, path, 1);
+}
+
+bpe_model *bpe_model_from_json_text(const char *text, size_t len, const char *name, char *err, size_t errlen) {
+    jctx j = {name, err, errlen};
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        if (err) snprintf(err, errlen, "%s: invalid JSON at byte %zu", name,
+                          end && end >= text ? (size_t)(end - text) : (size_t)0);
+        return NULL;
+    }
+    return from_root(&j, root, name, 0);
+}
+
+/* root: parsed tokenizer.json (freed here); with_config: read tokenizer_config.json beside path. */
+static bpe_model *from_root(jctx *jp, cJSON *root, const char *path, int with_config) {
+    jctx j = *jp;
+    cJSON *cfg = NULL;
     bpe_build b;
     memset(&b, 0, sizeof b);
     b.source = path;
@@ -427,7 +448,7 @@ bpe_model *bpe_model_from_json(const char *path, char *err, size_t errlen) {
     if (!cfg_path) { fail(&j, "out of memory"); goto done; }
     memcpy(cfg_path, path, dirlen);
     strcpy(cfg_path + dirlen, "tokenizer_config.json");
-    FILE *probe = fopen(cfg_path, "rb");
+    FILE *probe = with_config ? fopen(cfg_path, "rb") : NULL;
     if (probe) {
         fclose(probe);
         if (!(cfg = parse_file(&j, cfg_path))) goto done;
@@ -471,7 +492,7 @@ bpe_model *bpe_model_from_json(const char *path, char *err, size_t errlen) {
              "bos" : "eos", b.add_bos && b.bos < 0 ? "BOS" : "EOS");
         goto done;
     }
-    m = bpe_model_build(&b, err, errlen);
+    m = bpe_model_build(&b, j.err, j.errlen);
 done:
     if (!m) {  /* bpe_model_build frees these itself */
         for (int k = 0; k < b.n_steps; k++) if (b.steps[k].re) bpe_regex_free(b.steps[k].re);

@@ -38,6 +38,8 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    for (char *c = err; *c; c++)   /* control characters from the input: stay one line */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
 }
 
 static const char *const FAMILY_NAMES[] = {"none", "chatml", "llama3", "llama2"};

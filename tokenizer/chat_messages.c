@@ -15,6 +15,8 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    for (char *c = err; *c; c++)   /* control characters from the input: stay one line */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
 }
 
 void chat_messages_free(chat_message *msgs, int n) {

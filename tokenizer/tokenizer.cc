@@ -21,12 +21,19 @@
 
 namespace {
 
+/* Control characters from the input (a piece, a field value) would split the one-line error. */
+void one_line(char *err, size_t errlen) {
+    for (char *c = err; err && errlen && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+}
+
 void set_err(char *err, size_t errlen, const char *fmt, ...) {
     if (!err || errlen == 0) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    one_line(err, errlen);
 }
 
 bool starts_with_space_symbol(const std::string &s) {
@@ -66,17 +73,20 @@ void probe_stripping(tokenizer *t) {
     if (bare >= 0 && t->strip_first) t->strip_repeat = decode_ids(t, {bare, x}) == stripped;
 }
 
-tokenizer *load(const char *model_path, char *err, size_t errlen) {
+/* bytes: NULL to load the file model_path, else the serialized model (model_path names it). */
+tokenizer *load(const char *model_path, char *err, size_t errlen, const std::string *bytes = nullptr) {
     if (!model_path) { set_err(err, errlen, "tokenizer_load: model path is NULL"); return nullptr; }
-    FILE *f = fopen(model_path, "rb");
-    if (!f) {
-        set_err(err, errlen, "%s: cannot open tokenizer model (%s)", model_path, strerror(errno));
-        return nullptr;
+    if (!bytes) {
+        FILE *f = fopen(model_path, "rb");
+        if (!f) {
+            set_err(err, errlen, "%s: cannot open tokenizer model (%s)", model_path, strerror(errno));
+            return nullptr;
+        }
+        fclose(f);
     }
-    fclose(f);
     std::unique_ptr<tokenizer> t(new tokenizer);
     t->path = model_path;
-    auto st = t->sp.Load(model_path);
+    auto st = bytes ? t->sp.LoadFromSerializedProto(*bytes) : t->sp.Load(model_path);
     if (!st.ok()) {
         set_err(err, errlen, "%s: not a valid SentencePiece model (%s)", model_path,
                 st.ToString().c_str());
@@ -201,7 +211,7 @@ tokenizer *tokenizer_load(const char *model_path, char *err, size_t errlen) {
         const std::string path = resolve(model_path, &kind);
         if (kind == file_kind::spm) return load(path.c_str(), err, errlen);
         bpe_model *m = bpe_model_from_json(path.c_str(), err, errlen);
-        if (!m) return nullptr;
+        if (!m) { one_line(err, errlen); return nullptr; }
         tokenizer *t = new tokenizer;
         t->bpe = m;
         t->path = path;
@@ -216,6 +226,31 @@ tokenizer *tokenizer_load(const char *model_path, char *err, size_t errlen) {
     return nullptr;
 }
 
+tokenizer *tokenizer_load_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen) {
+    const char *nm = name ? name : "(memory)";
+    try {
+        const char *p = (const char *)buf;
+        size_t i = 0;
+        while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+        if (i < len && p[i] == '{') {   /* tokenizer.json */
+            bpe_model *m = bpe_model_from_json_text(p, len, nm, err, errlen);
+            if (!m) { one_line(err, errlen); return nullptr; }
+            tokenizer *t = new tokenizer;
+            t->bpe = m;
+            t->path = nm;
+            t->vocab = bpe_vocab_size(m);
+            return t;
+        }
+        const std::string bytes(p, len);
+        return load(nm, err, errlen, &bytes);
+    } catch (const std::exception &e) {
+        set_err(err, errlen, "%s: %s", nm, e.what());
+    } catch (...) {
+        set_err(err, errlen, "%s: unknown error loading tokenizer", nm);
+    }
+    return nullptr;
+}
+
 void tok_bpe_spec_init(tok_bpe_spec *spec) {
     if (!spec) return;
     memset(spec, 0, sizeof *spec);
@@ -226,7 +261,7 @@ void tok_bpe_spec_init(tok_bpe_spec *spec) {
 tokenizer *tokenizer_load_bpe(const tok_bpe_spec *spec, char *err, size_t errlen) {
     try {
         bpe_model *m = bpe_model_from_spec(spec, err, errlen);
-        if (!m) return nullptr;
+        if (!m) { one_line(err, errlen); return nullptr; }
         tokenizer *t = new tokenizer;
         t->bpe = m;
         t->path = spec->source ? spec->source : "GGUF";
@@ -251,7 +286,11 @@ int tokenizer_encode_ex(const tokenizer *t, const char *text, size_t len, unsign
         set_err(err, errlen, "tokenizer_encode: NULL argument");
         return -1;
     }
-    if (t->bpe) return bpe_encode(t->bpe, text ? text : "", len, flags, ids, n, err, errlen);
+    if (t->bpe) {
+        int rc = bpe_encode(t->bpe, text ? text : "", len, flags, ids, n, err, errlen);
+        if (rc) one_line(err, errlen);
+        return rc;
+    }
     try {
         std::vector<int> v;
         if ((flags & TOK_ADD_SPECIAL) && t->bos >= 0) v.push_back(t->bos);

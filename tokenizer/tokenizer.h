@@ -102,6 +102,12 @@ typedef struct tok_bpe_spec {
 
 void tok_bpe_spec_init(tok_bpe_spec *spec);
 
+/* A tokenizer file already in memory, buf[0..len): tokenizer.json (a JSON object; no
+ * tokenizer_config.json is read) or a serialized SentencePiece model. name is used in messages.
+ * The fuzz targets' entry point (fuzz/fuzz_tokjson.c, fuzz/fuzz_spmodel.c). NULL with a one-line
+ * error as tokenizer_load. */
+tokenizer *tokenizer_load_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen);
+
 /* Builds a byte-level BPE tokenizer from GGUF metadata with llama.cpp's rules (see the top of
  * this file). Returns NULL with a one-line error naming spec->source and the GGUF key: an unknown
  * tokenizer.ggml.pre ("...: tokenizer.ggml.pre \"foo\" is not supported (known: ...)"), a merge

@@ -82,6 +82,14 @@ int cpu_simd_use(const char *name, char *err, size_t errlen)
 /* ------------------------------------------------- quantized kernels (quant.h) */
 
 static _Atomic(const cpu_quant_ops *) g_quant_pinned;
+static atomic_int g_act_bits = 16;
+
+int cpu_quant_act_bits(int bits)
+{
+    if (bits == 8 || bits == 16) atomic_store_explicit(&g_act_bits, bits, memory_order_release);
+    else if (bits != 0) return -1;
+    return atomic_load_explicit(&g_act_bits, memory_order_acquire);
+}
 
 #ifdef LLM_SIMD_X86
 /* AVX-VNNI (CPUID.(EAX=7,ECX=1):EAX bit 4); __builtin_cpu_supports has no name for it in every
@@ -120,20 +128,21 @@ const cpu_quant_ops *cpu_quant(void)
             fprintf(stderr, "llm-run: LLM_QUANT_SIMD=%s: not supported on this CPU (scalar, avx2, avxvnni, avx512, avx512vnni); following the SIMD family\n", env);
         atomic_store_explicit(&env_read, 1, memory_order_release);
     }
+    const int w16 = atomic_load_explicit(&g_act_bits, memory_order_acquire) == 16;
     const cpu_quant_ops *q = atomic_load_explicit(&g_quant_pinned, memory_order_acquire);
-    if (q) return q;
+    if (q) return w16 ? q->w16 : q;
     /* follows the SIMD family (cheap: the lookups below run once per family change at most,
      * the result is cached per family) */
     static _Atomic(const cpu_quant_ops *) cache[3];
     const char *fam = cpu_simd()->name;
     int i = !strcmp(fam, "avx512") ? 2 : !strcmp(fam, "avx2") ? 1 : 0;
     q = atomic_load_explicit(&cache[i], memory_order_acquire);
-    if (q) return q;
+    if (q) return w16 ? q->w16 : q;
     static const char *const order[3][5] = {
         {"scalar"}, {"avxvnni", "avx2", "scalar"}, {"avx512vnni", "avx512", "avxvnni", "avx2", "scalar"}};
     for (int k = 0; k < 5 && order[i][k] && !q; k++) q = cpu_quant_find(order[i][k]);
     atomic_store_explicit(&cache[i], q, memory_order_release);
-    return q;
+    return w16 ? q->w16 : q;
 }
 
 int cpu_quant_use(const char *name)

@@ -103,10 +103,17 @@ void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim,
 void rope_tables(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
                  float scaling_factor)
 {
+    rope_tables_freq(cos_t, sin_t, pos, n, head_dim, theta, scaling_factor, NULL);
+}
+
+void rope_tables_freq(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
+                      float scaling_factor, const float *freq_factors)
+{
     int half = head_dim / 2;
     for (int i = 0; i < half; i++) {
         /* HF: 1 / base ** (arange(0, d, 2).float() / d), in f32 */
         float inv_freq = (float)(1.0 / pow((double)theta, (double)(float)(2 * i) / head_dim));
+        if (freq_factors) inv_freq = inv_freq / freq_factors[i];   /* llama3 scaling, GGUF rope_freqs */
         for (int r = 0; r < n; r++) {
             float t = (float)pos[r] / scaling_factor;
             float ang = t * inv_freq;

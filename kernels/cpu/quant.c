@@ -42,7 +42,7 @@ int quant_act_kind(dtype_t wdt)
 /* ------------------------------------------------------------------ unpacking to integers */
 
 /* The 32 integer quants of a 32-element block (offsets applied: Q4_0 −8, Q5_0 −16). */
-static void unpack32(dtype_t dt, const uint8_t *b, int q[32])
+void q_unpack32(dtype_t dt, const uint8_t *b, int q[32])
 {
     switch (dt) {
     case DT_Q8_0:
@@ -70,7 +70,7 @@ static void unpack32(dtype_t dt, const uint8_t *b, int q[32])
 }
 
 /* Q4_K/Q5_K: the 256 quants (0..31) and the 8 scales and mins of a super-block. */
-static void unpack_k45(dtype_t dt, const uint8_t *b, int q[256], int sc[8], int mn[8])
+void q_unpack_k45(dtype_t dt, const uint8_t *b, int q[256], int sc[8], int mn[8])
 {
     const uint8_t *qs = b + (dt == DT_Q4_K ? 16 : 48), *qh = b + 16;
     for (int c = 0; c < 4; c++)
@@ -92,7 +92,7 @@ static void unpack_k45(dtype_t dt, const uint8_t *b, int q[256], int sc[8], int 
 }
 
 /* Q6_K: the 256 quants (−32..31) of a super-block. */
-static void unpack_q6k(const uint8_t *b, int q[256])
+void q_unpack_q6k(const uint8_t *b, int q[256])
 {
     for (int h = 0; h < 2; h++) {
         const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
@@ -121,19 +121,19 @@ void dequantize_row(dtype_t dt, const void *src, float *dst, int64_t n)
         case DT_BF16: dst[0] = bf16_to_f32(q_rd16(b)); break;
         case DT_Q8_0: case DT_Q4_0: case DT_Q5_0: {       /* y = q·d */
             float d = h2f(b);
-            unpack32(dt, b, q);
+            q_unpack32(dt, b, q);
             for (int j = 0; j < 32; j++) dst[j] = (float)q[j] * d;
             break;
         }
         case DT_Q4_1: case DT_Q5_1: {                      /* y = q·d + m */
             float d = h2f(b), m = h2f(b + 2);
-            unpack32(dt, b, q);
+            q_unpack32(dt, b, q);
             for (int j = 0; j < 32; j++) dst[j] = (float)q[j] * d + m;
             break;
         }
         case DT_Q4_K: case DT_Q5_K: {                      /* y = (d·sc)·q − dmin·m */
             float d = h2f(b), dmin = h2f(b + 2);
-            unpack_k45(dt, b, q, sc, mn);
+            q_unpack_k45(dt, b, q, sc, mn);
             for (int j = 0; j < 8; j++) {
                 float d1 = d * (float)sc[j], m1 = dmin * (float)mn[j];
                 for (int l = 0; l < 32; l++) dst[32 * j + l] = d1 * (float)q[32 * j + l] - m1;
@@ -142,7 +142,7 @@ void dequantize_row(dtype_t dt, const void *src, float *dst, int64_t n)
         }
         case DT_Q6_K: {                                    /* y = (d·sc)·q */
             float d = h2f(b + 208);
-            unpack_q6k(b, q);
+            q_unpack_q6k(b, q);
             for (int j = 0; j < 256; j++) dst[j] = d * (float)(int8_t)b[192 + j / 16] * (float)q[j];
             break;
         }
@@ -272,7 +272,7 @@ static float dot_scalar(dtype_t dt, const uint8_t *w, const uint8_t *xr, int K)
         const float *s2 = (const float *)(xr + qa_off_s2(K));
         size_t bb = dtype_block_bytes(dt);
         for (int b = 0; b < K / QK32; b++, w += bb, y += QK32) {
-            unpack32(dt, w, q);
+            q_unpack32(dt, w, q);
             int si = 0;
             for (int j = 0; j < QK32; j++) si += q[j] * y[j];
             sum += h2f(w) * dx[b] * (float)si;
@@ -285,7 +285,7 @@ static float dot_scalar(dtype_t dt, const uint8_t *w, const uint8_t *xr, int K)
         int si = 0, sm = 0;
         float d;
         if (dt == DT_Q6_K) {
-            unpack_q6k(w, q);
+            q_unpack_q6k(w, q);
             for (int j = 0; j < 16; j++) {
                 int s = 0;
                 for (int l = 0; l < 16; l++) s += q[16 * j + l] * y[16 * j + l];
@@ -294,7 +294,7 @@ static float dot_scalar(dtype_t dt, const uint8_t *w, const uint8_t *xr, int K)
             d = h2f(w + 208);
             w += 210;
         } else {
-            unpack_k45(dt, w, q, sc, mn);
+            q_unpack_k45(dt, w, q, sc, mn);
             for (int j = 0; j < 8; j++) {
                 int s = 0;
                 for (int l = 0; l < 32; l++) s += q[32 * j + l] * y[32 * j + l];
@@ -329,6 +329,9 @@ SCALAR_MM(Q6_K)
 
 const cpu_quant_ops cpu_quant_scalar = {
     .name = "scalar",
+    .bits = 8,
+    .w8 = &cpu_quant_scalar,
+    .w16 = &cpu_quant_scalar16,
     .mm = {[DT_Q8_0] = mm_Q8_0, [DT_Q4_0] = mm_Q4_0, [DT_Q4_1] = mm_Q4_1, [DT_Q5_0] = mm_Q5_0,
            [DT_Q5_1] = mm_Q5_1, [DT_Q4_K] = mm_Q4_K, [DT_Q5_K] = mm_Q5_K, [DT_Q6_K] = mm_Q6_K},
     .act32 = act32_scalar,

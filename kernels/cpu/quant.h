@@ -3,8 +3,9 @@
  * Not a public interface: only kernels/cpu, its tests and bench/bench_quant.c use it.
  *
  * Weights stay in ggml's block layout (ggml-common.h; kernels.h describes it). Activations are
- * quantized per matmul call exactly as llama.cpp quantizes them for the dot products
- * (ggml-quants.c quantize_row_q8_0_ref / q8_1_ref / q8_K_ref):
+ * quantized per matmul call, to int16 (the default; the 16-bit formats below, quant16*.c) or,
+ * with cpu_quant_act_bits(8), exactly as llama.cpp quantizes them for the dot products
+ * (ggml-quants.c quantize_row_q8_0_ref / q8_1_ref / q8_K_ref; quant.c, quant_avx*.c):
  *   - "A32" (ggml's Q8_0 and Q8_1, which share their quants and scale) for Q8_0, Q4_0, Q5_0
  *     (the Q8_0 part) and Q4_1, Q5_1 (which also use Q8_1's s = f16(d · Σq));
  *   - "A256" (ggml's Q8_K) for Q4_K, Q5_K, Q6_K.
@@ -31,11 +32,13 @@
 #define QK32 32    /* elements per block of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (and A32) */
 #define QKK 256    /* elements per super-block of Q4_K, Q5_K, Q6_K (and A256) */
 
-/* Activation row format: kind A32 or A256, and for A32 the correction factor c (0: no corr part). */
+/* Activation row format: kind A32 or A256, for A32 the correction factor c (0: no corr part),
+ * and the bits of the quants (8: the layouts above; 16: the ones below). */
 enum { QA_32 = 0, QA_256 = 1 };
 typedef struct {
     int kind;
     int corr;
+    int bits;
 } qact_fmt;
 
 static inline size_t qa_align(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -49,9 +52,48 @@ static inline size_t qa_off_bs32(int K) { return qa_off_bs16(K) + qa_align((size
 static inline size_t qa_off_bs32f(int K) { return qa_off_bs32(K) + qa_align((size_t)(K / QK32) * 2); }
 static inline size_t qa_off_c16(int K) { return qa_off_bs32f(K) + qa_align((size_t)(K / QK32) * 4); }
 
+/* 16-bit activations (cpu_quant_act_bits(16), the default): int16 quants, round to nearest even
+ * of x · (32767 / amax) (|q| ≤ 32767), scale d = amax / 32767 in f32, per block of 32 (A32/16)
+ * or of 256 (A256/16); the block sums the weights' offsets and mins need are exact (integers, or
+ * f32 of an integer below 2^24):
+ *   A32/16, nb = K/32 blocks in groups of 4 (ng = ⌈nb/4⌉; a last group of fewer blocks is padded
+ *       with zero blocks, d = 0): int16 qs[128·ng]: qs[qa16_idx32(b, e)] = quant of element e of
+ *       block b, i.e. group g = b/4 is 4 vectors of 64 bytes, vector v holding elements
+ *       8v..8v+7 of the group's 4 blocks, block b%4 in 128-bit lane b%4 (so one 512-bit
+ *       multiply-add keeps each block in lanes of its own); float d[4·ng];
+ *       float s2[2·4·ng] (pairs {0, d_b · Σ_j q_bj}: the Q4_1/Q5_1 min term m·s);
+ *       int32 corr[4·ng] when the format's corr c ≠ 0: −c · Σ_j q_bj (kernels that take the
+ *       weights unsigned: Σ (q + c) y − c Σ y).
+ *   A256/16, nk = K/256: int16 qs[K] in element order; float d[nk]; float bs32f[K/32] (Σ of
+ *       each 32 quants; the Q4_K/Q5_K min term).
+ * Every integer block sum a kernel forms fits int32 (|Σ_32 q_w·q_x| ≤ 32·128·32767 for the
+ * A32 dtypes; the K-quant kernels bound theirs in quant16.c). */
+/* d = amax / 32767 and *id = 32767 / amax; both 0 when amax < 2^-100 (or NaN): the block is
+ * quantized to zero (32767 / amax could overflow). */
+static inline float qa16_scale(float amax, float *id)
+{
+    if (!(amax >= 0x1p-100f)) {
+        *id = 0.0f;
+        return 0.0f;
+    }
+    *id = 32767.0f / amax;
+    return amax / 32767.0f;
+}
+static inline int qa16_groups(int K) { return (K / QK32 + 3) / 4; }
+static inline int qa16_idx32(int b, int e) { return 128 * (b >> 2) + 32 * (e >> 3) + 8 * (b & 3) + (e & 7); }
+static inline size_t qa16_off_d32(int K) { return (size_t)qa16_groups(K) * 256; }
+static inline size_t qa16_off_s2(int K) { return qa16_off_d32(K) + qa_align((size_t)qa16_groups(K) * 16); }
+static inline size_t qa16_off_corr(int K) { return qa16_off_s2(K) + qa_align((size_t)qa16_groups(K) * 32); }
+static inline size_t qa16_off_d256(int K) { return (size_t)K * 2; }
+static inline size_t qa16_off_bs32f(int K) { return qa16_off_d256(K) + qa_align((size_t)(K / QKK) * 4); }
+
 /* Bytes of one quantized activation row of K columns in format f (a multiple of 64). */
 static inline size_t qact_row_bytes(qact_fmt f, int K)
 {
+    if (f.bits == 16) {
+        if (f.kind == QA_256) return qa16_off_bs32f(K) + qa_align((size_t)(K / QK32) * 4);
+        return qa16_off_corr(K) + (f.corr ? qa_align((size_t)qa16_groups(K) * 16) : 0);
+    }
     if (f.kind == QA_256) return qa_off_c16(K) + qa_align((size_t)(K / 16) * 4);
     return qa_off_corr(K) + (f.corr ? qa_align((size_t)(K / QK32) * 4) : 0);
 }
@@ -71,6 +113,14 @@ static inline void q_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t 
         *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
 }
+
+/* The integer quants of a block (quant.c; the scalar kernels of both activation widths):
+ * q_unpack32: the 32 of a Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 block (offsets applied: Q4_0 −8, Q5_0 −16);
+ * q_unpack_k45: the 256 (0..31) of a Q4_K/Q5_K super-block and its 8 scales and mins;
+ * q_unpack_q6k: the 256 (−32..31) of a Q6_K super-block. */
+void q_unpack32(dtype_t dt, const uint8_t *b, int q[32]);
+void q_unpack_k45(dtype_t dt, const uint8_t *b, int q[256], int sc[8], int mn[8]);
+void q_unpack_q6k(const uint8_t *b, int q[256]);
 
 static inline uint16_t q_rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static inline uint32_t q_rd32(const uint8_t *p)
@@ -92,6 +142,9 @@ typedef void (*qgemm_fn)(float *Y, size_t ldy, const uint8_t *W, size_t wstride,
 
 typedef struct cpu_quant_ops {
     const char *name;
+    /* the activation bits of this table (8 or 16), and the family's tables of each */
+    int bits;
+    const struct cpu_quant_ops *w8, *w16;
     /* kernels per weight dtype (NULL for F32/F16/BF16) */
     qmm_fn mm[DT_COUNT];
     /* packed-panel GEMM per weight dtype (NULL: mm serves prefill too) and its buffer size */
@@ -99,27 +152,35 @@ typedef struct cpu_quant_ops {
     size_t (*gemm_buf)(dtype_t dt, int K);
     /* the A32 correction factor each A32 dtype's kernel wants (0: none) */
     int corr[DT_COUNT];
-    /* Quantize x[K] into one activation row (A32 with correction c, or A256); every family
-     * writes the same bytes as the scalar one. */
+    /* Quantize x[K] into one activation row (A32 with correction c, or A256, in the table's
+     * bits); every family writes the same bytes as the scalar one. */
     void (*act32)(uint8_t *row, const float *x, int K, int c);
     void (*act256)(uint8_t *row, const float *x, int K);
 } cpu_quant_ops;
 
-extern const cpu_quant_ops cpu_quant_scalar;
+/* 8-bit activations (quant.c, quant_avx2.c, quant_avx512.c) and 16-bit ones (quant16.c,
+ * quant16_avx2.c, quant16_avx512.c), one table of each per family. */
+extern const cpu_quant_ops cpu_quant_scalar, cpu_quant_scalar16;
 #ifdef LLM_SIMD_X86
 extern const cpu_quant_ops cpu_quant_avx2;        /* AVX2 + FMA + F16C (maddubs) */
 extern const cpu_quant_ops cpu_quant_avxvnni;     /* the same with AVX-VNNI vpdpbusd (256-bit) */
 extern const cpu_quant_ops cpu_quant_avx512;      /* AVX-512 F/BW/VL/DQ (maddubs) */
 extern const cpu_quant_ops cpu_quant_avx512vnni;  /* the same with AVX512-VNNI vpdpbusd */
-/* the AVX2 activation quantizers (quant_avx2.c), shared by the AVX-512 tables */
+extern const cpu_quant_ops cpu_quant_avx2_16;     /* 16-bit: vpmaddwd (256-bit) */
+extern const cpu_quant_ops cpu_quant_avxvnni16;   /* 16-bit: AVX-VNNI vpdpwssd (256-bit) */
+extern const cpu_quant_ops cpu_quant_avx512_16;   /* 16-bit: vpmaddwd (512-bit) */
+extern const cpu_quant_ops cpu_quant_avx512vnni16;/* 16-bit: AVX512-VNNI vpdpwssd */
+/* the AVX2 activation quantizers (quant_avx2.c, quant16_avx2.c), shared by the AVX-512 tables */
 void cpu_quant_act32_avx2(uint8_t *row, const float *x, int K, int c);
 void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K);
+void cpu_quant_act32_16_avx2(uint8_t *row, const float *x, int K, int c);
+void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K);
 #endif
 
 /* The activation format the kernels of ops want for weight dtype wdt. */
 static inline qact_fmt quant_act_fmt(const cpu_quant_ops *ops, dtype_t wdt)
 {
-    qact_fmt f = {quant_act_kind(wdt), ops->corr[wdt]};
+    qact_fmt f = {quant_act_kind(wdt), ops->corr[wdt], ops->bits};
     return f;
 }
 
@@ -130,15 +191,16 @@ static inline void quant_act_row(const cpu_quant_ops *ops, qact_fmt f, uint8_t *
     else ops->act32(row, x, K, f.corr);
 }
 
-/* The quantized-kernel table that goes with the active SIMD family (dispatch.c): scalar →
- * scalar; avx2 → avxvnni when the CPU has AVX-VNNI, else avx2; avx512 → avx512vnni when it has
- * AVX512-VNNI (+BW, VL, DQ), avx512 with BW, VL and DQ, else the avx2 choice. LLM_QUANT_SIMD=<name> in
- * the environment (read on first use) or cpu_quant_use() pins one. */
+/* The quantized-kernel table that goes with the active SIMD family (dispatch.c), in the
+ * activation bits of cpu_quant_act_bits (kernels.h): scalar → scalar; avx2 → avxvnni when the
+ * CPU has AVX-VNNI, else avx2; avx512 → avx512vnni when it has AVX512-VNNI (+BW, VL, DQ), avx512
+ * with BW, VL and DQ, else the avx2 choice. LLM_QUANT_SIMD=<name> in the environment (read on
+ * first use) or cpu_quant_use() pins a family. */
 const cpu_quant_ops *cpu_quant(void);
-/* The table called name ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni") if this CPU can
- * run it, else NULL. */
+/* The 8-bit table of the family called name ("scalar", "avx2", "avxvnni", "avx512",
+ * "avx512vnni") if this CPU can run it, else NULL (its w16 is the 16-bit one). */
 const cpu_quant_ops *cpu_quant_find(const char *name);
-/* Pins the table called name (NULL: back to following the SIMD family); -1 if unusable. */
+/* Pins the family called name (NULL: back to following the SIMD family); -1 if unusable. */
 int cpu_quant_use(const char *name);
 
 /* Prefill strategy for quantized weights (quant_gemm.c): 0 = the quantized GEMM (default: the

@@ -150,6 +150,9 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 
 const cpu_quant_ops cpu_quant_avx2 = {
     .name = "avx2",
+    .bits = 8,
+    .w8 = &cpu_quant_avx2,
+    .w16 = &cpu_quant_avx2_16,
     .mm = MM_TABLE(avx2),
     .gemm = GEMM_TABLE(avx2),
     .gemm_buf = gemm_buf_avx2,
@@ -160,6 +163,9 @@ const cpu_quant_ops cpu_quant_avx2 = {
 
 const cpu_quant_ops cpu_quant_avxvnni = {
     .name = "avxvnni",
+    .bits = 8,
+    .w8 = &cpu_quant_avxvnni,
+    .w16 = &cpu_quant_avxvnni16,
     .mm = MM_TABLE(avxvnni),
     .gemm = GEMM_TABLE(avxvnni),
     .gemm_buf = gemm_buf_avxvnni,

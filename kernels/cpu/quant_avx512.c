@@ -42,6 +42,9 @@
 
 const cpu_quant_ops cpu_quant_avx512 = {
     .name = "avx512",
+    .bits = 8,
+    .w8 = &cpu_quant_avx512,
+    .w16 = &cpu_quant_avx512_16,
     .mm = MM_TABLE(avx512),
     .gemm = GEMM_TABLE(avx512),
     .gemm_buf = gemm_buf_avx512,
@@ -52,6 +55,9 @@ const cpu_quant_ops cpu_quant_avx512 = {
 
 const cpu_quant_ops cpu_quant_avx512vnni = {
     .name = "avx512vnni",
+    .bits = 8,
+    .w8 = &cpu_quant_avx512vnni,
+    .w16 = &cpu_quant_avx512vnni16,
     .mm = MM_TABLE(avx512vnni),
     .gemm = GEMM_TABLE(avx512vnni),
     .gemm_buf = gemm_buf_avx512vnni,

@@ -1,7 +1,7 @@
 /* matmul for ggml block weights (kernels.h): the activations are quantized once per call
- * (quant.h: A32 for Q8_0/Q4_0/Q5_0/Q4_1/Q5_1, A256 for the K-quants), then the family's
- * kernels (cpu_quant()) take the weight rows in their block layout; nothing is dequantized
- * whole.
+ * (quant.h: A32 for Q8_0/Q4_0/Q5_0/Q4_1/Q5_1, A256 for the K-quants; 16-bit by default, 8-bit
+ * with cpu_quant_act_bits(8)), then the family's kernels (cpu_quant(): the table of those bits)
+ * take the weight rows in their block layout; nothing is dequantized whole.
  *
  * Decode (n = 1): the OpenMP threads split the output rows of all the matrices of the call in
  * contiguous slices (one fork/join for q/k/v or gate/up), one pass over each weight row.
@@ -26,7 +26,9 @@
  *   Q4_0      313-429        107-122          97-151
  *   Q5_1      288-385        89-102           82-143
  *   Q5_K      337-369        102-110          93-132
- * (avx512vnni kernels; the 256-bit packed GEMM: 215-245 with AVX-VNNI, 105-145 without, n = 128).
+ * (avx512vnni kernels, 8-bit activations; the 256-bit packed GEMM: 215-245 with AVX-VNNI, 105-145
+ * without, n = 128. The 16-bit kernels do half the products per instruction, vpdpwssd: see
+ * bench/bench_quant --act-bits 16).
  * The packed quantized GEMM is 2.3-4× the dequantize + sgemm route, so it is the default; the
  * packing costs about as much as 4 activation rows, hence QG_PACK_MIN (n = 2..4: the tiles win).
  * llama.cpp on the same machine: SmolLM2-135M Q4_1 prefill ~180 tok/s on 1 thread, about

@@ -221,7 +221,8 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
             return -1;
         }
         for (int i = 0; i < ce->n_rope_rows; i++) pos[i] = i;
-        rope_tables(cs, sn, pos, ce->n_rope_rows, hd, c->rope_theta, c->rope_scaling_factor);
+        rope_tables_freq(cs, sn, pos, ce->n_rope_rows, hd, c->rope_theta, c->rope_scaling_factor,
+                         c->n_rope_factors ? c->rope_factors : NULL);
         void *a = NULL, *b = NULL;
         int rc = dalloc(ce, &a, nt * sizeof(float), err, errlen);
         if (!rc) rc = dalloc(ce, &b, nt * sizeof(float), err, errlen);

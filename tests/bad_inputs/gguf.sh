@@ -39,7 +39,7 @@ check "gguf: no block_count" 'no_block_count\.gguf: missing llama\.block_count' 
 check "gguf: head_count 0" 'heads0\.gguf: llama\.attention\.head_count = 0 is out of range' -m "$(gg heads0)" "${G[@]}"
 check "gguf: head_count_kv 3" 'kv_heads3\.gguf: num_key_value_heads=3 does not divide' -m "$(gg kv_heads3)" "${G[@]}"
 check "gguf: MoE" 'experts\.gguf: llama\.expert_count = 8: mixture-of-experts' -m "$(gg experts)" "${G[@]}"
-check "gguf: rope_freqs tensor" 'rope_freqs\.gguf: rope_freqs\.weight .* not supported' -m "$(gg rope_freqs)" "${G[@]}"
+check "gguf: rope_freqs of the wrong length" 'rope_freqs\.gguf: rope_freqs\.weight: expected F32 \[4\]' -m "$(gg rope_freqs)" "${G[@]}"
 check "gguf: attn_q missing" 'no_attn_q\.gguf: missing tensor model\.layers\.0\.self_attn\.q_proj\.weight' -m "$(gg no_attn_q)" "${G[@]}"
 check "gguf: attn_q shape" 'attn_q_shape\.gguf: model\.layers\.0\.self_attn\.q_proj\.weight: shape \[128, 32\], config says \[64, 64\]' -m "$(gg attn_q_shape)" "${G[@]}"
 check "gguf: rope scaling yarn" 'rope_yarn\.gguf: llama\.rope\.scaling\.type = "yarn" is not supported' -m "$(gg rope_yarn)" "${G[@]}"
