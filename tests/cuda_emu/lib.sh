@@ -13,7 +13,9 @@ json_field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); prin
 # tokens: the sequence both backends are then teacher-forced on, --force-ids); the emulated GPU
 # runs MODEL, the CPU runs REF_MODEL (MODEL itself, or its exact F32 twin) on the same ids; their
 # --logits-out rows are compared by parity.py MODE (f32 | lowp), and the eviction counts must
-# agree (same decisions on the same sequence) when REF_MODEL is MODEL.
+# agree (same decisions on the same sequence) when REF_MODEL is MODEL. A run that evicts and
+# misses f32 (after the scalar-kernel retry) may pass as one decision flip at a near-tie: f32 up
+# to the flip, lowp everywhere (parity.py --allow-flip; the line says "a decision flip at row").
 parity() {
     local tag=$1 model=$2 ref=$3 mode=$4 n=$5
     shift 6
@@ -43,7 +45,13 @@ parity() {
             evc=$(json_field "$TMP/c.json" ev)
         fi
     fi
-    if python3 tests/cuda_emu/parity.py "$TMP/g.npy" "$TMP/c.npy" "$mode" >/dev/null &&
+    local flip=""
+    if [ "$mode" = f32 ] && [ "$ref" = "$model" ] && [ "$evg" != 0 ] &&
+        ! python3 tests/cuda_emu/parity.py "$TMP/g.npy" "$TMP/c.npy" f32 >/dev/null; then
+        # still over: one eviction decided the other way at a near-tie? (parity.py --allow-flip)
+        msg=$(python3 tests/cuda_emu/parity.py "$TMP/g.npy" "$TMP/c.npy" f32 --allow-flip) && flip=--allow-flip
+    fi
+    if python3 tests/cuda_emu/parity.py "$TMP/g.npy" "$TMP/c.npy" "$mode" $flip >/dev/null &&
         { [ "$ref" != "$model" ] || [ "$evc" = "$evg" ]; }; then
         ok "$tag: $msg, $evg evictions$alt"
     else

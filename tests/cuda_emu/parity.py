@@ -3,11 +3,16 @@
 bench/gpu_validate.sh): DEV.npy and REF.npy are [positions][vocab] float32 (--logits-out of
 llm-run runs with the same --prompt-ids/-p and --force-ids).
 
-    parity.py DEV.npy REF.npy f32|lowp [--json]
+    parity.py DEV.npy REF.npy f32|lowp [--json] [--allow-flip]
 
 f32  (F32 weights, f32 K/V): every row max|dev - ref| <= 1e-5 x max|ref| of the row.
 lowp (F16/BF16/block-format weights, or 16-bit K/V): top-1 agreement >= 0.99 over the rows and
      KL(softmax(ref) || softmax(dev)) <= 1e-3 nats at EVERY row.
+--allow-flip (f32 only, for a policy that evicts): rows up to the first row over 1e-5 must meet
+     f32, and every row lowp: one discrete decision taken the other way at a near-tie (e.g.
+     l2norm: RoPE keeps a key's norm, so a token seen twice ties with itself to 1e-7, and the
+     backends' 1e-7 rounding differences choose differently), after which the caches differ by
+     one token. The message says where the flip happened.
 Prints one line (the worst row's figures) and exits 0 when the criterion holds, 1 otherwise."""
 import json
 import sys
@@ -39,6 +44,13 @@ def main():
     if mode == "f32":
         ok = rel.max() <= 1e-5
         msg = "max|d|/max|ref| %.3g (row %d of %d; KL %.2g, top-1 %.3f)" % (rel.max(), r, len(rel), kl.max(), top1)
+        if not ok and "--allow-flip" in sys.argv:
+            first = int(np.argmax(rel > 1e-5))
+            lowp = top1 >= 0.99 and kl.max() <= 1e-3
+            ok = lowp and first > 0
+            msg = ("a decision flip at row %d of %d: rows 0..%d max|d|/max|ref| %.3g (f32), after: KL %.2g, "
+                   "top-1 %.3f (lowp %s)" % (first, len(rel), first - 1, rel[:first].max() if first else 0.0,
+                                             kl.max(), top1, "holds" if lowp else "FAILS"))
     else:
         ok = top1 >= 0.99 and kl.max() <= 1e-3
         msg = "top-1 %.3f, max KL %.3g (row %d of %d; max|d|/max|ref| %.3g)" % (top1, kl.max(), int(kl.argmax()),
