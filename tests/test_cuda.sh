@@ -201,6 +201,7 @@ for n in syn-gqa-f32 syn-mha-f16 syn-bf16-sharded; do
 done
 for m in "${models[@]}"; do
     mname=$(basename "$m")
+    rm -f "$TMP/full.npy"
     dt=$(python3 -c 'import json,struct,sys,os,glob
 f=sorted(glob.glob(os.path.join(sys.argv[1],"*.safetensors")))[0]
 h=open(f,"rb"); n=struct.unpack("<Q",h.read(8))[0]; hd=json.loads(h.read(n))
@@ -220,6 +221,7 @@ print(sorted({v["dtype"] for k,v in hd.items() if k!="__metadata__"})[0])' "$m")
             parity "$mname $pol budget $cfg" "$m" "$m" "$crit" 40 -- -p "$PROMPT" --policy "$pol" --budget "$b" "$@"
             if [ "$b" = 1.0 ] && [ $# -eq 0 ] && [ "$pol" != buzz_logn ] && [ "$pol" != subgen_stream ] && [ -f "$TMP/g.npy" ]; then
                 if [ "$pol" = full ]; then cp "$TMP/g.npy" "$TMP/full.npy"
+                elif [ ! -f "$TMP/full.npy" ]; then bad "$mname $pol 1.0: identity: no logits of full"
                 elif msg=$(compare "$TMP/g.npy" "$TMP/full.npy" 0); then ok "$mname $pol 1.0: identity with full on the GPU ($msg)"
                 else bad "$mname $pol 1.0: identity with full on the GPU: $msg"; fi
             fi

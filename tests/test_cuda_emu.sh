@@ -19,7 +19,9 @@
 #      for the device policies and BUZZ between rounds; host-assisted policies measured), kernels
 #      per decode step (<= 5 x layers + 10), graph replay = direct launches bit for bit, the same
 #      logits under other block/thread orders, no device allocation left after a run or after a
-#      failure at any allocation, the does-not-fit path.
+#      failure at any allocation, the does-not-fit path;
+#   4. (2e) the host mirror after evictions: prefill -> decode -> prefill -> decode on both
+#      backends, the mirror equal to the CPU cache, a stale host length refused.
 # BUILD=build-san (make test SANITIZE=1): everything under ASan/UBSan (build-cuda-san), a subset.
 # Ends with "N passed, M failed".
 set -u
@@ -188,6 +190,27 @@ if [ "$FULL" = 1 ] && [ -f "$SMOL" ]; then
     rm -rf "$TMP/smol-f32"
 elif [ "$FULL" = 1 ]; then
     echo "skipped: SmolLM2 end to end: no $SMOL (scripts/fetch_model.sh)"
+fi
+
+# ------------------------------------------------------------------ 2e. the host mirror after evictions
+# prefill -> decode (evicting) -> prefill -> decode on the CPU and the emulated GPU: logits, the
+# mirror against the CPU cache, a stale host length refused (tests/cuda_emu/test_mirror_emu.c)
+if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I. -c -o "$OUTD/test_mirror_emu.o" \
+    tests/cuda_emu/test_mirror_emu.c >"$OUTD/mirror.log" 2>&1 && ! grep -q warning "$OUTD/mirror.log" &&
+    g++ $SAN -o "$OUTD/test_mirror_emu" "$OUTD/test_mirror_emu.o" $(echo "$objs" | tr ' ' '\n' | grep -v "^$CB/main.o$") \
+        "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/mirror.log" 2>&1; then
+    MP="h2o streaming local buzz buzz_logn snapkv scissorhands"
+    [ "$FULL" = 1 ] || MP="h2o snapkv"
+    for pol in $MP; do
+        timeout 600 "$OUTD/test_mirror_emu" "$MODEL" "$pol" >"$TMP/mi" 2>&1
+        rc=$?
+        while read -r line; do
+            case $line in ok*) ok "mirror $pol: ${line#ok }" ;; FAIL*) bad "mirror $pol: ${line#FAIL }" ;; note*) echo "$line" ;; esac
+        done <"$TMP/mi"
+        [ $rc -eq 0 ] || grep -q '^FAIL' "$TMP/mi" || bad "mirror $pol: rc $rc: $(tail -2 "$TMP/mi")"
+    done
+else
+    bad "test_mirror_emu build:"; head -10 "$OUTD/mirror.log"
 fi
 
 . tests/cuda_emu/counts.sh
