@@ -4,7 +4,7 @@
 # Expects: ROOT, W (build-gpu), PACK, NP, PROMPT, POLICIES; build-gpu/env.sh after step 1.
 
 [ -f "$W/env.sh" ] && . "$W/env.sh"
-BIN=build-cuda/llm-run
+BIN=${GPU_VALIDATE_BIN:-build-cuda/llm-run} # GPU_VALIDATE_BIN: e.g. the emulator, to try the steps without a GPU
 G=$W/models
 
 # setup: the pack's prefix and wheel, the environment of the later steps (build-gpu/env.sh)

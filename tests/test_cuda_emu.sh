@@ -12,7 +12,7 @@
 #      their exact twin (the same weights dequantized to F32, bench/make_random_gguf.py --hf,
 #      scripts/make_hf_from_gguf.py): the GPU keeps activations f32, the CPU's quantized kernels
 #      round them to 8 bits (their own KL to the twin is printed, a loose bound asserted);
-#      stories260K for every policy path, the F16/BF16 synthetic models for all 17 policies, tiny
+#      stories260K for every policy path, the synthetic models (F16, BF16, F32 GQA) for all 17 policies, tiny
 #      random GGUF files of every block type (llama, qwen2 biases, tied embeddings, linear RoPE,
 #      --kv-dtype), a llama o-bias folder, SmolLM2-135M once (not under the sanitizers);
 #   3. counted by the emulator: host synchronisations and device->host copies per decode token (1
@@ -128,12 +128,18 @@ done <<<"$LIST_260K"
 # ------------------------------------------------------------------ 2b. F16 / BF16 weights, 17 policies
 if [ "$FULL" = 1 ]; then
     [ -f "$BUILD/synthetic/syn-mha-f16/config.json" ] || python3 scripts/make_synthetic_models.py "$BUILD/synthetic" >/dev/null 2>&1
-    for m in syn-mha-f16 syn-bf16-sharded; do
+    for m in syn-mha-f16 syn-bf16-sharded syn-gqa-f32; do
         [ -f "$BUILD/synthetic/$m/config.json" ] || { bad "no $BUILD/synthetic/$m"; continue; }
         for pol in full local streaming h2o buzz scissorhands l2norm hashevict random tova snapkv pyramidkv subgen \
                    buzz_logn ada_snapkv ada_pyramidkv subgen_stream; do
-            parity "$m $pol 0.5" "$BUILD/synthetic/$m" "$BUILD/synthetic/$m" lowp 20 -- -p "$PROMPT" --policy "$pol" --budget 0.5
+            crit=lowp # F32 weights and f32 K/V (syn-gqa-f32): f32; subgen_stream's sketch: lowp
+            [ "$m" = syn-gqa-f32 ] && [ "$pol" != subgen_stream ] && crit=f32
+            parity "$m $pol 0.5" "$BUILD/synthetic/$m" "$BUILD/synthetic/$m" $crit 20 -- -p "$PROMPT" --policy "$pol" --budget 0.5
         done
+    done
+    # stories260K: the policies its list above leaves out
+    for pol in l2norm hashevict random tova pyramidkv subgen; do
+        parity "stories260K $pol 0.5" "$MODEL" "$MODEL" f32 24 -- -p "$PROMPT" --policy "$pol" --budget 0.5
     done
 fi
 
