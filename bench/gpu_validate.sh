@@ -2,12 +2,13 @@
 # The first run of the CUDA backend on a GPU (issue 18): one command, planned for <= 10 minutes
 # on an H100/H200 with 16 cores, no network, nvcc (12.x/13.x), PyTorch and transformers there.
 #
-#   bench/gpu_validate.sh [--dry-run] [--setup-only] [--pack DIR] [--skip-bench]
+#   bench/gpu_validate.sh [--dry-run] [--setup-only] [--pack DIR] [--only STEPS] [--skip-bench]
 #
 #   --dry-run     list the steps and their time limits, run nothing (works without a GPU)
 #   --setup-only  only step 1 (unpack the pack, check that every build library links and loads,
 #                 import gguf): works without a GPU
 #   --pack DIR    what bench/gpu_pack.sh gathered (default gpu_pack/ at the repository root)
+#   --only LIST   only these steps (comma-separated names below; setup always runs)
 #
 # Steps (each logged to build-gpu/logs/STEP.log; one markdown report under bench/results/):
 #   1 setup    unpack DIR/prefix.tar.xz (Debian -dev packages + runtime libraries) into
@@ -31,12 +32,13 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
-DRY=0 SETUP_ONLY=0 BENCH=1 PACK=gpu_pack
+DRY=0 SETUP_ONLY=0 BENCH=1 PACK=gpu_pack ONLY=""
 while [ $# -gt 0 ]; do
     case $1 in
     --dry-run) DRY=1 ;;
     --setup-only) SETUP_ONLY=1 ;;
     --skip-bench) BENCH=0 ;;
+    --only) ONLY=",$2,"; shift ;;
     --pack) PACK=$2; shift ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_validate: unknown argument $1 (--help)" >&2; exit 2 ;;
@@ -57,9 +59,10 @@ export ROOT W PACK NP PROMPT POLICIES
 . "$ROOT/bench/gpu_validate_steps.sh"
 
 # step NAME LIMIT_S SUMMARY_CMD: runs s_NAME under a time limit, logs it, adds a row to the report
-ROWS=""
+ROWS="" FAILS=0
 step() {
     local name=$1 limit=$2 t=$(date +%s) rc
+    [ -z "$ONLY" ] || [ "$name" = setup ] || [ "${ONLY#*,$name,}" != "$ONLY" ] || return 0
     LIMITS=$((${LIMITS:-0} + limit))
     if [ "$DRY" = 1 ]; then
         printf '  %-8s <= %4d s  %s\n' "$name" "$limit" "$(grep -m1 "^#   [0-9] $name" "$0" | sed 's/^#   //')"
@@ -72,6 +75,7 @@ step() {
     sum=$(grep -E '^(RESULT|[0-9]+ passed, [0-9]+ failed)' "$W/logs/$name.log" | tail -1 | sed 's/^RESULT //')
     [ $rc -eq 124 ] && sum="stopped at the ${limit}s limit; $sum"
     echo "   rc $rc, ${dt}s: $sum"
+    [ $rc -eq 0 ] || FAILS=$((FAILS + 1))
     ROWS="$ROWS| $name | $([ $rc -eq 0 ] && echo ok || echo "FAILED (rc $rc)") | $dt | ${sum//|/\\|} |"$'\n'
     return $rc
 }
@@ -79,12 +83,14 @@ step() {
 if [ "$DRY" = 1 ]; then
     echo "gpu_validate steps (dry run; pack: $PACK $([ -f "$PACK/prefix.tar.xz" ] && echo found || echo 'NOT found: run bench/gpu_pack.sh'); report: $REPORT):"
 fi
-step setup 60 || { [ "$DRY" = 1 ] || { echo "setup failed: $W/logs/setup.log"; tail -5 "$W/logs/setup.log"; exit 1; }; }
+# stop after a failed setup or build, with the report of what ran
+stop() { echo "$1 failed: $W/logs/$1.log"; tail -20 "$W/logs/$1.log"; write_report "$REPORT"; echo "report: $REPORT"; exit 1; }
+step setup 60 || { [ "$DRY" = 1 ] || stop setup; }
 [ "$DRY" = 0 ] && . "$W/env.sh"
 [ "$SETUP_ONLY" = 1 ] && { [ "$DRY" = 1 ] || cat "$W/logs/setup.log"; exit 0; }
-step build 240 || { [ "$DRY" = 1 ] || { echo "build failed: $W/logs/build.log"; tail -20 "$W/logs/build.log"; exit 1; }; }
+step build 240 || { [ "$DRY" = 1 ] || stop build; }
 # the 7B F16 folder (13.5 GB of random weights) is written while the tests run
-if [ "$DRY" = 0 ] && [ ! -f "$W/models/llama7b-f16/config.json" ]; then
+if [ "$DRY" = 0 ] && [ ! -f "$W/models/llama7b-f16/config.json" ] && { [ -z "$ONLY" ] || [ "${ONLY#*,llama7b,}" != "$ONLY" ] || [ "${ONLY#*,bench,}" != "$ONLY" ]; }; then
     nice python3 bench/make_random_llama.py "$W/models/llama7b-f16" --dtype F16 \
         --tokenizer "$LLM_SHARED/models/llama2-tokenizer/tokenizer.model" >"$W/logs/make7b.log" 2>&1 &
     MAKE7B=$!
@@ -98,4 +104,5 @@ step llama7b 240
 [ "$DRY" = 1 ] && { echo "  limits sum to $LIMITS s; expected ~10 min on an H100 (not yet measured: no GPU run so far)"; exit 0; }
 
 write_report "$REPORT"
-echo "report: $REPORT ($(($(date +%s) - T0)) s in all)"
+echo "report: $REPORT ($(($(date +%s) - T0)) s in all, $FAILS step(s) failed)"
+[ "$FAILS" = 0 ]

@@ -2,14 +2,18 @@
 # Host synchronisations (cudaStreamSynchronize / cudaDeviceSynchronize / a blocking copy back),
 # device→host copies and kernels per decode step come from the difference of two runs that differ
 # only in the number of generated tokens (capacities in tokens, so the prefill is the same).
+# 6 and 14 tokens after the 21-token prompt: a capacity of 24 or 25 (snapkv raises 24 to what it
+# protects) is below prompt + max new in both runs, so neither run is a passthrough (eviction.h:
+# a budget covering prompt + max new runs no hook); --budget 64 covers both runs: those lines
+# (full, buzz, buzz_logn) measure the passthrough path, BUZZ's rounds are in "buzz --budget 24".
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
-# shifted: the same with the rank rotation's kernel, <= 6L + 10; host: measured and printed)
+# shifted: the same with the rank rotation's kernel, <= 6L + 10; host: measured, <= 4L + 2 syncs)
 while IFS='|' read -r pol extra kind; do
     [ -n "$pol" ] || continue
     [ "$FULL" = 1 ] || case "$pol $kind" in "h2o device"|"snapkv host") ;; *) continue ;; esac
-    if ! r=$(per_token 4 12 -m "$MODEL" -p "$PROMPT" --policy "$pol" $extra); then
+    if ! r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy "$pol" $extra); then
         bad "counts $pol $extra: run failed: $(head -2 "$TMP/pe2")"; continue
     fi
     read -r syncs d2h kern graphs <<<"$r"
@@ -20,7 +24,13 @@ while IFS='|' read -r pol extra kind; do
     *) lim=0 ;;
     esac
     if [ "$kind" = host ]; then
-        ok "$tag (host-assisted: documented exception)"
+        # host-assisted: per layer the q/k/v (and probabilities) wait for the host, plus the
+        # token: a bound of 4 per layer + 2 catches a regression to per-head or per-kernel waits
+        if python3 -c "import sys; sys.exit(not $syncs <= 4 * $L260 + 2)"; then
+            ok "$tag (host-assisted: documented exception, bound <= $((4 * L260 + 2)) syncs)"
+        else
+            bad "$tag (host-assisted: over the bound of $((4 * L260 + 2)) syncs)"
+        fi
     elif [ "$syncs" = 1 ] && [ "$d2h" = 1 ] && [ "$graphs" = 1 ] && python3 -c "import sys; sys.exit(not $kern <= $lim)"; then
         ok "$tag (bound: 1 sync, 1 copy, <= $lim kernels)"
     else
@@ -69,7 +79,8 @@ for pol in h2o snapkv; do
         rc=$?
         ran=$((ran + 1))
         [ "$(counts "$TMP/st" live 2>/dev/null)" = 0 ] || leaked="$leaked $k"
-        grep -v "^llm-run: note:" "$TMP/re" >"$TMP/re1"
+        # (ASan warns once that it does not fully support swapcontext: not an error line)
+        grep -v -e "^llm-run: note:" -e "WARNING: ASan doesn.t fully support makecontext" "$TMP/re" >"$TMP/re1"
         [ $rc -ne 0 ] && [ "$(wc -l <"$TMP/re1")" -eq 1 ] || lines="$lines $k(rc $rc: $(head -c 80 "$TMP/re1"))"
     done
     if [ -z "$leaked" ] && [ -z "$lines" ]; then
