@@ -22,6 +22,7 @@ typedef struct {
     const char *prompt_file;   /* positional or -f, "-" = stdin */
     int prompt_file_trim;      /* -f: drop one trailing newline (llama-cli's habit) */
     const char *prompt_ids;    /* --prompt-ids 1,2,3 or @FILE (JSON array): ids as given */
+    const char *force_ids;     /* --force-ids: teacher forcing of the generated ids (parity tests) */
     int max_new;
     int ctx_len;               /* -c: prompt + generated positions at most (0: the model's) */
     float temp, top_p;

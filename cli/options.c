@@ -75,6 +75,7 @@ SETTER(set_file) {
     return 0;
 }
 SETTER(set_prompt_ids) { (void)f; O->prompt_ids = v; return 0; }
+SETTER(set_force_ids) { (void)f; O->force_ids = v; return 0; }
 SETTER(set_chat) { (void)f; (void)v; O->chat = 1; return 0; }
 SETTER(set_system) { (void)f; O->system = v; return 0; }
 SETTER(set_chat_template) {
@@ -238,6 +239,8 @@ const cli_opt cli_run_options[] = {
     {"--kv-dtype", NULL, "TYPE", "element type of the cached K and V: f32, f16, bf16, or auto (default: f32 for\n"
      "F32 weights, else f16); budgets and KV bytes count its real size", CLI_G_KV, 0, set_kv_dtype},
     {"--json", NULL, NULL, "print one JSON object (text, tokens, timings, kv) instead of text", CLI_G_OUT, 1, set_json},
+    {"--force-ids", NULL, "IDS", "teacher forcing: the generated tokens are these ids (1,2,3 or @FILE), for\n"
+     "comparing backends on one sequence (with --logits-out)", CLI_G_OUT, 0, set_force_ids},
     {"--logits-out", NULL, "FILE", "float32 .npy [positions][vocab]: every prompt position and decode step", CLI_G_OUT, 0, set_logits_out},
     {"--verbose-prompt", NULL, NULL, "print the prompt's token ids and pieces on stderr", CLI_G_OUT, 0, set_verbose_prompt},
     {"--no-check", NULL, NULL, "skip the check that every weight is finite (one pass over the weights at load)", CLI_G_MODEL, 0, set_no_check},

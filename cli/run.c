@@ -39,9 +39,9 @@ static const char SYNOPSIS[] =
     "Other commands: llm-run tokenize | eval | eval-merge | compare | score (each with --help).\n"
     "example: llm-run -m ../shared/models/stories260K -p \"Once upon a time\" -n 200";
 
-/* --prompt-ids: "1,2,3" or "@FILE" holding a JSON array of integers. Each id must be in
+/* --prompt-ids, --force-ids: "1,2,3" or "@FILE" holding a JSON array of integers. Each id must be in
  * [0, vocab). Returns a malloc'd array of *n ids, or NULL with a one-line message printed. */
-static int *parse_prompt_ids(const char *arg, int vocab, int *n)
+static int *parse_prompt_ids(const char *flag, const char *arg, int vocab, int *n)
 {
     char *text = NULL;
     cJSON *arr = NULL;
@@ -52,7 +52,7 @@ static int *parse_prompt_ids(const char *arg, int vocab, int *n)
         if (!(text = cli_read_file(arg + 1, &len))) return NULL;
         arr = cJSON_ParseWithLength(text, len);
         if (!cJSON_IsArray(arr)) {
-            cli_die("--prompt-ids %s: not a JSON array of token ids", arg + 1);
+            cli_die("%s %s: not a JSON array of token ids", flag, arg + 1);
             goto done;
         }
         int cnt = cJSON_GetArraySize(arr), k = 0;
@@ -60,14 +60,14 @@ static int *parse_prompt_ids(const char *arg, int vocab, int *n)
         for (const cJSON *e = arr->child; e; e = e->next, k++) {
             double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
             if (!(d >= 0 && d < vocab && d == floor(d))) {
-                cli_die("--prompt-ids %s: entry %d is not a token id in [0, %d)", arg + 1, k, vocab);
+                cli_die("%s %s: entry %d is not a token id in [0, %d)", flag, arg + 1, k, vocab);
                 goto fail;
             }
             ids[k] = (int)d;
         }
         *n = cnt;
         if (cnt == 0) {
-            cli_die("--prompt-ids %s: no ids given", arg + 1);
+            cli_die("%s %s: no ids given", flag, arg + 1);
             goto fail;
         }
         goto done;
@@ -78,14 +78,14 @@ static int *parse_prompt_ids(const char *arg, int vocab, int *n)
         errno = 0;
         long v = strtol(p, &end, 10);
         if (end == p || errno || v < 0 || v >= vocab || (*end && *end != ',')) {
-            cli_die("--prompt-ids: '%.*s' is not a token id in [0, %d)", (int)strcspn(p, ","), p, vocab);
+            cli_die("%s: '%.*s' is not a token id in [0, %d)", flag, (int)strcspn(p, ","), p, vocab);
             goto fail;
         }
         ids[(*n)++] = (int)v;
         p = *end ? end + 1 : end;
     }
     if (*n == 0) {
-        cli_die("--prompt-ids: no ids given");
+        cli_die("%s: no ids given", flag);
         goto fail;
     }
     goto done;
@@ -230,7 +230,7 @@ int cli_run_main(int argc, char **argv)
     char err[LLM_ERR_LEN] = "";
     char *prompt = NULL;
     size_t prompt_len = 0;
-    int *tokens = NULL;
+    int *tokens = NULL, *forced = NULL;
     tokenizer *tok = NULL;
     eval_model *em = NULL;
     chat_message *msgs = NULL;
@@ -310,7 +310,7 @@ int cli_run_main(int argc, char **argv)
     /* encode: the ids as given, or [BOS] + text / the chat template */
     int n_prompt;
     if (o.prompt_ids) {
-        if (!(tokens = parse_prompt_ids(o.prompt_ids, cfg->vocab_size, &n_prompt))) {
+        if (!(tokens = parse_prompt_ids("--prompt-ids", o.prompt_ids, cfg->vocab_size, &n_prompt))) {
             status = 2;
             goto done;
         }
@@ -469,6 +469,13 @@ int cli_run_main(int argc, char **argv)
     if (o.ignore_eos) n_stop = 0;
     gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = n_stop,
                      .want_prompt_logits = o.logits_out != NULL, .interrupted = &g_interrupted};
+    if (o.force_ids) {
+        if (!(forced = parse_prompt_ids("--force-ids", o.force_ids, cfg->vocab_size, &gp.n_force))) {
+            status = 2;
+            goto done;
+        }
+        gp.force_ids = forced;
+    }
     gen_callbacks cb = {.ctx = &out, .on_logits = o.logits_out ? on_logits : NULL, .on_token = on_token,
                         .on_prefill = on_prefill};
     if (generate(&eng, &smp, tokens, n_prompt, &gp, &cb, &g, err, sizeof err) != 0) {
@@ -521,6 +528,7 @@ done:
     engine_free(&eng);
     kv_free(&kv);
     free(tokens);
+    free(forced);
     free(prompt);
     chat_messages_free(msgs, n_msgs);
     eval_model_free(em);

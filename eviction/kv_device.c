@@ -129,7 +129,7 @@ int kv_prefill_plan(kv_cache *kv, const kv_prefill_chunk *c, int *keep, int keep
                      n_cand, keep_stride);
             return -1;
         }
-        int nk = kv->ops->on_prefill ? kv->ops->on_prefill(kv, c, g, n_live, kg)
+        int nk = kv->ops->on_prefill && !kv->passthrough ? kv->ops->on_prefill(kv, c, g, n_live, kg)
                                      : keep_recent(n_cand, cap, kg);
         if (nk < 0 || nk > cap) {
             snprintf(err, errlen, "policy %s: kept %d > capacity %d (layer %d head %d)",

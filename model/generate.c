@@ -59,7 +59,9 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
         if (INTERRUPTED()) break;
         /* on the GPU a greedy step brings back only the chosen token (device argmax) */
         int next = e->dev && !e->want_logits && e->next >= 0 ? e->next : sampler_sample(smp, e->logits);
-        if (is_stop(p, next)) {
+        const int forced = p->force_ids && r->n_gen < p->n_force;
+        if (forced) next = p->force_ids[r->n_gen];
+        if (!forced && is_stop(p, next)) {
             r->stop = "eos";
             break;
         }

@@ -397,6 +397,10 @@ typedef struct {
     int want_prompt_logits;   /* on_logits also gets the prompt rows */
     const volatile int *interrupted;  /* NULL, or a flag a signal handler sets: stops at the next
                                          chunk or step with stop "interrupted" */
+    const int *force_ids;     /* teacher forcing (backend parity tests): generated token i is
+                                 force_ids[i] for i < n_force, whatever the sampler says (stop ids
+                                 included), so two backends decode the same sequence */
+    int n_force;
 } gen_params;
 
 typedef struct {
