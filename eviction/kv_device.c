@@ -44,7 +44,7 @@ int kv_plan_bytes(const policy_ops *ops, const policy_params *p, int n_layers, i
         slots += (size_t)(kv.cap[i] > 0 ? kv.cap[i] : 0) + 1;
         if (kv.cap[i] > mc) mc = kv.cap[i];
     }
-    *bytes = slots * (size_t)head_dim * 2 * elem_bytes;
+    *bytes = slots * (size_t)head_dim * 2 * elem_bytes + kv.sketch_bytes;   /* + a sketch policy's state */
     if (max_cap) *max_cap = mc;
     rc = 0;
 done:

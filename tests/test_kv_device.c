@@ -18,8 +18,6 @@
  * Kept whole (over ~500 lines): every test replays against the same simulated device (devsim:
  * its allocation, gathers and moves) and the policy runner built on it (run_policy); a split
  * would copy that simulator.
- * Kept whole (over ~500 lines): the simulated device cache and its replay of moves are shared by every case; the
- * cases compare it with the CPU cache row for row.
  */
 #include <stdarg.h>
 #include <stddef.h>
