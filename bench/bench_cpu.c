@@ -43,14 +43,20 @@ static double now_s(void)
 
 /* ------------------------------------------------------------------ memory bandwidth */
 
-/* Sum of a[0..n) (n a multiple of 32): the streaming read, with the widest loads this CPU has
- * (the decode kernels use them too) so the bandwidth is the memory's, not the loop's. */
+/* Sum of a[0..n) (n a multiple of 32): the streaming read, with AVX2 loads and the software
+ * prefetch 3 KiB ahead that the 16-bit decode kernels use, so the bandwidth is the memory's,
+ * not the loop's (without the prefetch the 16-bit kernels read faster than this loop on a
+ * Sapphire Rapids VM: 17-19 vs 16 GB/s over 1 GiB on one thread). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 __attribute__((target("avx2"))) static float read_sum_avx2(const float *a, size_t n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (size_t i = 0; i < n; i += 32) {
+        if (i + 32 + 768 <= n) {
+            _mm_prefetch((const char *)(a + i + 768), _MM_HINT_T0);
+            _mm_prefetch((const char *)(a + i + 784), _MM_HINT_T0);
+        }
         s0 = _mm256_add_ps(s0, _mm256_load_ps(a + i));
         s1 = _mm256_add_ps(s1, _mm256_load_ps(a + i + 8));
         s2 = _mm256_add_ps(s2, _mm256_load_ps(a + i + 16));

@@ -212,6 +212,113 @@ T static void dots_bf16(float *s, const float *q, const uint16_t *K, int n, int 
     DOTS_BODY(uint16_t, load_bf16, SCALAR_BF16, dot_bf16)
 }
 
+/* Grouped decode scores: 4 keys at a time, each key's 16-lane chunks widened once and used by
+ * up to 4 query heads per pass (16 accumulators); per (head, key) the accumulation is DOTS_BODY's
+ * (one accumulator over 16-lane chunks, reduce, scalar tail, × scale), so the floats are the
+ * same. The last n % 4 keys go through dots_* per head. */
+#define DOTS_GROUP_BODY(ET, LOAD, SCALAR, DOTS)                                                \
+    const ET *K = Kv;                                                                          \
+    int j = 0;                                                                                 \
+    for (; j + 4 <= n; j += 4) {                                                               \
+        const ET *k0 = K + (size_t)j * hd, *k1 = k0 + hd, *k2 = k1 + hd, *k3 = k2 + hd;        \
+        for (int g0 = 0; g0 < G; g0 += 4) {                                                    \
+            int gn = G - g0 < 4 ? G - g0 : 4;                                                  \
+            __m512 acc[4][4];                                                                  \
+            for (int g = 0; g < 4; g++)                                                        \
+                for (int k = 0; k < 4; k++) acc[g][k] = _mm512_setzero_ps();                   \
+            int i = 0;                                                                         \
+            for (; i + 16 <= hd; i += 16) {                                                    \
+                __m512 w0 = LOAD(k0 + i), w1 = LOAD(k1 + i), w2 = LOAD(k2 + i), w3 = LOAD(k3 + i); \
+                for (int g = 0; g < 4; g++) {                                                  \
+                    if (g >= gn) break;                                                        \
+                    __m512 qv = _mm512_loadu_ps(q + (size_t)(g0 + g) * hd + i);                \
+                    acc[g][0] = _mm512_fmadd_ps(qv, w0, acc[g][0]);                            \
+                    acc[g][1] = _mm512_fmadd_ps(qv, w1, acc[g][1]);                            \
+                    acc[g][2] = _mm512_fmadd_ps(qv, w2, acc[g][2]);                            \
+                    acc[g][3] = _mm512_fmadd_ps(qv, w3, acc[g][3]);                            \
+                }                                                                              \
+            }                                                                                  \
+            for (int g = 0; g < gn; g++) {                                                     \
+                const float *qg = q + (size_t)(g0 + g) * hd;                                   \
+                float s0 = _mm512_reduce_add_ps(acc[g][0]), s1 = _mm512_reduce_add_ps(acc[g][1]); \
+                float s2 = _mm512_reduce_add_ps(acc[g][2]), s3 = _mm512_reduce_add_ps(acc[g][3]); \
+                for (int t = i; t < hd; t++) {                                                 \
+                    s0 += qg[t] * SCALAR(k0 + t);                                              \
+                    s1 += qg[t] * SCALAR(k1 + t);                                              \
+                    s2 += qg[t] * SCALAR(k2 + t);                                              \
+                    s3 += qg[t] * SCALAR(k3 + t);                                              \
+                }                                                                              \
+                float *sg = s + (size_t)(g0 + g) * s_stride + j;                               \
+                sg[0] = s0 * scale, sg[1] = s1 * scale, sg[2] = s2 * scale, sg[3] = s3 * scale; \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    if (j < n)                                                                                 \
+        for (int g = 0; g < G; g++) DOTS(s + (size_t)g * s_stride + j, q + (size_t)g * hd, K + (size_t)j * hd, n - j, hd, scale);
+
+T static void dots_f32(float *s, const float *q, const float *K, int n, int hd, float scale);
+T static void dots_f16(float *s, const float *q, const uint16_t *K, int n, int hd, float scale);
+T static void dots_bf16(float *s, const float *q, const uint16_t *K, int n, int hd, float scale);
+
+T static void dots_group(float *s, int s_stride, const float *q, int G, const void *Kv, int kdt, int n, int hd,
+                         float scale)
+{
+    if (kdt == DT_F16) {
+        DOTS_GROUP_BODY(uint16_t, load_f16, SCALAR_F16, dots_f16)
+    } else if (kdt == DT_BF16) {
+        DOTS_GROUP_BODY(uint16_t, load_bf16, SCALAR_BF16, dots_bf16)
+    } else {
+        DOTS_GROUP_BODY(float, LOAD_F32, SCALAR_F32, dots_f32)
+    }
+}
+
+/* Grouped value sums: 32 columns at a time, each row's two 16-lane chunks widened once for up
+ * to 8 heads per pass (16 accumulators, 2·G independent FMA chains); 16 columns for the rest. */
+#define ACC_GROUP_BODY(ET, LOAD)                                                               \
+    const ET *V = Vv;                                                                          \
+    int d = 0;                                                                                 \
+    for (; d + 32 <= ncols; d += 32)                                                           \
+        for (int g0 = 0; g0 < G; g0 += 8) {                                                    \
+            int gn = G - g0 < 8 ? G - g0 : 8;                                                  \
+            __m512 a[8][2];                                                                    \
+            for (int g = 0; g < gn; g++) {                                                     \
+                a[g][0] = _mm512_loadu_ps(o + (size_t)(g0 + g) * hd + d);                      \
+                a[g][1] = _mm512_loadu_ps(o + (size_t)(g0 + g) * hd + d + 16);                 \
+            }                                                                                  \
+            for (int j = 0; j < n; j++) {                                                      \
+                __m512 v0 = LOAD(V + (size_t)j * hd + d), v1 = LOAD(V + (size_t)j * hd + d + 16); \
+                for (int g = 0; g < 8; g++) {                                                  \
+                    if (g >= gn) break;                                                        \
+                    __m512 pj = _mm512_set1_ps(p[(size_t)(g0 + g) * p_stride + j]);            \
+                    a[g][0] = _mm512_fmadd_ps(pj, v0, a[g][0]);                                \
+                    a[g][1] = _mm512_fmadd_ps(pj, v1, a[g][1]);                                \
+                }                                                                              \
+            }                                                                                  \
+            for (int g = 0; g < gn; g++) {                                                     \
+                _mm512_storeu_ps(o + (size_t)(g0 + g) * hd + d, a[g][0]);                      \
+                _mm512_storeu_ps(o + (size_t)(g0 + g) * hd + d + 16, a[g][1]);                 \
+            }                                                                                  \
+        }                                                                                      \
+    for (; d + 16 <= ncols; d += 16)                                                           \
+        for (int g = 0; g < G; g++) {                                                          \
+            __m512 a0 = _mm512_loadu_ps(o + (size_t)g * hd + d);                               \
+            for (int j = 0; j < n; j++)                                                        \
+                a0 = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)g * p_stride + j]), LOAD(V + (size_t)j * hd + d), a0); \
+            _mm512_storeu_ps(o + (size_t)g * hd + d, a0);                                      \
+        }
+
+T static void acc_group(float *o, const float *p, int p_stride, int G, const void *Vv, int vdt, int n, int hd,
+                        int ncols)
+{
+    if (vdt == DT_F16) {
+        ACC_GROUP_BODY(uint16_t, load_f16)
+    } else if (vdt == DT_BF16) {
+        ACC_GROUP_BODY(uint16_t, load_bf16)
+    } else {
+        ACC_GROUP_BODY(float, LOAD_F32)
+    }
+}
+
 T static void axpy(float *y, float a, const float *x, int n)
 {
     __m512 va = _mm512_set1_ps(a);
@@ -333,5 +440,7 @@ const cpu_simd_ops cpu_simd_avx512 = {
     .dots_f32 = dots_f32,
     .dots_f16 = dots_f16,
     .dots_bf16 = dots_bf16,
+    .dots_group = dots_group,
+    .acc_group = acc_group,
 };
 #endif
