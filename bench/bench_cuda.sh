@@ -17,19 +17,25 @@
 # and next to Hugging Face transformers (bench/hf_bench.py, full cache) when torch and
 # transformers are installed there. Results: a markdown table on stdout and in
 # bench/results/cuda-YYYYmmdd-HHMM.md with the exact commands.
+# Environment (bench/gpu_validate.sh): BENCH_OUT=FILE appends to FILE instead; BENCH_GEN (64);
+# BENCH_POLICIES ("full 1|buzz 0.4|h2o 0.4|streaming 0.4|h2o 1"; "h2o 1" at 4096 only);
+# BENCH_CTX ("512 4096 16384"); BW (GB/s: skip the bandwidth measurement).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
 LLM_SHARED=${LLM_SHARED:-$ROOT/../shared}
 MODEL=${1:-build-cuda/bench/llama7b-random-f16}
 TOKENIZER=${TOKENIZER:-$LLM_SHARED/models/llama2-tokenizer/tokenizer.model}
-GEN=64
-OUT=bench/results/cuda-$(date -u +%Y%m%d-%H%M).md
+GEN=${BENCH_GEN:-64}
+OUT=${BENCH_OUT:-bench/results/cuda-$(date -u +%Y%m%d-%H%M).md}
+CTXS=${BENCH_CTX:-512 4096 16384}
+POLS=${BENCH_POLICIES:-full 1|buzz 0.4|h2o 0.4|streaming 0.4|h2o 1}
 mkdir -p bench/results build-cuda/bench
 log() { echo "$*" | tee -a "$OUT"; }
-: >"$OUT"
+: >>"$OUT"
+[ -n "${BENCH_OUT:-}" ] || : >"$OUT"
 
-log "# CUDA backend benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
+log "${BENCH_H:-#} CUDA backend benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
 log ""
 log "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
 log "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
@@ -43,8 +49,10 @@ if [ ! -f "$MODEL/config.json" ]; then
 fi
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 log "$NVCC -O3 -arch=native -o build-cuda/bench/bandwidth bench/bandwidth.cu && build-cuda/bench/bandwidth 4"
-"$NVCC" -O3 -arch=native -o build-cuda/bench/bandwidth bench/bandwidth.cu || exit 1
-BW=$(build-cuda/bench/bandwidth 4 | awk '/read_GBps/ {print $2}')
+if [ -z "${BW:-}" ]; then
+    "$NVCC" -O3 -arch=native -o build-cuda/bench/bandwidth bench/bandwidth.cu || exit 1
+    BW=$(build-cuda/bench/bandwidth 4 | awk '/read_GBps/ {print $2}')
+fi
 log '```'
 log ""
 log "measured read bandwidth: $BW GB/s"
@@ -88,7 +96,7 @@ PY
 }
 
 declare -A HF
-for ctx in 512 4096 16384; do
+for ctx in $CTXS; do
     log ""
     if h=$(python3 bench/hf_bench.py "$MODEL" --ctx "$ctx" --gen $GEN 2>"$OUT.hferr"); then
         HF[$ctx]=$h
@@ -100,8 +108,9 @@ done
 log ""
 log "| context | policy budget | decode tok/s | floor tok/s | % of floor | HF decode tok/s (full) | prefill tok/s | device GB | evictions |"
 log "|---|---|---|---|---|---|---|---|---|"
-for ctx in 512 4096 16384; do
-    for pb in "full 1" "buzz 0.4" "h2o 0.4" "streaming 0.4" "h2o 1"; do
+IFS='|' read -r -a PBS <<<"$POLS"
+for ctx in $CTXS; do
+    for pb in "${PBS[@]}"; do
         set -- $pb
         [ "$2" = 1 ] && [ "$1" = h2o ] && [ "$ctx" != 4096 ] && continue
         run "$ctx" "$1" "$2"

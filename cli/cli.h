@@ -9,6 +9,7 @@
 #define LLM_CLI_H
 
 #include "eviction/eviction.h"
+#include "model/model.h"
 
 #include <stdio.h>
 
@@ -21,6 +22,7 @@ typedef struct {
     const char *prompt_file;   /* positional or -f, "-" = stdin */
     int prompt_file_trim;      /* -f: drop one trailing newline (llama-cli's habit) */
     const char *prompt_ids;    /* --prompt-ids 1,2,3 or @FILE (JSON array): ids as given */
+    const char *force_ids;     /* --force-ids: teacher forcing of the generated ids (parity tests) */
     int max_new;
     int ctx_len;               /* -c: prompt + generated positions at most (0: the model's) */
     float temp, top_p;
@@ -107,8 +109,30 @@ char *cli_read_file(const char *path, size_t *len);
 
 /* 1 when some policy has a parameter (or generic alias) of this name (without the dashes). */
 int cli_is_policy_param(const char *name);
+/* --list-policies: every policy with its paper, parameters and defaults, on stdout (cli/help.c). */
+void cli_list_policies(void);
 
 /* Subcommands. */
+/* cli/run_report.c: the outputs of `llm-run` besides the text. */
+/* --logits-out: a float32 .npy [rows][cols] whose header is rewritten with the row count after
+ * every append, so the file is valid after each row (an interrupted run keeps what it computed). */
+typedef struct {
+    FILE *f;
+    const char *path;
+    int64_t rows, cols;
+} cli_npy_stream;
+/* Writes the 128-byte .npy v1 header for s->rows x s->cols at offset 0. 0, or -1 (errno set). */
+int cli_npy_stream_header(cli_npy_stream *s);
+/* --json: one object (text, tokens, timings in ms and tok/s, weights bytes, kv: policy, dtype,
+ * budget, capacities, byte figures of kv_stats, evictions) on stdout. budget_cap: the capacity
+ * the budget alone gives (kv_budget_capacity), to say whether the policy raised it. */
+void cli_run_print_json(const run_options *o, const kv_cache *kv, const gen_result *g, const char *text,
+                        const kv_stats *st, int use_cuda, const engine *eng, int chunk, double load_s,
+                        int budget_cap);
+/* The stderr summary in llama.cpp's shape (load, prompt eval, eval, total; ms and tok/s) plus
+ * one KV line (policy, dtype, capacity, evictions, peak and average bytes against full). */
+void cli_run_print_summary(const kv_cache *kv, const gen_result *g, const kv_stats *st, double load_s);
+
 int cli_run_main(int argc, char **argv);
 int cli_tokenize_main(int argc, char **argv);   /* argv[0] = "tokenize" */
 int cli_eval_main(int argc, char **argv);       /* argv[0] = "eval" (cli/eval.c) */

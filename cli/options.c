@@ -75,6 +75,7 @@ SETTER(set_file) {
     return 0;
 }
 SETTER(set_prompt_ids) { (void)f; O->prompt_ids = v; return 0; }
+SETTER(set_force_ids) { (void)f; O->force_ids = v; return 0; }
 SETTER(set_chat) { (void)f; (void)v; O->chat = 1; return 0; }
 SETTER(set_system) { (void)f; O->system = v; return 0; }
 SETTER(set_chat_template) {
@@ -238,6 +239,8 @@ const cli_opt cli_run_options[] = {
     {"--kv-dtype", NULL, "TYPE", "element type of the cached K and V: f32, f16, bf16, or auto (default: f32 for\n"
      "F32 weights, else f16); budgets and KV bytes count its real size", CLI_G_KV, 0, set_kv_dtype},
     {"--json", NULL, NULL, "print one JSON object (text, tokens, timings, kv) instead of text", CLI_G_OUT, 1, set_json},
+    {"--force-ids", NULL, "IDS", "teacher forcing: the generated tokens are these ids (1,2,3 or @FILE), for\n"
+     "comparing backends on one sequence (with --logits-out)", CLI_G_OUT, 0, set_force_ids},
     {"--logits-out", NULL, "FILE", "float32 .npy [positions][vocab]: every prompt position and decode step", CLI_G_OUT, 0, set_logits_out},
     {"--verbose-prompt", NULL, NULL, "print the prompt's token ids and pieces on stderr", CLI_G_OUT, 0, set_verbose_prompt},
     {"--no-check", NULL, NULL, "skip the check that every weight is finite (one pass over the weights at load)", CLI_G_MODEL, 0, set_no_check},
@@ -274,46 +277,6 @@ int cli_is_policy_param(const char *name)
     return 0;
 }
 
-/* ------------------------------------------------------------------------- help */
-
-static const char *GROUP_NAMES[CLI_G_COUNT] = {"model and prompt", "generation", "KV cache", "output", "other", "this command"};
-
-static void print_opts(FILE *f, const cli_opt *t, int group, int all)
-{
-    for (; t && t->name; t++) {
-        if (t->group != group || (!all && !t->common)) continue;
-        char left[64];
-        snprintf(left, sizeof left, "%s%s%s%s%s", t->alias ? t->alias : "", t->alias ? ", " : "    ",
-                 t->name, t->arg ? " " : "", t->arg ? t->arg : "");
-        const char *h = t->help;
-        const char *nl = strchr(h, '\n');
-        if (strlen(left) > 27) fprintf(f, "  %s\n  %-27s ", left, "");
-        else fprintf(f, "  %-27s ", left);
-        if (!all && nl) { fprintf(f, "%.*s\n", (int)(nl - h), h); continue; }
-        for (const char *p = h; *p; p++) {
-            fputc(*p, f);
-            if (*p == '\n') fprintf(f, "  %-27s ", "");
-        }
-        fputc('\n', f);
-    }
-}
-
-void cli_print_help(FILE *f, const char *prog, const char *synopsis, const cli_opt *extra, int all)
-{
-    fprintf(f, "usage: %s %s\n\n", prog, synopsis);
-    for (int g = 0; g < CLI_G_COUNT; g++) {
-        int any = 0;
-        for (const cli_opt *t = cli_run_options; t->name; t++) any |= t->group == g && (all || t->common);
-        for (const cli_opt *t = extra; t && t->name; t++) any |= t->group == g && (all || t->common);
-        if (!any) continue;
-        fprintf(f, "%s:\n", GROUP_NAMES[g]);
-        print_opts(f, extra, g, all);
-        print_opts(f, cli_run_options, g, all);
-    }
-    if (!all)
-        fprintf(f, "  %-27s %s\n", "    --help-all", "every option (policy parameters: --list-policies)");
-}
-
 /* ---------------------------------------------------------------------- parsing */
 
 static const cli_opt *find_opt(const cli_opt *t, const char *a)
@@ -323,70 +286,11 @@ static const cli_opt *find_opt(const cli_opt *t, const char *a)
     return NULL;
 }
 
-/* Edit distance (Damerau-less Levenshtein), capped. */
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 40 || lb > 40) return 99;
-    int d[41][41];
-    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
-            d[i][j] = c;
-        }
-    return d[la][lb];
-}
-
-const char *cli_suggest(const char *flag, const cli_opt *extra)
-{
-    const char *best = NULL;
-    int bd = 3;   /* at most 2 edits */
-    const cli_opt *tables[2] = {cli_run_options, extra};
-    for (int k = 0; k < 2; k++)
-        for (const cli_opt *t = tables[k]; t && t->name; t++) {
-            int d = edit_distance(flag, t->name);
-            if (d < bd) bd = d, best = t->name;
-        }
-    for (const policy_ops *const *p = policy_all(); *p; p++)
-        for (const policy_param_def *d = (*p)->param_defs; d && d->name; d++) {
-            char nm[96];
-            snprintf(nm, sizeof nm, "--%s", d->name);
-            int e = edit_distance(flag, nm);
-            if (e < bd) bd = e, best = d->name;   /* returned without "--": callers add it */
-        }
-    static const char *more[] = {"--help", "--help-all", "--version", "--list-policies"};
-    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
-        int d = edit_distance(flag, more[i]);
-        if (d < bd) bd = d, best = more[i];
-    }
-    return best;
-}
-
 static int unknown(const char *a, const cli_opt *extra)
 {
     const char *s = cli_suggest(a, extra);
     if (s) return cli_die("unknown option '%s'; did you mean '%s%s'? (see --help)", a, s[0] == '-' ? "" : "--", s);
     return cli_die("unknown option '%s' (see --help)", a);
-}
-
-static void list_policies(void)
-{
-    const policy_ops *const *all = policy_all();
-    for (int i = 0; all[i]; i++) {
-        printf("%-14s %s\n", all[i]->name, all[i]->paper);
-        if (all[i]->params && *all[i]->params) printf("%14s %s\n", "", all[i]->params);
-        for (const policy_param_def *d = all[i]->param_defs; d && d->name; d++) {
-            char flag[128];
-            snprintf(flag, sizeof flag, "--%s%s%s%s", d->name, d->generic ? " (--" : "",
-                     d->generic ? d->generic : "", d->generic ? ")" : "");
-            printf("%14s   %-34s %s (default %s%s%s)\n", "", flag, d->help ? d->help : "",
-                   d->def ? d->def : "-", d->choices ? "; one of " : "", d->choices ? d->choices : "");
-        }
-    }
 }
 
 int cli_parse(int argc, char **argv, int first, run_options *o, const cli_opt *extra,
@@ -403,7 +307,7 @@ int cli_parse(int argc, char **argv, int first, run_options *o, const cli_opt *e
             return 1;
         }
         if (!strcmp(a, "--list-policies")) {
-            list_policies();
+            cli_list_policies();
             return 1;
         }
         const cli_opt *t = find_opt(extra, a);

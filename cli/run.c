@@ -39,9 +39,9 @@ static const char SYNOPSIS[] =
     "Other commands: llm-run tokenize | eval | eval-merge | compare | score (each with --help).\n"
     "example: llm-run -m ../shared/models/stories260K -p \"Once upon a time\" -n 200";
 
-/* --prompt-ids: "1,2,3" or "@FILE" holding a JSON array of integers. Each id must be in
+/* --prompt-ids, --force-ids: "1,2,3" or "@FILE" holding a JSON array of integers. Each id must be in
  * [0, vocab). Returns a malloc'd array of *n ids, or NULL with a one-line message printed. */
-static int *parse_prompt_ids(const char *arg, int vocab, int *n)
+static int *parse_prompt_ids(const char *flag, const char *arg, int vocab, int *n)
 {
     char *text = NULL;
     cJSON *arr = NULL;
@@ -52,7 +52,7 @@ static int *parse_prompt_ids(const char *arg, int vocab, int *n)
         if (!(text = cli_read_file(arg + 1, &len))) return NULL;
         arr = cJSON_ParseWithLength(text, len);
         if (!cJSON_IsArray(arr)) {
-            cli_die("--prompt-ids %s: not a JSON array of token ids", arg + 1);
+            cli_die("%s %s: not a JSON array of token ids", flag, arg + 1);
             goto done;
         }
         int cnt = cJSON_GetArraySize(arr), k = 0;
@@ -60,14 +60,14 @@ static int *parse_prompt_ids(const char *arg, int vocab, int *n)
         for (const cJSON *e = arr->child; e; e = e->next, k++) {
             double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
             if (!(d >= 0 && d < vocab && d == floor(d))) {
-                cli_die("--prompt-ids %s: entry %d is not a token id in [0, %d)", arg + 1, k, vocab);
+                cli_die("%s %s: entry %d is not a token id in [0, %d)", flag, arg + 1, k, vocab);
                 goto fail;
             }
             ids[k] = (int)d;
         }
         *n = cnt;
         if (cnt == 0) {
-            cli_die("--prompt-ids %s: no ids given", arg + 1);
+            cli_die("%s %s: no ids given", flag, arg + 1);
             goto fail;
         }
         goto done;
@@ -78,14 +78,14 @@ static int *parse_prompt_ids(const char *arg, int vocab, int *n)
         errno = 0;
         long v = strtol(p, &end, 10);
         if (end == p || errno || v < 0 || v >= vocab || (*end && *end != ',')) {
-            cli_die("--prompt-ids: '%.*s' is not a token id in [0, %d)", (int)strcspn(p, ","), p, vocab);
+            cli_die("%s: '%.*s' is not a token id in [0, %d)", flag, (int)strcspn(p, ","), p, vocab);
             goto fail;
         }
         ids[(*n)++] = (int)v;
         p = *end ? end + 1 : end;
     }
     if (*n == 0) {
-        cli_die("--prompt-ids: no ids given");
+        cli_die("%s: no ids given", flag);
         goto fail;
     }
     goto done;
@@ -101,32 +101,10 @@ done:
     return ids;
 }
 
-/* Streams logits rows into a .npy whose header is rewritten with the final row count, so the
- * file is valid after every row (an interrupted run keeps what it computed). */
-typedef struct {
-    FILE *f;
-    const char *path;
-    int64_t rows, cols;
-} npy_stream;
-
-static int npy_stream_header(npy_stream *s)
-{
-    char hdr[128];
-    int n = snprintf(hdr + 10, sizeof hdr - 10,
-                     "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
-                     (long long)s->rows, (long long)s->cols);
-    memset(hdr + 10 + n, ' ', sizeof hdr - 10 - n);
-    hdr[sizeof hdr - 1] = '\n';
-    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
-    hdr[8] = (char)((sizeof hdr - 10) & 0xff);
-    hdr[9] = (char)((sizeof hdr - 10) >> 8);
-    if (fseek(s->f, 0, SEEK_SET) != 0) return -1;
-    return fwrite(hdr, 1, sizeof hdr, s->f) == sizeof hdr ? 0 : -1;
-}
 
 /* What the generation callbacks write into. */
 typedef struct {
-    npy_stream ns;
+    cli_npy_stream ns;
     tok_decoder *dec;
     int echo;                 /* stream text to stdout */
     char *text;               /* everything decoded so far */
@@ -134,6 +112,7 @@ typedef struct {
     int n_ids_printed;        /* no tokenizer: ids printed */
     int stdout_failed;
     int prefill_progress;     /* a prefill progress line on the terminal */
+    int n_prompt_total;       /* prompt tokens (the progress line) */
     eval_dump dump;           /* --dump-kept */
     const kv_cache *kv;
     int n_prompt, n_tok, dump_failed;
@@ -141,11 +120,11 @@ typedef struct {
 
 static int on_logits(void *ctx, const float *rows, int n, char *err, size_t errlen)
 {
-    npy_stream *s = &((run_out *)ctx)->ns;
+    cli_npy_stream *s = &((run_out *)ctx)->ns;
     if (!s->f) return 0;
     if (fseek(s->f, 0, SEEK_END) != 0 ||
         fwrite(rows, sizeof(float), (size_t)(n * s->cols), s->f) != (size_t)(n * s->cols) ||
-        (s->rows += n, npy_stream_header(s)) != 0 || fflush(s->f) != 0) {
+        (s->rows += n, cli_npy_stream_header(s)) != 0 || fflush(s->f) != 0) {
         snprintf(err, errlen, "%s: write failed: %s", s->path, strerror(errno));
         return -1;
     }
@@ -191,6 +170,13 @@ static int on_token(void *ctx, int id, char *err, size_t errlen)
     return append(o, piece, m, err, errlen) < 0 ? -1 : 0;
 }
 
+/* a long unchunked prompt: the prefill's progress by layer (stderr is a terminal) */
+static void on_prefill_layer(void *ctx, int layer, int n_layers)
+{
+    const run_out *o = ctx;
+    fprintf(stderr, "\rprefill %d tokens: layer %d/%d", o->n_prompt_total, layer + 1, n_layers);
+}
+
 static void on_prefill(void *ctx, int done, int total)
 {
     run_out *o = ctx;
@@ -208,87 +194,6 @@ static void blas_reserve_or_exit(int n_threads)
     fflush(stdout);
     fprintf(stderr, "llm-run: %s\n", err);
     _exit(1);
-}
-
-static void print_json(const run_options *o, const kv_cache *kv, const gen_result *g, const char *text,
-                       const kv_stats *st, int use_cuda, const engine *eng, int chunk, double load_s,
-                       int budget_cap)
-{
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "text", text);
-    cJSON_AddItemToObject(j, "tokens", cJSON_CreateIntArray(g->tokens, g->n_gen));
-    cJSON_AddNumberToObject(j, "n_prompt_tokens", g->n_prompt);
-    cJSON_AddNumberToObject(j, "n_generated_tokens", g->n_gen);
-    cJSON_AddStringToObject(j, "device", use_cuda ? "cuda" : "cpu");
-    cJSON_AddStringToObject(j, "stop", g->stop);
-    cJSON *tm = cJSON_AddObjectToObject(j, "timings");
-    cJSON_AddNumberToObject(tm, "load_ms", load_s * 1e3);
-    cJSON_AddNumberToObject(tm, "prefill_ms", g->prefill_s * 1e3);
-    cJSON_AddNumberToObject(tm, "decode_ms", g->decode_s * 1e3);
-    cJSON_AddNumberToObject(tm, "prefill_tok_s", g->prefill_s > 0 ? g->n_prompt / g->prefill_s : 0);
-    cJSON_AddNumberToObject(tm, "decode_tok_s",
-                            g->decode_s > 0 && g->n_decode_steps > 0 ? g->n_decode_steps / g->decode_s : 0);
-    cJSON *wj = cJSON_AddObjectToObject(j, "weights");
-    cJSON_AddNumberToObject(wj, "bytes", (double)model_weight_bytes(eng->w, 0));
-    cJSON_AddNumberToObject(wj, "bytes_per_token", (double)model_weight_bytes(eng->w, 1));
-    cJSON_AddStringToObject(wj, "dtype", dtype_name(eng->w->layers[0].w_up.dtype));
-    cJSON *k = cJSON_AddObjectToObject(j, "kv");
-    cJSON_AddStringToObject(k, "policy", kv->ops->name);
-    cJSON_AddStringToObject(k, "kv_dtype", kv_dtype_name(kv->kv_dtype));
-    cJSON_AddNumberToObject(k, "budget", o->pp.budget);
-    cJSON_AddNumberToObject(k, "capacity", kv->cap[0]);
-    cJSON_AddNumberToObject(k, "budget_capacity", budget_cap);   /* what the budget alone gives */
-    int raised = 1;
-    for (int i = 0; i < kv->n_layers * kv->n_kv_heads; i++) raised &= kv->cap[i] > budget_cap;
-    cJSON_AddBoolToObject(k, "capacity_raised", raised);
-    cJSON_AddNumberToObject(k, "peak_bytes", st->peak_bytes);
-    cJSON_AddNumberToObject(k, "avg_bytes", st->avg_bytes);
-    cJSON_AddNumberToObject(k, "full_bytes", st->full_bytes);
-    cJSON_AddNumberToObject(k, "allocated_bytes", (double)kv_bytes_allocated(kv));
-    if (eng->dev) /* GPU: everything the engine allocated (weights, cache, scratch) */
-        cJSON_AddNumberToObject(k, "device_bytes", (double)cuda_engine_device_bytes(eng->dev));
-    cJSON_AddNumberToObject(k, "live_peak_tokens", st->peak_tokens);
-    cJSON_AddNumberToObject(k, "live_avg_tokens", st->avg_tokens);
-    cJSON_AddNumberToObject(k, "full_avg_tokens", st->full_avg_tokens);
-    cJSON_AddNumberToObject(k, "evictions", (double)kv->evictions);
-    cJSON_AddStringToObject(k, "rope", o->pp.rope_shifted ? "shifted" : "absolute");
-    cJSON_AddNumberToObject(k, "prefill_chunk", chunk);
-    cJSON *lc = cJSON_AddArrayToObject(k, "layer_capacities");
-    cJSON *hc = cJSON_AddArrayToObject(k, "head_capacities");
-    for (int l = 0; l < kv->n_layers; l++) {
-        double sum = 0;
-        cJSON *row = cJSON_CreateArray();
-        for (int h = 0; h < kv->n_kv_heads; h++) {
-            sum += kv->cap[l * kv->n_kv_heads + h];
-            cJSON_AddItemToArray(row, cJSON_CreateNumber(kv->cap[l * kv->n_kv_heads + h]));
-        }
-        cJSON_AddItemToArray(lc, cJSON_CreateNumber(sum / kv->n_kv_heads));
-        cJSON_AddItemToArray(hc, row);
-    }
-    char *s = cJSON_PrintUnformatted(j);
-    if (s) printf("%s\n", s);
-    free(s);
-    cJSON_Delete(j);
-}
-
-/* The summary in llama.cpp's familiar shape (load, prompt eval, eval, total) plus the KV line. */
-static void print_summary(const kv_cache *kv, const gen_result *g, const kv_stats *st, double load_s)
-{
-    double pt = g->prefill_s * 1e3, dt = g->decode_s * 1e3;
-    int steps = g->n_decode_steps;
-    fprintf(stderr,
-            "load time   = %10.2f ms\n"
-            "prompt eval = %10.2f ms / %6d tokens (%8.2f ms per token, %8.2f tokens per second)\n"
-            "eval        = %10.2f ms / %6d runs   (%8.2f ms per token, %8.2f tokens per second)\n"
-            "total time  = %10.2f ms / %6d tokens\n"
-            "kv: policy %s, %s, capacity %d tokens/head, %lld evictions | peak %.1f KiB (full %.1f KiB, %.2fx) | "
-            "avg %.1f KiB (full %.1f KiB, %.2fx)\n",
-            load_s * 1e3, pt, g->n_prompt, g->n_prompt ? pt / g->n_prompt : 0, pt > 0 ? g->n_prompt / pt * 1e3 : 0,
-            dt, steps, steps ? dt / steps : 0, dt > 0 && steps ? steps / dt * 1e3 : 0,
-            load_s * 1e3 + pt + dt, g->n_prompt + g->n_gen,
-            kv->ops->name, kv_dtype_name(kv->kv_dtype), kv->cap[0], (long long)kv->evictions, st->peak_bytes / 1024, st->full_bytes / 1024,
-            st->peak_bytes > 0 ? st->full_bytes / st->peak_bytes : 0, st->avg_bytes / 1024,
-            st->full_avg_bytes / 1024, st->avg_bytes > 0 ? st->full_avg_bytes / st->avg_bytes : 0);
 }
 
 int cli_run_main(int argc, char **argv)
@@ -325,7 +230,7 @@ int cli_run_main(int argc, char **argv)
     char err[LLM_ERR_LEN] = "";
     char *prompt = NULL;
     size_t prompt_len = 0;
-    int *tokens = NULL;
+    int *tokens = NULL, *forced = NULL;
     tokenizer *tok = NULL;
     eval_model *em = NULL;
     chat_message *msgs = NULL;
@@ -405,7 +310,7 @@ int cli_run_main(int argc, char **argv)
     /* encode: the ids as given, or [BOS] + text / the chat template */
     int n_prompt;
     if (o.prompt_ids) {
-        if (!(tokens = parse_prompt_ids(o.prompt_ids, cfg->vocab_size, &n_prompt))) {
+        if (!(tokens = parse_prompt_ids("--prompt-ids", o.prompt_ids, cfg->vocab_size, &n_prompt))) {
             status = 2;
             goto done;
         }
@@ -521,7 +426,7 @@ int cli_run_main(int argc, char **argv)
             goto done;
         }
         out.ns.cols = cfg->vocab_size;
-        if (npy_stream_header(&out.ns) != 0) {
+        if (cli_npy_stream_header(&out.ns) != 0) {
             fprintf(stderr, "llm-run: %s: write failed: %s\n", o.logits_out, strerror(errno));
             goto done;
         }
@@ -531,7 +436,13 @@ int cli_run_main(int argc, char **argv)
     out.cap = 4096;
     if (!(out.text = malloc(out.cap))) goto oom;
     out.text[0] = '\0';
-    out.prefill_progress = chunk < n_prompt && !o.json && isatty(2);
+    /* progress on a terminal: by chunk, or by layer for an unchunked prompt over 2k tokens */
+    out.prefill_progress = (chunk < n_prompt || n_prompt > 2048) && !o.json && isatty(2);
+    out.n_prompt_total = n_prompt;
+    if (out.prefill_progress && chunk >= n_prompt && !use_cuda) {
+        eng.on_layer = on_prefill_layer;
+        eng.on_layer_ctx = &out;
+    }
     if (o.dump_kept) {
         if (use_cuda) {
             fprintf(stderr, "llm-run: --dump-kept reads the cache on the host: use --device cpu\n");
@@ -558,6 +469,13 @@ int cli_run_main(int argc, char **argv)
     if (o.ignore_eos) n_stop = 0;
     gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = n_stop,
                      .want_prompt_logits = o.logits_out != NULL, .interrupted = &g_interrupted};
+    if (o.force_ids) {
+        if (!(forced = parse_prompt_ids("--force-ids", o.force_ids, cfg->vocab_size, &gp.n_force))) {
+            status = 2;
+            goto done;
+        }
+        gp.force_ids = forced;
+    }
     gen_callbacks cb = {.ctx = &out, .on_logits = o.logits_out ? on_logits : NULL, .on_token = on_token,
                         .on_prefill = on_prefill};
     if (generate(&eng, &smp, tokens, n_prompt, &gp, &cb, &g, err, sizeof err) != 0) {
@@ -582,11 +500,11 @@ int cli_run_main(int argc, char **argv)
     kv_stats st;
     kv_stats_get(&kv, n_prompt, g.n_decode_steps, &st);
     if (o.json) {
-        print_json(&o, &kv, &g, out.text, &st, use_cuda, &eng, chunk, t_load, budget_cap);
+        cli_run_print_json(&o, &kv, &g, out.text, &st, use_cuda, &eng, chunk, t_load, budget_cap);
     } else {
         if (out.len > 0 && out.text[out.len - 1] != '\n') putchar('\n');
         fflush(stdout);
-        print_summary(&kv, &g, &st, t_load);
+        cli_run_print_summary(&kv, &g, &st, t_load);
     }
     status = g_interrupted ? 130 : 0;
     goto done;
@@ -610,6 +528,7 @@ done:
     engine_free(&eng);
     kv_free(&kv);
     free(tokens);
+    free(forced);
     free(prompt);
     chat_messages_free(msgs, n_msgs);
     eval_model_free(em);

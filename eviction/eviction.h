@@ -62,6 +62,8 @@ typedef struct {
     int kv_dtype;           /* K/V storage (--kv-dtype): DT_F32 (0: what a zeroed struct asks
                                for), DT_F16 or DT_BF16; anything else is a kv_init error */
     uint64_t seed;
+    int hooks_always;       /* tests: run the policy's hooks and statistics even when nothing can
+                               be evicted (no passthrough), so their bookkeeping can be checked */
     int n_set;
     struct { char name[48]; char value[64]; const char *origin; } set[POLICY_MAX_SET];
                             /* origin: the preset file a value came from (NULL: command line) */
@@ -155,6 +157,9 @@ struct kv_cache {
     int64_t live_samples;
     double live_peak;        /* max over samples of Σ_{l,g} len */
     int prompt_tokens, max_new;
+    size_t sketch_bytes;     /* bytes a policy keeps of K/V-derived data outside the slots
+                                (subgen_stream's clusters and samples, §8.3): counted in every
+                                KV byte figure (kv_bytes_allocated, kv_stats) */
     int passthrough;         /* every capacity covers prompt + max new and the policy does not
                                 change the attention itself (logit_scale, attend): nothing can
                                 ever be evicted, so no hook runs and no statistic is computed
@@ -307,7 +312,8 @@ typedef struct {
     size_t bytes_per_token;     /* K and V of one token in all layers and heads */
     double peak_tokens;         /* live tokens per (layer, KV head), mean over them, at the peak */
     double avg_tokens;          /* ... time average over the samples (prefill, every decode step) */
-    double peak_bytes, avg_bytes;
+    double peak_bytes, avg_bytes; /* live slots x bytes_per_token + sketch_bytes */
+    size_t sketch_bytes;        /* kv->sketch_bytes (0 but for sketching policies) */
     int full_tokens;            /* what the full cache would hold at the end: n_prompt + decode steps */
     double full_avg_tokens;     /* the full cache's time average over the same samples */
     double full_bytes, full_avg_bytes;
@@ -316,7 +322,8 @@ typedef struct {
 /* Fills s for a run of n_prompt prompt tokens and n_decode_steps decode steps. */
 void kv_stats_get(const kv_cache *kv, int n_prompt, int n_decode_steps, kv_stats *s);
 
-/* Allocated KV bytes (all regions, real element size; the reads_rows scratch not counted). */
+/* Allocated KV bytes (all regions, real element size, plus kv->sketch_bytes; the reads_rows
+ * scratch not counted). */
 size_t kv_bytes_allocated(const kv_cache *kv);
 
 #endif

@@ -78,7 +78,7 @@ int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
         kv->v32 = malloc(kv->arena_rows * (size_t)head_dim * sizeof(float));
         if (!kv->k32 || !kv->v32) goto oom;
     }
-    kv->passthrough = !ops->logit_scale && !ops->attend;
+    kv->passthrough = !ops->logit_scale && !ops->attend && !params->hooks_always;
     for (int i = 0; i < n_layers * n_kv_heads; i++)
         if (kv->cap[i] < n_prompt + max_new) kv->passthrough = 0;
     if (ops->stats && !kv->passthrough) {
@@ -283,7 +283,7 @@ size_t kv_bytes_per_token(const kv_cache *kv)
 
 size_t kv_bytes_allocated(const kv_cache *kv)
 {
-    return kv->n_slots * (size_t)kv->head_dim * 2 * kv->kv_es;
+    return kv->n_slots * (size_t)kv->head_dim * 2 * kv->kv_es + kv->sketch_bytes;
 }
 
 int kv_set_protected_capacity(kv_cache *kv, const policy_params *p, int n_prompt,
@@ -300,8 +300,9 @@ void kv_stats_get(const kv_cache *kv, int n_prompt, int n_decode_steps, kv_stats
     s->bytes_per_token = kv_bytes_per_token(kv);
     s->peak_tokens = n_lh ? kv->live_peak / n_lh : 0;
     s->avg_tokens = kv->live_samples ? kv->live_sum / kv->live_samples : 0;
-    s->peak_bytes = s->peak_tokens * (double)s->bytes_per_token;
-    s->avg_bytes = s->avg_tokens * (double)s->bytes_per_token;
+    s->sketch_bytes = kv->sketch_bytes;
+    s->peak_bytes = s->peak_tokens * (double)s->bytes_per_token + (double)kv->sketch_bytes;
+    s->avg_bytes = s->avg_tokens * (double)s->bytes_per_token + (double)kv->sketch_bytes;
     s->full_tokens = n_prompt + n_decode_steps;
     /* prompt, then +1 per decode step */
     s->full_avg_tokens = n_prompt + n_decode_steps / 2.0;

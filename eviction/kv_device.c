@@ -44,7 +44,7 @@ int kv_plan_bytes(const policy_ops *ops, const policy_params *p, int n_layers, i
         slots += (size_t)(kv.cap[i] > 0 ? kv.cap[i] : 0) + 1;
         if (kv.cap[i] > mc) mc = kv.cap[i];
     }
-    *bytes = slots * (size_t)head_dim * 2 * elem_bytes;
+    *bytes = slots * (size_t)head_dim * 2 * elem_bytes + kv.sketch_bytes;   /* + a sketch policy's state */
     if (max_cap) *max_cap = mc;
     rc = 0;
 done:
@@ -129,7 +129,7 @@ int kv_prefill_plan(kv_cache *kv, const kv_prefill_chunk *c, int *keep, int keep
                      n_cand, keep_stride);
             return -1;
         }
-        int nk = kv->ops->on_prefill ? kv->ops->on_prefill(kv, c, g, n_live, kg)
+        int nk = kv->ops->on_prefill && !kv->passthrough ? kv->ops->on_prefill(kv, c, g, n_live, kg)
                                      : keep_recent(n_cand, cap, kg);
         if (nk < 0 || nk > cap) {
             snprintf(err, errlen, "policy %s: kept %d > capacity %d (layer %d head %d)",

@@ -10,7 +10,8 @@
 
 /* The bytes the KV cache would allocate for this policy and budget: Σ over (layer, KV head) of
  * (cap + 1) slots × head_dim × 2 (K and V) × elem_bytes, where cap comes from ops->init run on a
- * capacity-only cache (nothing K/V-sized is allocated). max_cap (may be NULL): the largest cap.
+ * capacity-only cache (nothing K/V-sized is allocated), plus the sketch a policy keeps beside the
+ * slots (kv->sketch_bytes, subgen_stream). max_cap (may be NULL): the largest cap.
  * Returns 0, or -1 with the policy's one-line error (bad parameters). */
 int kv_plan_bytes(const policy_ops *ops, const policy_params *p, int n_layers, int n_kv_heads,
                   int n_heads, int head_dim, int n_prompt, int max_new, size_t elem_bytes,

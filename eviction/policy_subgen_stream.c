@@ -15,7 +15,7 @@
  * the engine's attention over W (the same kernel), so r ≥ N + max_new is bit-identical to `full`.
  *
  * Memory (units of one token's K+V = 2d numbers): r + s + ⌈m_max(t + 1)/2⌉ ≤ C. The window is
- * the cache (capacity r); the sketch lives in pstate and is not part of the engine's KV report.
+ * the cache (capacity r); the sketch lives in pstate and is counted in kv->sketch_bytes (issue 19).
  * Defaults (§8.3): r = ⌊C/4⌋, s = ⌊C/4⌋, t = 8, m_max = ⌊2(C − r − s)/(t + 1)⌋; δ per (ℓ, g) is the
  * covering radius of Gonzalez with m_max centers on the prompt keys that go into the sketch
  * (0 when they are fewer than m_max). When C ≥ N + max_new, r = C and the sketch is never used.
@@ -298,6 +298,11 @@ static int ss_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
         !s->mw2 || !s->mpos || !s->logits || !s->num || !s->rows || !s->dist)
         goto oom;
     for (size_t i = 0; i < ns; i++) s->mpos[i] = -1;
+    /* the sketch is part of the cache's memory (issue 19): centres, counts, samples and their
+     * positions, the value-norm samples (k, v, weight, position) */
+    kv->sketch_bytes = nm * d * sizeof *s->rep + nm * sizeof *s->count + nm * t * d * sizeof *s->samp +
+                       nm * t * sizeof *s->samp_pos + ns * d * (sizeof *s->mk + sizeof *s->mv) +
+                       ns * (sizeof *s->mw2 + sizeof *s->mpos);
     for (int i = 0; i < n; i++)
         if (!delta_auto) s->head[i].delta = delta, s->head[i].delta_set = 1;
     return 0;

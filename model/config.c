@@ -1,5 +1,5 @@
 /* config.json → model_config (Hugging Face LlamaForCausalLM). */
-#include "model/model.h"
+#include "model/internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -10,48 +10,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define fail model_fail
+
 #define CONFIG_MAX_BYTES (16 << 20)
 
-/* Formats the one-line error (control characters from the input become '?'). */
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; err && errlen && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-    return -1;
-}
 
-/* Reads a whole (small) file into a NUL-terminated malloc'd buffer. */
-static char *slurp(const char *path, size_t *len, char *err, size_t errlen) {
-    struct stat pre;
-    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) {   /* a FIFO would block fopen */
-        fail(err, errlen, "%s: not a regular file", path);
-        return NULL;
-    }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    const char *why = NULL;
-    char *buf = NULL;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) why = "not a regular file";
-    else if (st.st_size > CONFIG_MAX_BYTES) why = "file too large";
-    else if (!(buf = malloc((size_t)st.st_size + 1))) why = "out of memory";
-    else if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) why = "read error";
-    fclose(fp);
-    if (why) {
-        fail(err, errlen, "%s: %s", path, why);
-        free(buf);
-        return NULL;
-    }
-    buf[st.st_size] = 0;
-    *len = (size_t)st.st_size;
-    return buf;
-}
 
 /* Optional integer field: absent or null keeps *out. Returns -1 with err set when the value
  * is not an integer in int range. */
@@ -280,7 +243,7 @@ int config_validate(model_config *c, int head_dim_given, const char *path, char 
 
 int config_load(const char *path, model_config *cfg, char *err, size_t errlen) {
     size_t len = 0;
-    char *text = slurp(path, &len, err, errlen);
+    char *text = model_read_text(path, CONFIG_MAX_BYTES, &len, err, errlen);
     if (!text) return -1;
     int rc = config_parse(text, len, path, cfg, err, errlen);
     free(text);

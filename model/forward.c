@@ -287,6 +287,7 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         if (lw->bo.data) add_bias(e->pxb, &lw->bo, n, dim);
         add_inplace(e->px, e->pxb, (size_t)n * dim);
         mlp_block(c, lw, e->px, e->pxb, e->phb, e->phb2, n);
+        if (e->on_layer) e->on_layer(e->on_layer_ctx, l, c->n_layers);
     }
     kv_sample_stats(kv);
 

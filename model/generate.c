@@ -2,7 +2,7 @@
  * hand the token to the caller, decode, until max_new, an end-of-generation id, the caller's
  * stop, or an interrupt. Used by `llm-run` (cli/run.c), `llm-run eval` (eval/generate.c) and
  * `compare`; text, streaming and files are the callers' business (callbacks). */
-#include "model/model.h"
+#include "model/internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,13 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#define fail model_fail
+
 
 static double now_s(void) {
     struct timespec ts;
@@ -64,7 +59,9 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
         if (INTERRUPTED()) break;
         /* on the GPU a greedy step brings back only the chosen token (device argmax) */
         int next = e->dev && !e->want_logits && e->next >= 0 ? e->next : sampler_sample(smp, e->logits);
-        if (is_stop(p, next)) {
+        const int forced = p->force_ids && r->n_gen < p->n_force;
+        if (forced) next = p->force_ids[r->n_gen];
+        if (!forced && is_stop(p, next)) {
             r->stop = "eos";
             break;
         }

@@ -9,15 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; err && errlen && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-    return -1;
-}
+#define fail model_fail
+
 
 /* <arch>.<suffix> as an int in [lo, hi]; required: absent is an error. Returns 1 present, 0
  * absent (not required), -1 error. */

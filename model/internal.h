@@ -21,4 +21,16 @@ int model_align_weights(model_weights *m, char *err, size_t errlen);
  * the Hugging Face rotate_half order, in owned memory (gguf_model.c). 0 or -1. */
 int gguf_unpermute_qk(model_weights *m, char *err, size_t errlen);
 
+/* The one-line error of every file of model/ (util.c): printf format into err; control
+ * characters that came from the input become '?'. Always returns -1. */
+int model_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A whole regular file of at most max_bytes into a NUL-terminated malloc'd buffer (*len bytes
+ * without the NUL). NULL with "PATH: not a regular file | cannot open: ... | file too large |
+ * out of memory | read error" in err (a FIFO is refused before it is opened). */
+char *model_read_text(const char *path, long long max_bytes, size_t *len, char *err, size_t errlen);
+
+/* The byte size of a scalar GGUF value type (gguf.c; 0 for string, array and unknown types). */
+int gguf_type_size(int type);
+
 #endif

@@ -308,6 +308,10 @@ typedef struct {
                                  --logits-out); else only e->next is set */
     int next;                 /* device: the greedy next token (device argmax) after a prefill
                                  or decode step; -1 on the CPU */
+    /* CPU prefill: called after each layer of a chunk (layer 0-based, n_layers) when set; the
+     * CLI's progress line for long unchunked prompts (issue 19) */
+    void (*on_layer)(void *ctx, int layer, int n_layers);
+    void *on_layer_ctx;
 } engine;
 
 /* The KV cache's element type when --kv-dtype is auto (policy_params.kv_dtype): DT_F32 for a
@@ -393,6 +397,10 @@ typedef struct {
     int want_prompt_logits;   /* on_logits also gets the prompt rows */
     const volatile int *interrupted;  /* NULL, or a flag a signal handler sets: stops at the next
                                          chunk or step with stop "interrupted" */
+    const int *force_ids;     /* teacher forcing (backend parity tests): generated token i is
+                                 force_ids[i] for i < n_force, whatever the sampler says (stop ids
+                                 included), so two backends decode the same sequence */
+    int n_force;
 } gen_params;
 
 typedef struct {

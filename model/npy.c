@@ -1,7 +1,7 @@
 /* NumPy .npy files (format 1.0 written; 1.0/2.0/3.0 read): "\x93NUMPY", major, minor,
  * header length (u16 LE for v1, u32 LE for v2+), a Python dict literal padded with spaces and
  * ending in '\n', then the raw C-order data. */
-#include "model/model.h"
+#include "model/internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -10,15 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define fail model_fail
+
 #define NPY_MAX_HEADER (1 << 20)
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 int npy_write_f32(const char *path, const float *data, int64_t rows, int64_t cols,
                   char *err, size_t errlen) {

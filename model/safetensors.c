@@ -1,7 +1,7 @@
 /* .safetensors reader: mmap the file, validate the whole header, then hand out pointers.
  * Layout: u64 LE header length N, N bytes of JSON, then the data buffer; data_offsets are
  * relative to the start of the data buffer. */
-#include "model/model.h"
+#include "model/internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -15,19 +15,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define fail model_fail
+
 #define ST_MAX_HEADER (100u << 20)
 
 /* Formats the one-line error; control characters (a tensor name with "\n" in it) become '?'
  * so the message stays one line. */
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; err && errlen && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-    return -1;
-}
 
 /* A JSON number that is a non-negative integer exactly representable in a double. */
 static int json_uint(const cJSON *v, uint64_t *out) {

@@ -14,18 +14,10 @@
 #include <sys/stat.h>
 #include <omp.h>
 
+#define fail model_fail
+
 #define INDEX_MAX_BYTES (64 << 20)
 
-/* Formats the one-line error (control characters from the input become '?'). */
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; err && errlen && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-    return -1;
-}
 
 /* ---------------------------------------------------------------------------- loading */
 
@@ -50,34 +42,6 @@ static int is_file(const char *path) {
     return stat(path, &st) == 0;
 }
 
-static char *read_text(const char *path, size_t *len, char *err, size_t errlen) {
-    struct stat pre;
-    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) {   /* a FIFO would block fopen */
-        fail(err, errlen, "%s: not a regular file", path);
-        return NULL;
-    }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    const char *why = NULL;
-    char *buf = NULL;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) why = "not a regular file";
-    else if (st.st_size > INDEX_MAX_BYTES) why = "file too large";
-    else if (!(buf = malloc((size_t)st.st_size + 1))) why = "out of memory";
-    else if (fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) why = "read error";
-    fclose(fp);
-    if (why) {
-        fail(err, errlen, "%s: %s", path, why);
-        free(buf);
-        return NULL;
-    }
-    buf[st.st_size] = 0;
-    *len = (size_t)st.st_size;
-    return buf;
-}
 
 /* A shard name that would leave the model folder: absolute, or with a ".." component. */
 static int escapes_dir(const char *name) {
@@ -157,7 +121,7 @@ void st_index_free(st_index *ix) {
 /* Parses index.json and opens each distinct shard named in its weight_map once. */
 static int open_shards(loader *L, char *err, size_t errlen) {
     size_t len;
-    char *text = read_text(L->index_path, &len, err, errlen);
+    char *text = model_read_text(L->index_path, INDEX_MAX_BYTES, &len, err, errlen);
     if (!text) return -1;
     int rc = st_index_parse(text, len, L->index_path, &L->ix, err, errlen);
     free(text);

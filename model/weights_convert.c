@@ -12,15 +12,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; err && errlen && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-    return -1;
-}
+#define fail model_fail
+
 
 int model_reserve_owned(model_weights *m, size_t more, char *err, size_t errlen) {
     void **owned = realloc(m->owned, ((size_t)m->n_owned + more) * sizeof *owned);

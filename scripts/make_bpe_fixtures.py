@@ -45,6 +45,8 @@ the Llama-2 template rejects ("error": true).
 Needs: gguf, tokenizers, transformers, the GGUF files, and llama.cpp's llama-tokenize (built by
 bench/llamacpp.sh under ~/.cache/llm-run/llamacpp-*/build/bin). Deterministic: the strings come
 from random.Random(SEED).random() only.
+Kept whole (over ~500 lines): one script per fixture set; the reference runs (tokenizers,
+llama.cpp) and the string generators share the model list and the writers.
 """
 import argparse
 import glob

@@ -15,6 +15,8 @@
  *   - a 100 kB prompt encodes (its time is printed, not asserted).
  * When a model cannot be fetched the tests of that model are skipped, except under CI (the CI
  * environment variable set), where that is a failure.
+ * Kept whole (over ~500 lines): one table-driven suite per reference (tokenizers, llama.cpp, the GGUF vocabulary)
+ * over the two real models, sharing the model set-up that tests/bpe_prepare.sh provides.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -8,6 +8,8 @@
  *   - chat template detection and its errors, the --messages parser;
  *   - SentencePiece with TOK_PARSE_SPECIAL / TOK_ADD_SPECIAL (../shared/models/llama2-tokenizer);
  *   - the streaming decoder refusing a too-small buffer without losing state.
+ * Kept whole (over ~500 lines): one case per tokenizer.json feature, all driven by the same synthetic-fixture
+ * reader; a few lines each.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -94,6 +94,23 @@ for case in "streaming --sink 4 --budget 3" "buzz --budget 3" "scissorhands --bu
     else bad "$pol $*: no raise reported: $(cat "$TMP/err")"; fi
 done
 
+# ---- subgen_stream's sketch is part of the cache: counted in the KV bytes
+"$BIN" -m "$SRC" -t 1 -p "Once upon a time there was a little girl named Lily who" -n 40 \
+    --policy subgen_stream --budget 0.3 --json >"$TMP/ss.json" 2>/dev/null
+if python3 - "$TMP/ss.json" <<'PY'
+import json, sys
+k = json.load(open(sys.argv[1]))["kv"]; j = json.load(open(sys.argv[1]))
+bpt = j["kv"]["full_bytes"] / (j["n_prompt_tokens"] + j["n_generated_tokens"] - 1)
+assert k["sketch_bytes"] > 0, k
+assert k["allocated_bytes"] >= k["sketch_bytes"] + k["capacity"] * bpt, k
+assert abs(k["peak_bytes"] - (k["live_peak_tokens"] * bpt + k["sketch_bytes"])) < 1, (k, bpt)
+# 2 clusters x (centre + 8 samples) + 4 value-norm samples (k and v) in f32 + bookkeeping, per (layer, head)
+d = 8; per = 2 * (d * 4 + 8 + 8 * d * 4 + 8 * 4) + 4 * (2 * d * 4 + 8 + 4)
+assert k["sketch_bytes"] == 5 * 4 * per, (k["sketch_bytes"], 20 * per)
+PY
+then ok "subgen_stream: sketch bytes counted (its f32 arrays and bookkeeping, in peak and allocated bytes)"
+else bad "subgen_stream sketch bytes: $(head -c 400 "$TMP/ss.json")"; fi
+
 # ---- --logits-out equal to an input
 cp "$TMP/long.txt" "$TMP/p.txt"
 one_line "--logits-out = the prompt file" 'refusing to overwrite' "$BIN" -m "$SRC" -n 2 "$TMP/p.txt" --logits-out "$TMP/p.txt"
@@ -113,6 +130,19 @@ done
 ( ulimit -f 8; "$BIN" -m "$SRC" -t 1 -p "Once upon a time" -n 40 --logits-out "$TMP/big.npy" >/dev/null 2>"$TMP/err" ); rc=$?
 if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "big\.npy: write failed" "$TMP/err"; then ok "ulimit -f: $(head -1 "$TMP/err")"
 else bad "ulimit -f: exit $rc: $(head -c 300 "$TMP/err")"; fi
+
+# ---- a prompt over 2k tokens, unchunked, stderr a terminal: a prefill progress line by layer
+d="$TMP/ctx4k"; mkdir -p "$d"; cp "$SRC/model.safetensors" "$SRC/tokenizer.model" "$d/"
+python3 - "$SRC/config.json" "$d/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["max_position_embeddings"] = 4096; json.dump(c, open(sys.argv[2], "w"))
+PY
+python3 -c 'print("Once upon a time there was a cat. " * 300)' >"$TMP/long4k.txt"
+script -qec "$BIN -m $d -t 1 -f $TMP/long4k.txt -n 2" /dev/null >"$TMP/tty.out" 2>&1
+if grep -q "prefill [0-9]* tokens: layer 5/5" "$TMP/tty.out"; then ok "prefill progress on a terminal for a prompt > 2k tokens"
+else bad "no prefill progress line: $(tail -c 300 "$TMP/tty.out")"; fi
+"$BIN" -m "$d" -t 1 -f "$TMP/long4k.txt" -n 2 >/dev/null 2>"$TMP/err"
+grep -q "prefill .* layer" "$TMP/err" && bad "progress line written to a non-terminal" || ok "no progress line when stderr is not a terminal"
 
 # ---- a new user's first minutes
 one_line "did you mean --policy" "did you mean '--policy'" "$BIN" -m "$SRC" "${P[@]}" --polcy buzz

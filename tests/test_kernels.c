@@ -3,7 +3,10 @@
  * reference: IEEE binary16 conversions done by GCC/libgcc) and against the definition of
  * round-to-nearest-even; attention (tiled prefill with column sums, decode) against a direct
  * float64 softmax; matmul for every dtype and n; model_convert. Families the CPU cannot run
- * (AVX-512 on most machines here) are skipped, and say so. */
+ * (AVX-512 on most machines here) are skipped, and say so.
+ * Kept whole (over ~500 lines): every SIMD family is run through the same per-ISA loop and the same scalar
+ * references; split by kernel it would repeat the loop and references in each file.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

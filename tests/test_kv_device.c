@@ -477,11 +477,13 @@ static void run_policy(const char *name, double budget, int n_prompt, int chunk,
     memset(&pp, 0, sizeof pp);
     pp.budget = budget;
     if (extra_name) assert_int_equal(policy_params_set(&pp, policy_find(name), extra_name, extra_value, why, sizeof why), 0);
-    assert_int_equal(device_policy_plan(policy_find(name), &pp, NULL, &dp, why, sizeof why), 0);
-    host_assisted = dp.mode == DEV_POLICY_HOST;
-    rounds_mode = dp.mode == DEV_POLICY_ROUNDS;
     assert_int_equal(init_kv(&ref, name, budget, n_prompt, max_new), 0);
     assert_int_equal(init_kv(&mir, name, budget, n_prompt, max_new), 0);
+    /* planned on the initialised cache, as the engine does: a budget covering prompt + max new
+     * is a passthrough (no hook, no scores), which the plan runs as `full` */
+    assert_int_equal(device_policy_plan(policy_find(name), &pp, &mir, &dp, why, sizeof why), 0);
+    host_assisted = dp.mode == DEV_POLICY_HOST;
+    rounds_mode = dp.mode == DEV_POLICY_ROUNDS;
     devsim d;
     dev_alloc(&d, &mir);
     char what[96];

@@ -430,6 +430,34 @@ static void test_h2o_bad_parameters_are_one_line_errors_naming_the_flag(void **s
     assert_int_equal(ts_params(&p, &policy_h2o, 8, 0, (const char *const[]){"buzz-s", "5", NULL}, err, sizeof err), -1);
 }
 
+/* Passthrough (issue 17): a budget covering prompt + max new leaves nothing to evict, so the
+ * cache runs no hook and keeps no score; one token less and h2o's statistics are back. */
+static void test_h2o_passthrough_only_when_nothing_can_be_evicted(void **state)
+{
+    (void)state;
+    char err[256];
+    for (int b = 0; b < 2; b++) {
+        policy_params pp;
+        memset(&pp, 0, sizeof pp);
+        pp.budget = b == 0 ? 30 : 29;   /* absolute tokens; prompt 20 + 10 new = 30 */
+        kv_cache kv;
+        assert_int_equal(kv_init(&kv, &policy_h2o, &pp, 2, 2, 4, 4, 20, 10, err, sizeof err), 0);
+        assert_int_equal(kv.passthrough, b == 0);
+        if (b == 0) assert_null(kv.score);
+        else assert_non_null(kv.score);
+        kv_free(&kv);
+    }
+    policy_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.budget = 30;
+    pp.hooks_always = 1;
+    kv_cache kv;
+    assert_int_equal(kv_init(&kv, &policy_h2o, &pp, 2, 2, 4, 4, 20, 10, err, sizeof err), 0);
+    assert_int_equal(kv.passthrough, 0);
+    assert_non_null(kv.score);
+    kv_free(&kv);
+}
+
 static void test_h2o_param_table_lists_the_section_16_flags(void **state)
 {
     (void)state;
@@ -464,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_h2o_default_recent_is_c_minus_half_c),
         cmocka_unit_test(test_h2o_cold_compress_preset_raises_capacity_to_c_min),
         cmocka_unit_test(test_h2o_bad_parameters_are_one_line_errors_naming_the_flag),
+        cmocka_unit_test(test_h2o_passthrough_only_when_nothing_can_be_evicted),
         cmocka_unit_test(test_h2o_param_table_lists_the_section_16_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

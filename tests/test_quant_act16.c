@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/support/support.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,13 +32,7 @@
 #include "kernels/kernels.h"
 
 static uint64_t rng = 0xD1B54A32D192ED03ull;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
-}
+static uint32_t rnd(void) { return ts_xorshift(&rng); }
 static float frand(void) { return (float)(rnd() * (2.0 / 4294967296.0) - 1.0); }   /* [-1, 1) */
 
 static const dtype_t QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
@@ -52,39 +48,13 @@ static const cpu_quant_ops *fam16(const char *name, int say)
     return q ? q->w16 : NULL;
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
-    assert_non_null(p);
-    return p;
-}
+static void *xmalloc(size_t n) { return ts_aligned(n); }
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 
-static uint8_t *rand_weights(dtype_t dt, int rows, int K)
-{
-    size_t rb = dtype_row_bytes(dt, K), bb = dtype_block_bytes(dt);
-    uint8_t *w = malloc(rb * rows);   /* the exact size: ASan sees any read past the last block */
-    assert_non_null(w);
-    for (size_t i = 0; i < rb * rows; i++) w[i] = (uint8_t)rnd();
-    for (size_t b = 0; b < rb * rows / bb; b++) {
-        uint8_t *p = w + b * bb;
-        uint16_t s1 = f32_to_f16(frand() * 0.02f), s2 = f32_to_f16(frand() * 0.02f);
-        if (dt == DT_Q6_K) put16(p + 208, s1);
-        else {
-            put16(p, s1);
-            if (dt == DT_Q4_1 || dt == DT_Q5_1 || dt == DT_Q4_K || dt == DT_Q5_K) put16(p + 2, s2);
-        }
-    }
-    return w;
-}
+static uint8_t *rand_weights(dtype_t dt, int rows, int K) { return ts_rand_blocks(dt, rows, K, &rng); }
 
-static double mag_of(const float *w, const float *x, int K)
-{
-    double m = 0;
-    for (int k = 0; k < K; k++) m += fabs((double)w[k] * x[k]);
-    return m;
-}
+static double mag_of(const float *w, const float *x, int K) { return ts_mag(w, x, K); }
 
 #define CLOSE(a, b, tol, ...)                                                                  \
     do {                                                                                       \

@@ -4,6 +4,8 @@
  * with the Python sentencepiece package (ids = encode(text) without BOS, decoded = decode(ids)).
  * Models and the data files the fixtures refer to are read from $LLM_SHARED (default ../shared;
  * run from the repository root). A test whose model is absent is skipped with the reason printed.
+ * Kept whole (over ~500 lines): one suite over the SentencePiece wrapper, its streaming decoder and the chat
+ * template, sharing the fixture loaders; each part is small, the file is long because the cases are.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -27,6 +27,10 @@
 
 #include "tokenizer/tokenizer.h"
 
+/* The one-line error of tokenizer/'s C files (bpe_text.c): printf format into err (nothing when
+ * err is NULL or errlen 0); control characters from the input become '?'. */
+void tok_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 enum { BPE_MODE_GGUF = 0, BPE_MODE_JSON = 1 };
 
 /* Split behaviours (tokenizers' SplitDelimiterBehavior). */

@@ -4,7 +4,10 @@
  * single_word), normalizers null/NFC/NFD/NFKC/NFKD/Sequence, pre-tokenizers
  * Sequence/Split/Digits/ByteLevel, the ByteLevel decoder, post-processors
  * null/ByteLevel/TemplateProcessing/Sequence (for BOS/EOS). Anything else is a one-line error
- * naming the field. */
+ * naming the field.
+ * Kept whole (over ~500 lines): one reader of one JSON document; each section (model, added tokens, normalizer,
+ * pre-tokenizer, decoder, post-processor) is a function, and they share the error and lookup helpers.
+ */
 #include "tokenizer/bpe.h"
 
 #include <cjson/cJSON.h>

@@ -10,6 +10,19 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include <stdarg.h>
+#include <stdio.h>
+
+void tok_set_err(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    for (char *c = err; *c; c++)   /* control characters from the input: stay one line */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+}
+
 /* ------------------------------------------------------------------ GPT-2 byte map */
 
 /* bytes_to_unicode(): printable bytes (! .. ~, ¡ .. ¬, ® .. ÿ) stand for themselves; the other 68

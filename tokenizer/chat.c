@@ -4,13 +4,15 @@
  * statement (ChatML as SmolLM2's and Qwen2.5's templates, Meta-Llama-3-Instruct, Llama-2-chat as
  * in Hugging Face's tokenizer_config.json); tests/test_bpe.c compares the output with
  * transformers' apply_chat_template. */
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/bpe.h"
 
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define set_err tok_set_err
 
 /* Llama-2 chat as in Meta's llama/generation.py (B_INST "[INST]", E_INST "[/INST]",
  * B_SYS "<<SYS>>\n", E_SYS "\n<</SYS>>\n\n"): one user turn, no BOS, nothing trimmed. */
@@ -31,16 +33,6 @@ struct chat_template {
     char *default_system;  /* owned or NULL */
     char *bos, *eos;       /* owned, "" when absent */
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; *c; c++)   /* control characters from the input: stay one line */
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-}
 
 static const char *const FAMILY_NAMES[] = {"none", "chatml", "llama3", "llama2"};
 

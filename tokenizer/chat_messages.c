@@ -1,6 +1,6 @@
 /* chat_messages.c — the --messages FILE parser: a JSON array of {"role", "content"} objects (the
  * OpenAI chat messages shape). See tokenizer.h. */
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/bpe.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -9,15 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; *c; c++)   /* control characters from the input: stay one line */
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-}
+#define set_err tok_set_err
 
 void chat_messages_free(chat_message *msgs, int n) {
     if (!msgs) return;

@@ -177,6 +177,19 @@ void cpu_quant_act32_16_avx2(uint8_t *row, const float *x, int K, int c);
 void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K);
 #endif
 
+/* For the SIMD files: the table of a family whose kernels were generated from the .inc files
+ * with suffix S (mm_<DT>_S, gemm_<DT>_S, gemm_buf_S): NAME, BITS, its 8- and 16-bit sibling
+ * tables W8 and W16, the activation quantizers A32 and A256, then the corr[] initializers. */
+#define CPU_QUANT_OPS(NAME, BITS, W8, W16, S, A32, A256, ...)                                  \
+    {.name = NAME, .bits = BITS, .w8 = W8, .w16 = W16,                                          \
+     .mm = {[DT_Q8_0] = mm_Q8_0_##S, [DT_Q4_0] = mm_Q4_0_##S, [DT_Q4_1] = mm_Q4_1_##S,          \
+            [DT_Q5_0] = mm_Q5_0_##S, [DT_Q5_1] = mm_Q5_1_##S, [DT_Q4_K] = mm_Q4_K_##S,          \
+            [DT_Q5_K] = mm_Q5_K_##S, [DT_Q6_K] = mm_Q6_K_##S},                                  \
+     .gemm = {[DT_Q8_0] = gemm_Q8_0_##S, [DT_Q4_0] = gemm_Q4_0_##S, [DT_Q4_1] = gemm_Q4_1_##S,  \
+              [DT_Q5_0] = gemm_Q5_0_##S, [DT_Q5_1] = gemm_Q5_1_##S, [DT_Q4_K] = gemm_Q4_K_##S,  \
+              [DT_Q5_K] = gemm_Q5_K_##S, [DT_Q6_K] = gemm_Q6_K_##S},                            \
+     .gemm_buf = gemm_buf_##S, .corr = {__VA_ARGS__}, .act32 = A32, .act256 = A256}
+
 /* The activation format the kernels of ops want for weight dtype wdt. */
 static inline qact_fmt quant_act_fmt(const cpu_quant_ops *ops, dtype_t wdt)
 {

@@ -31,38 +31,9 @@
 #undef Q
 #undef QVNNI
 
-#define MM_TABLE(S)                                                                            \
-    {[DT_Q8_0] = mm_Q8_0_##S, [DT_Q4_0] = mm_Q4_0_##S, [DT_Q4_1] = mm_Q4_1_##S,                \
-     [DT_Q5_0] = mm_Q5_0_##S, [DT_Q5_1] = mm_Q5_1_##S, [DT_Q4_K] = mm_Q4_K_##S,                \
-     [DT_Q5_K] = mm_Q5_K_##S, [DT_Q6_K] = mm_Q6_K_##S}
-#define GEMM_TABLE(S)                                                                          \
-    {[DT_Q8_0] = gemm_Q8_0_##S, [DT_Q4_0] = gemm_Q4_0_##S, [DT_Q4_1] = gemm_Q4_1_##S,          \
-     [DT_Q5_0] = gemm_Q5_0_##S, [DT_Q5_1] = gemm_Q5_1_##S, [DT_Q4_K] = gemm_Q4_K_##S,          \
-     [DT_Q5_K] = gemm_Q5_K_##S, [DT_Q6_K] = gemm_Q6_K_##S}
+const cpu_quant_ops cpu_quant_avx512_16 =
+    CPU_QUANT_OPS("avx512", 16, &cpu_quant_avx512, &cpu_quant_avx512_16, avx512_16, cpu_quant_act32_16_avx2, cpu_quant_act256_16_avx2, [DT_Q4_0] = 8, [DT_Q5_0] = 16);
 
-const cpu_quant_ops cpu_quant_avx512_16 = {
-    .name = "avx512",
-    .bits = 16,
-    .w8 = &cpu_quant_avx512,
-    .w16 = &cpu_quant_avx512_16,
-    .mm = MM_TABLE(avx512_16),
-    .gemm = GEMM_TABLE(avx512_16),
-    .gemm_buf = gemm_buf_avx512_16,
-    .corr = {[DT_Q4_0] = 8, [DT_Q5_0] = 16},
-    .act32 = cpu_quant_act32_16_avx2,
-    .act256 = cpu_quant_act256_16_avx2,
-};
-
-const cpu_quant_ops cpu_quant_avx512vnni16 = {
-    .name = "avx512vnni",
-    .bits = 16,
-    .w8 = &cpu_quant_avx512vnni,
-    .w16 = &cpu_quant_avx512vnni16,
-    .mm = MM_TABLE(avx512vnni16),
-    .gemm = GEMM_TABLE(avx512vnni16),
-    .gemm_buf = gemm_buf_avx512vnni16,
-    .corr = {[DT_Q4_0] = 8, [DT_Q5_0] = 16},
-    .act32 = cpu_quant_act32_16_avx2,
-    .act256 = cpu_quant_act256_16_avx2,
-};
+const cpu_quant_ops cpu_quant_avx512vnni16 =
+    CPU_QUANT_OPS("avx512vnni", 16, &cpu_quant_avx512vnni, &cpu_quant_avx512vnni16, avx512vnni16, cpu_quant_act32_16_avx2, cpu_quant_act256_16_avx2, [DT_Q4_0] = 8, [DT_Q5_0] = 16);
 #endif

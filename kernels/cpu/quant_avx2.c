@@ -139,38 +139,9 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 #undef Q
 #undef QVNNI
 
-#define MM_TABLE(S)                                                                            \
-    {[DT_Q8_0] = mm_Q8_0_##S, [DT_Q4_0] = mm_Q4_0_##S, [DT_Q4_1] = mm_Q4_1_##S,                \
-     [DT_Q5_0] = mm_Q5_0_##S, [DT_Q5_1] = mm_Q5_1_##S, [DT_Q4_K] = mm_Q4_K_##S,                \
-     [DT_Q5_K] = mm_Q5_K_##S, [DT_Q6_K] = mm_Q6_K_##S}
-#define GEMM_TABLE(S)                                                                          \
-    {[DT_Q8_0] = gemm_Q8_0_##S, [DT_Q4_0] = gemm_Q4_0_##S, [DT_Q4_1] = gemm_Q4_1_##S,          \
-     [DT_Q5_0] = gemm_Q5_0_##S, [DT_Q5_1] = gemm_Q5_1_##S, [DT_Q4_K] = gemm_Q4_K_##S,          \
-     [DT_Q5_K] = gemm_Q5_K_##S, [DT_Q6_K] = gemm_Q6_K_##S}
+const cpu_quant_ops cpu_quant_avx2 =
+    CPU_QUANT_OPS("avx2", 8, &cpu_quant_avx2, &cpu_quant_avx2_16, avx2, cpu_quant_act32_avx2, cpu_quant_act256_avx2, [DT_Q4_0] = 8, [DT_Q5_0] = 16);
 
-const cpu_quant_ops cpu_quant_avx2 = {
-    .name = "avx2",
-    .bits = 8,
-    .w8 = &cpu_quant_avx2,
-    .w16 = &cpu_quant_avx2_16,
-    .mm = MM_TABLE(avx2),
-    .gemm = GEMM_TABLE(avx2),
-    .gemm_buf = gemm_buf_avx2,
-    .corr = {[DT_Q4_0] = 8, [DT_Q5_0] = 16},
-    .act32 = cpu_quant_act32_avx2,
-    .act256 = cpu_quant_act256_avx2,
-};
-
-const cpu_quant_ops cpu_quant_avxvnni = {
-    .name = "avxvnni",
-    .bits = 8,
-    .w8 = &cpu_quant_avxvnni,
-    .w16 = &cpu_quant_avxvnni16,
-    .mm = MM_TABLE(avxvnni),
-    .gemm = GEMM_TABLE(avxvnni),
-    .gemm_buf = gemm_buf_avxvnni,
-    .corr = {[DT_Q4_0] = 8, [DT_Q5_0] = 16, [DT_Q8_0] = 128},
-    .act32 = cpu_quant_act32_avx2,
-    .act256 = cpu_quant_act256_avx2,
-};
+const cpu_quant_ops cpu_quant_avxvnni =
+    CPU_QUANT_OPS("avxvnni", 8, &cpu_quant_avxvnni, &cpu_quant_avxvnni16, avxvnni, cpu_quant_act32_avx2, cpu_quant_act256_avx2, [DT_Q4_0] = 8, [DT_Q5_0] = 16, [DT_Q8_0] = 128);
 #endif

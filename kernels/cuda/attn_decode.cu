@@ -1,161 +1,173 @@
-/* Decode attention split over the cache length (flash-decoding) for variable per-(layer,
- * KV head) lengths, and the per-step statistics (probabilities, score accumulation) that
- * H2O/BUZZ-style policies ask for (POLICIES.md §1.5). */
+/* The attention of a decode step in one kernel (kernels_cuda.cuh, launch_attn_step):
+ * flash-decoding over the variable per-(layer, KV head) lengths — block (h, s) attends query head
+ * h over slots [s·split_len, (s+1)·split_len) of its KV head and writes a partial (max, sum,
+ * weighted values) — and the LAST block of each KV head to finish (an arrival counter per KV
+ * head, after a memory fence: the classic threadfence reduction) then, for that head's group:
+ * combines the partials in fixed order (output, log-sum-exp), turns the step's logits into the
+ * probabilities the policy asked for (copied back by host-assisted policies, or accumulated into
+ * the per-slot scores: H2O / BUZZ, POLICIES.md §1.5), evicts back to capacity (local, streaming,
+ * h2o: kernels/cuda/evict.cuh) and updates the length. So the whole attention of a layer, with
+ * its statistics and the device policies' eviction, is one launch. */
 #include "kernels/cuda/kernels_cuda.cuh"
+#include "kernels/cuda/evict.cuh"
 
 #define DC_THREADS 128
 #define DC_MAX_SPLIT 1024 /* split_len limit (shared logits buffer) */
+#define DC_MAX_G 32
 
-/* grid (n_heads, n_split), DC_THREADS threads; dynamic shared memory head_dim + split_len
- * floats. Block (h, s) handles slots [s·split_len, min(len, (s+1)·split_len)) of KV head
- * h / G; a block past the end does nothing (pass 2 skips it). */
-template <typename T>
-__global__ void __launch_bounds__(DC_THREADS)
-attn_decode_split_kernel(const float *q, const T *kc, const T *vc, const size_t *off,
-                         const int *len, int G, int head_dim, float scale, int split_len,
-                         int n_split, float *part_acc, float *part_ml, float *slog,
-                         int slog_stride, const float *head_scale)
+/* the group's last block: combine, probabilities / scores, eviction, length */
+template <typename TV>
+__device__ void attn_step_finish(const attn_step_args &a, int g, int L)
 {
-    extern __shared__ float sm[];
-    __shared__ float red[32];
-    float *qs = sm;              /* [head_dim] pre-scaled query */
-    float *sl = sm + head_dim;   /* [split_len] logits, then exp(logit − m) */
-    const int h = blockIdx.x, s = blockIdx.y, g = h / G, tid = threadIdx.x;
-    const int L = len[g], j0 = s * split_len, j1 = min(L, j0 + split_len), nj = j1 - j0;
-    if (nj <= 0) return; /* uniform over the block */
-    const T *K = kc + off[g] * head_dim, *V = vc + off[g] * head_dim;
-    const float sc = head_scale ? head_scale[g] : scale;
-    for (int d = tid; d < head_dim; d += DC_THREADS) qs[d] = q[(size_t)h * head_dim + d] * sc;
-    __syncthreads();
-    /* logits: one warp per slot, lanes over head_dim, shuffle reduction */
-    const int lane = tid & 31, warp = tid >> 5, n_warps = DC_THREADS / 32;
-    for (int j = j0 + warp; j < j1; j += n_warps) {
-        const T *kr = K + (size_t)j * head_dim;
-        float dot = 0.0f;
-        for (int d = lane; d < head_dim; d += 32) dot += qs[d] * to_f32(kr[d]);
-        dot = warp_sum(dot);
-        if (lane == 0) {
-            sl[j - j0] = dot;
-            if (slog) slog[(size_t)h * slog_stride + j] = dot;
+    __shared__ float s_lse[DC_MAX_G];
+    __shared__ float sv[DC_THREADS];
+    __shared__ int sp[DC_THREADS], sj[DC_THREADS];
+    const int tid = threadIdx.x, G = a.G, hd = a.head_dim, n_split = a.n_split;
+    int ns = (L + a.split_len - 1) / a.split_len;
+    if (ns > n_split) ns = n_split;
+    for (int hh = 0; hh < G; hh++) {
+        const int h = g * G + hh;
+        const float *ml = a.part_ml + (size_t)h * n_split * 2;
+        float M = -INFINITY, Ls = 0.0f;
+        for (int s = 0; s < ns; s++) M = fmaxf(M, __ldcg(ml + 2 * s));
+        for (int s = 0; s < ns; s++) Ls += expf(__ldcg(ml + 2 * s) - M) * __ldcg(ml + 2 * s + 1);
+        for (int d = tid; d < hd; d += DC_THREADS) {
+            float o = 0.0f;
+            for (int s = 0; s < ns; s++)
+                o += expf(__ldcg(ml + 2 * s) - M) * __ldcg(a.part_acc + ((size_t)h * n_split + s) * hd + d);
+            a.out[(size_t)h * hd + d] = ns > 0 ? o / Ls : 0.0f; /* no live slot: a zero output */
+        }
+        if (tid == 0) {
+            float lse = ns > 0 ? M + logf(Ls) : -INFINITY;
+            a.lse[h] = lse;
+            s_lse[hh] = lse;
         }
     }
     __syncthreads();
-    float mx = -INFINITY;
-    for (int c = tid; c < nj; c += DC_THREADS) mx = fmaxf(mx, sl[c]);
-    mx = block_max(mx, red);
-    float sum = 0.0f;
-    for (int c = tid; c < nj; c += DC_THREADS) {
-        float p = expf(sl[c] - mx);
-        sl[c] = p;
-        sum += p;
+    const size_t o = a.off[g];
+    if (a.slog && (a.probs_out || a.score))
+        for (int j = tid; j < L; j += DC_THREADS) {
+            float acc = 0.0f;
+            for (int hh = 0; hh < G; hh++) {
+                float *p = a.slog + (size_t)(g * G + hh) * a.slog_stride + j;
+                float pr = expf(__ldcg(p) - s_lse[hh]);
+                if (a.probs_out) *p = pr;
+                acc += pr;
+            }
+            if (a.score) a.score[o + j] += acc;
+        }
+    __syncthreads();
+    const int C = a.cap ? a.cap[g] : L;
+    if (a.evict != EV_NONE && L > C) {
+        const int t = a.step[1];
+        const int victim = ev_victim<DC_THREADS>(a.evict, a.pos + o, a.score ? a.score + o : NULL, L, a.ring[g],
+                                                 a.n_sink, t - a.n_recent + 1, a.mean, t, sv, sp, sj);
+        ev_swap_last<TV, DC_THREADS>((TV *)a.kw + o * hd, (TV *)a.vw + o * hd, a.pos + o,
+                                     a.score ? a.score + o : NULL, L, victim, hd);
+        if (tid == 0) {
+            a.len[g] = L - 1;
+            a.ring[g] = ev_ring_next(a.evict, a.ring[g], C, a.n_sink);
+        }
+    } else if (tid == 0 && a.n_extra) {
+        a.len[g] = L;
     }
-    sum = block_sum(sum, red); /* its __syncthreads also publishes sl[] */
-    float *acc = part_acc + ((size_t)h * n_split + s) * head_dim;
-    for (int d = tid; d < head_dim; d += DC_THREADS) {
-        float a = 0.0f;
-        for (int c = 0; c < nj; c++) a += sl[c] * to_f32(V[(size_t)(j0 + c) * head_dim + d]);
-        acc[d] = a;
-    }
-    if (tid == 0) {
-        part_ml[((size_t)h * n_split + s) * 2] = mx;
-        part_ml[((size_t)h * n_split + s) * 2 + 1] = sum;
-    }
+    if (tid == 0) a.counter[g] = 0; /* ready for the next launch (graph replays included) */
 }
 
-/* grid n_heads, DC_THREADS threads: combines the non-empty pieces of head h in order. */
-__global__ void __launch_bounds__(DC_THREADS)
-attn_decode_combine_kernel(const int *len, int G, int head_dim, int split_len, int n_split,
-                           const float *part_acc, const float *part_ml, float *out, float *lse)
+/* grid (n_heads, n_split), DC_THREADS threads; dynamic shared memory head_dim + split_len floats. */
+template <typename TK, typename TV>
+__global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
 {
-    const int h = blockIdx.x, g = h / G;
-    int ns = (len[g] + split_len - 1) / split_len;
-    if (ns > n_split) ns = n_split;
-    const float *ml = part_ml + (size_t)h * n_split * 2;
-    float M = -INFINITY;
-    for (int s = 0; s < ns; s++) M = fmaxf(M, ml[2 * s]);
-    float Lsum = 0.0f;
-    for (int s = 0; s < ns; s++) Lsum += expf(ml[2 * s] - M) * ml[2 * s + 1];
-    for (int d = threadIdx.x; d < head_dim; d += DC_THREADS) {
-        float o = 0.0f;
-        for (int s = 0; s < ns; s++)
-            o += expf(ml[2 * s] - M) * part_acc[((size_t)h * n_split + s) * head_dim + d];
-        out[(size_t)h * head_dim + d] = o / Lsum;
+    extern __shared__ float sm[];
+    __shared__ float red[32];
+    __shared__ int s_last;
+    const int hd = a.head_dim, G = a.G;
+    float *qs = sm;      /* [head_dim] the (rotated,) pre-scaled query */
+    float *sl = sm + hd; /* [split_len] logits, then exp(logit − m) */
+    const int h = blockIdx.x, s = blockIdx.y, g = h / G, tid = threadIdx.x;
+    const int L = a.len[g] + a.n_extra, j0 = s * a.split_len, j1 = min(L, j0 + a.split_len), nj = j1 - j0;
+    if (nj > 0) { /* uniform over the block */
+        const size_t o = a.off[g];
+        const TK *K = (const TK *)a.kc + o * hd;
+        const TV *V = (const TV *)a.vc + o * hd;
+        const float sc = a.head_scale ? a.head_scale[g] : a.scale;
+        const float *qh = a.q + (size_t)h * hd;
+        if (a.rope_cos) { /* --rope shifted: the query at rank L − 1 */
+            const int half = hd / 2;
+            const float *c = a.rope_cos + (size_t)(L - 1) * half, *sn = a.rope_sin + (size_t)(L - 1) * half;
+            for (int d = tid; d < half; d += DC_THREADS) {
+                float x0 = qh[d], x1 = qh[d + half];
+                qs[d] = cu_sub(cu_mul(x0, c[d]), cu_mul(x1, sn[d])) * sc;
+                qs[d + half] = cu_add(cu_mul(x1, c[d]), cu_mul(x0, sn[d])) * sc;
+            }
+        } else {
+            for (int d = tid; d < hd; d += DC_THREADS) qs[d] = qh[d] * sc;
+        }
+        __syncthreads();
+        /* logits: one warp per slot, lanes over head_dim, shuffle reduction */
+        const int lane = tid & 31, warp = tid >> 5, n_warps = DC_THREADS / 32;
+        for (int j = j0 + warp; j < j1; j += n_warps) {
+            const TK *kr = K + (size_t)j * hd;
+            float dot = 0.0f;
+            for (int d = lane; d < hd; d += 32) dot += qs[d] * to_f32(kr[d]);
+            dot = warp_sum(dot);
+            if (lane == 0) {
+                sl[j - j0] = dot;
+                if (a.slog) a.slog[(size_t)h * a.slog_stride + j] = dot;
+            }
+        }
+        __syncthreads();
+        float mx = -INFINITY;
+        for (int c = tid; c < nj; c += DC_THREADS) mx = fmaxf(mx, sl[c]);
+        mx = block_max(mx, red);
+        float sum = 0.0f;
+        for (int c = tid; c < nj; c += DC_THREADS) {
+            float p = expf(sl[c] - mx);
+            sl[c] = p;
+            sum += p;
+        }
+        sum = block_sum(sum, red); /* its __syncthreads also publishes sl[] */
+        float *acc = a.part_acc + ((size_t)h * a.n_split + s) * hd;
+        for (int d = tid; d < hd; d += DC_THREADS) {
+            float x = 0.0f;
+            for (int c = 0; c < nj; c++) x += sl[c] * to_f32(V[(size_t)(j0 + c) * hd + d]);
+            acc[d] = x;
+        }
+        if (tid == 0) {
+            a.part_ml[((size_t)h * a.n_split + s) * 2] = mx;
+            a.part_ml[((size_t)h * a.n_split + s) * 2 + 1] = sum;
+        }
     }
-    if (threadIdx.x == 0) lse[h] = M + logf(Lsum);
+    /* arrival: the group's last block finishes the step */
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) s_last = atomicAdd(&a.counter[g], 1) == G * a.n_split - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    attn_step_finish<TV>(a, g, L);
 }
 
-template <typename T>
-static cudaError_t decode_go(const float *q, const void *kc, const void *vc, const size_t *off,
-                             const int *len, int n_heads, int G, int head_dim, float scale,
-                             int split_len, int n_split, float *part_acc, float *part_ml,
-                             float *slog, int slog_stride, cudaStream_t s,
-                             const float *head_scale)
+template <typename TK, typename TV> static cudaError_t step_go(const attn_step_args &a, cudaStream_t s)
 {
-    size_t smem = ((size_t)head_dim + split_len) * sizeof(float);
-    attn_decode_split_kernel<T><<<dim3(n_heads, n_split), DC_THREADS, smem, s>>>(
-        q, (const T *)kc, (const T *)vc, off, len, G, head_dim, scale, split_len, n_split,
-        part_acc, part_ml, slog, slog_stride, head_scale);
+    size_t smem = ((size_t)a.head_dim + a.split_len) * sizeof(float);
+    const attn_step_args args = a; /* by value: a graph replays the launch */
+    attn_step_kernel<TK, TV><<<dim3(a.n_heads, a.n_split), DC_THREADS, smem, s>>>(args);
     return cudaPeekAtLastError();
 }
 
-cudaError_t launch_attn_decode(const float *q, const void *kc, const void *vc, int kv_dt,
-                               const size_t *off, const int *len, int n_heads, int G,
-                               int head_dim, float scale, int split_len, int n_split,
-                               float *part_acc, float *part_ml, float *slog, int slog_stride,
-                               float *out, float *lse, cudaStream_t s, const float *head_scale)
+cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s)
 {
-    if (head_dim < 1 || head_dim > 1024 || split_len < 1 || split_len > DC_MAX_SPLIT || n_split < 1)
+    if (a->head_dim < 1 || a->head_dim > 1024 || a->split_len < 1 || a->split_len > DC_MAX_SPLIT ||
+        a->n_split < 1 || a->G < 1 || a->G > DC_MAX_G || a->n_heads % a->G || (a->rope_cos && a->head_dim % 2) ||
+        (a->evict != EV_NONE && (!a->cap || !a->ring || !a->pos || !a->kw || !a->vw || !a->step)) ||
+        ((a->probs_out || a->score) && !a->slog) || a->kv_dt != a->v_dt)
         return cudaErrorInvalidValue;
-    cudaError_t e = CU_DISPATCH(kv_dt, decode_go, q, kc, vc, off, len, n_heads, G, head_dim, scale,
-                                split_len, n_split, part_acc, part_ml, slog, slog_stride, s,
-                                head_scale);
-    if (e != cudaSuccess) return e;
-    attn_decode_combine_kernel<<<n_heads, DC_THREADS, 0, s>>>(len, G, head_dim, split_len, n_split,
-                                                              part_acc, part_ml, out, lse);
-    return cudaPeekAtLastError();
-}
-
-/* grid (n_heads, ceil(max_len / 256)), 256 threads. */
-__global__ void decode_probs_kernel(float *slog, int slog_stride, const float *lse, const int *len,
-                                    int G)
-{
-    const int h = blockIdx.x, j = blockIdx.y * blockDim.x + threadIdx.x;
-    if (j < len[h / G]) {
-        float *p = slog + (size_t)h * slog_stride + j;
-        *p = expf(*p - lse[h]);
-    }
-}
-
-cudaError_t launch_decode_probs(float *slog, int slog_stride, const float *lse, const int *len,
-                                int n_heads, int G, int max_len, cudaStream_t s)
-{
-    if (max_len < 1) return cudaSuccess;
-    decode_probs_kernel<<<dim3(n_heads, cu_blocks(max_len, 256)), 256, 0, s>>>(slog, slog_stride,
-                                                                                lse, len, G);
-    return cudaPeekAtLastError();
-}
-
-/* grid (n_kv_heads, ceil(max_len / 256)), 256 threads: one slot per thread, the G query heads
- * summed in order (as eviction/policy_h2o.c). */
-__global__ void score_accum_kernel(const float *slog, int slog_stride, const float *lse,
-                                   const size_t *off, const int *len, int G, float *score)
-{
-    const int g = blockIdx.x, j = blockIdx.y * blockDim.x + threadIdx.x;
-    if (j >= len[g]) return;
-    float a = 0.0f;
-    for (int hh = 0; hh < G; hh++) {
-        int h = g * G + hh;
-        a += expf(slog[(size_t)h * slog_stride + j] - lse[h]);
-    }
-    score[off[g] + j] += a;
-}
-
-cudaError_t launch_score_accum(const float *slog, int slog_stride, const float *lse,
-                               const size_t *off, const int *len, int n_kv_heads, int G,
-                               int max_len, float *score, cudaStream_t s)
-{
-    if (max_len < 1) return cudaSuccess;
-    score_accum_kernel<<<dim3(n_kv_heads, cu_blocks(max_len, 256)), 256, 0, s>>>(
-        slog, slog_stride, lse, off, len, G, score);
-    return cudaPeekAtLastError();
+    const int k = a->k_dt, v = a->v_dt;
+    if (k == CU_F32 && v == CU_F32) return step_go<float, float>(*a, s);
+    if (k == CU_F16 && v == CU_F16) return step_go<__half, __half>(*a, s);
+    if (k == CU_BF16 && v == CU_BF16) return step_go<__nv_bfloat16, __nv_bfloat16>(*a, s);
+    if (k == CU_F32 && v == CU_F16) return step_go<float, __half>(*a, s);
+    if (k == CU_F32 && v == CU_BF16) return step_go<float, __nv_bfloat16>(*a, s);
+    return cudaErrorInvalidValue;
 }

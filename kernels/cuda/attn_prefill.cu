@@ -27,9 +27,9 @@ __device__ __forceinline__ float cand_elem(const T *live, const float *chunk, in
  * owns query row t / PF_TPR and the dimensions d ≡ t mod PF_TPR of its accumulator. Ks rows are
  * padded to head_dim + 1 floats: the score loop reads 16 key rows at one d per warp, which with a
  * stride of head_dim (a multiple of 32) would all hit one shared-memory bank. */
-template <typename T>
+template <typename TK, typename TV>
 __global__ void __launch_bounds__(PF_THREADS)
-attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, const size_t *off,
+attn_prefill_kernel(const float *q, int q_stride, const TK *kc, const TV *vc, const size_t *off,
                     const int *len, const float *k_new, const float *v_new, int kv_stride, int n,
                     int G, int head_dim, float scale, float *out, int out_stride, float *lse,
                     int lse_stride, const float *head_scale)
@@ -42,7 +42,8 @@ attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, cons
     float *Ss = Vs + PF_BK * head_dim;       /* [PF_BQ][PF_BK] scores of the tile */
     const int h = blockIdx.x, g = h / G, i0 = blockIdx.y * PF_BQ, tid = threadIdx.x;
     const int n_live = len[g], col = g * head_dim;
-    const T *Kl = kc + off[g] * head_dim, *Vl = vc + off[g] * head_dim;
+    const TK *Kl = kc + off[g] * head_dim;
+    const TV *Vl = vc + off[g] * head_dim;
     const float sc = head_scale ? head_scale[g] : scale;
 
     for (int e = tid; e < PF_BQ * head_dim; e += PF_THREADS) {
@@ -115,7 +116,7 @@ attn_prefill_kernel(const float *q, int q_stride, const T *kc, const T *vc, cons
     }
 }
 
-template <typename T>
+template <typename TK, typename TV>
 static cudaError_t prefill_go(const float *q, int q_stride, const void *kc, const void *vc,
                               const size_t *off, const int *len, const float *k_new,
                               const float *v_new, int kv_stride, int n, int n_heads, int G,
@@ -124,28 +125,46 @@ static cudaError_t prefill_go(const float *q, int q_stride, const void *kc, cons
 {
     size_t smem = ((size_t)PF_BK * (head_dim + 1) + (size_t)(PF_BQ + PF_BK) * head_dim + PF_BQ * PF_BK) *
                   sizeof(float);
-    cudaError_t e = cudaFuncSetAttribute(attn_prefill_kernel<T>,
+    cudaError_t e = cudaFuncSetAttribute(attn_prefill_kernel<TK, TV>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
     dim3 grid(n_heads, (n + PF_BQ - 1) / PF_BQ);
-    attn_prefill_kernel<T><<<grid, PF_THREADS, smem, s>>>(q, q_stride, (const T *)kc, (const T *)vc,
-                                                          off, len, k_new, v_new, kv_stride, n, G,
-                                                          head_dim, scale, out, out_stride, lse,
-                                                          lse_stride, head_scale);
+    attn_prefill_kernel<TK, TV><<<grid, PF_THREADS, smem, s>>>(q, q_stride, (const TK *)kc, (const TV *)vc,
+                                                               off, len, k_new, v_new, kv_stride, n, G,
+                                                               head_dim, scale, out, out_stride, lse,
+                                                               lse_stride, head_scale);
     return cudaPeekAtLastError();
 }
 
-cudaError_t launch_attn_prefill(const float *q, int q_stride, const void *kc, const void *vc,
-                                int kv_dt, const size_t *off, const int *len, const float *k_new,
+/* Dispatches F<TK, TV> for the key/value storage pairs the engine uses: both the cache's type,
+ * or f32 keys (the rank-rotated scratch of --rope shifted) with 16-bit values. */
+#define CU_DISPATCH_KV(kdt, vdt, F, ...)                                                        \
+    ((kdt) == (vdt) ? CU_DISPATCH(vdt, F##_same, __VA_ARGS__)                                   \
+     : (kdt) == CU_F32 && (vdt) == CU_F16  ? F<float, __half>(__VA_ARGS__)                      \
+     : (kdt) == CU_F32 && (vdt) == CU_BF16 ? F<float, __nv_bfloat16>(__VA_ARGS__)               \
+                                           : cudaErrorInvalidValue)
+template <typename T>
+static cudaError_t prefill_go_same(const float *q, int q_stride, const void *kc, const void *vc,
+                                   const size_t *off, const int *len, const float *k_new,
+                                   const float *v_new, int kv_stride, int n, int n_heads, int G,
+                                   int head_dim, float scale, float *out, int out_stride, float *lse,
+                                   int lse_stride, cudaStream_t s, const float *head_scale)
+{
+    return prefill_go<T, T>(q, q_stride, kc, vc, off, len, k_new, v_new, kv_stride, n, n_heads, G, head_dim,
+                            scale, out, out_stride, lse, lse_stride, s, head_scale);
+}
+
+cudaError_t launch_attn_prefill(const float *q, int q_stride, const void *kc, int k_dt, const void *vc,
+                                int v_dt, const size_t *off, const int *len, const float *k_new,
                                 const float *v_new, int kv_stride, int n, int n_heads, int G,
                                 int head_dim, float scale, float *out, int out_stride, float *lse,
                                 int lse_stride, cudaStream_t s, const float *head_scale)
 {
     if (head_dim < 1 || head_dim > PF_MAXD) return cudaErrorInvalidValue;
     if (n < 1) return cudaSuccess;
-    return CU_DISPATCH(kv_dt, prefill_go, q, q_stride, kc, vc, off, len, k_new, v_new, kv_stride,
-                       n, n_heads, G, head_dim, scale, out, out_stride, lse, lse_stride, s,
-                       head_scale);
+    return CU_DISPATCH_KV(k_dt, v_dt, prefill_go, q, q_stride, kc, vc, off, len, k_new, v_new, kv_stride,
+                          n, n_heads, G, head_dim, scale, out, out_stride, lse, lse_stride, s,
+                          head_scale);
 }
 
 /* ------------------------------------------------------------------ column sums */

@@ -39,8 +39,52 @@
         }                                                                                      \
     } while (0)
 
-/* Storage types (values of dtype_t in model/model.h). */
-enum { CU_F32 = 0, CU_F16 = 1, CU_BF16 = 2 };
+/* Storage types (the values of dtype_t in kernels/kernels.h): per element, then ggml's block
+ * formats (32 elements per block: Q8_0 34 B, Q4_0 18 B, Q4_1 20 B, Q5_0 22 B, Q5_1 24 B; 256 per
+ * super-block: Q4_K 144 B, Q5_K 176 B, Q6_K 210 B; layouts in kernels/cuda/quant.cuh). */
+enum {
+    CU_F32 = 0, CU_F16 = 1, CU_BF16 = 2,
+    CU_Q8_0, CU_Q4_0, CU_Q4_1, CU_Q5_0, CU_Q5_1, CU_Q4_K, CU_Q5_K, CU_Q6_K,
+    CU_DT_COUNT
+};
+__host__ __device__ static inline int cu_dt_valid(int dt) { return dt >= 0 && dt < CU_DT_COUNT; }
+__host__ __device__ static inline int cu_is_quant(int dt) { return dt >= CU_Q8_0 && dt < CU_DT_COUNT; }
+/* elements per block (1 for F32/F16/BF16) and bytes per block */
+__host__ __device__ static inline int cu_blk_elems(int dt) { return dt < CU_Q8_0 ? 1 : dt < CU_Q4_K ? 32 : 256; }
+__host__ __device__ static inline int cu_blk_bytes(int dt)
+{
+    switch (dt) {
+    case CU_F32: return 4;
+    case CU_F16: case CU_BF16: return 2;
+    case CU_Q8_0: return 34;
+    case CU_Q4_0: return 18;
+    case CU_Q4_1: return 20;
+    case CU_Q5_0: return 22;
+    case CU_Q5_1: return 24;
+    case CU_Q4_K: return 144;
+    case CU_Q5_K: return 176;
+    case CU_Q6_K: return 210;
+    default: return 0;
+    }
+}
+/* bytes of a row of `cols` elements (cols a multiple of the block) */
+__host__ __device__ static inline size_t cu_row_bytes(int dt, int cols)
+{
+    return (size_t)(cols / cu_blk_elems(dt)) * (size_t)cu_blk_bytes(dt);
+}
+
+/* f32 arithmetic that is never contracted into an FMA (nvcc contracts a*b+c by default), where a
+ * result must equal the CPU's operation for operation (dequantization, RoPE). The emulator's host
+ * compiler does not contract on x86-64 without -march. */
+#ifdef __CUDA_ARCH__
+#define cu_mul(a, b) __fmul_rn((a), (b))
+#define cu_add(a, b) __fadd_rn((a), (b))
+#define cu_sub(a, b) __fsub_rn((a), (b))
+#else
+#define cu_mul(a, b) ((float)(a) * (float)(b))
+#define cu_add(a, b) ((float)(a) + (float)(b))
+#define cu_sub(a, b) ((float)(a) - (float)(b))
+#endif
 
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
@@ -52,6 +96,25 @@ template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x)
 {
     return __float2bfloat16_rn(x);
+}
+
+/* Element i of a KV array of dtype dt (CU_F32/F16/BF16) as f32, and a store rounding to it. */
+__device__ __forceinline__ float kv_load(const void *p, int dt, size_t i)
+{
+    return dt == CU_F32 ? ((const float *)p)[i]
+           : dt == CU_F16 ? __half2float(((const __half *)p)[i])
+                          : __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+}
+__device__ __forceinline__ float kv_round(int dt, float v)
+{
+    return dt == CU_F16 ? __half2float(__float2half_rn(v))
+           : dt == CU_BF16 ? __bfloat162float(__float2bfloat16_rn(v)) : v;
+}
+__device__ __forceinline__ void kv_store(void *p, int dt, size_t i, float v)
+{
+    if (dt == CU_F32) ((float *)p)[i] = v;
+    else if (dt == CU_F16) ((__half *)p)[i] = __float2half_rn(v);
+    else ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
 }
 
 /* Calls F<T>(args) with T the storage type of dtype dt (CU_F32/F16/BF16); other values are

@@ -1,30 +1,7 @@
-/* Elementwise kernels of the forward pass: embedding lookup, RMSNorm, RoPE, SwiGLU, residual
- * add, f32 → f16/bf16 cast. Same formulas and evaluation order as kernels/cpu/ops.c where it
+/* Elementwise kernels of the forward pass (prefill; a decode step fuses them into its GEMVs):
+ * RMSNorm, RoPE, SwiGLU, residual add, f32 → f16/bf16 cast and rounding. Same formulas and evaluation order as kernels/cpu/ops.c where it
  * matters (RMSNorm: w * (x * inv); RoPE from the same host-made tables). */
 #include "kernels/cuda/kernels_cuda.cuh"
-
-template <typename T>
-__global__ void embed_kernel(const T *table, const int *tokens, int dim, float *x)
-{
-    const T *row = table + (size_t)tokens[blockIdx.x] * dim;
-    float *out = x + (size_t)blockIdx.x * dim;
-    for (int d = threadIdx.x; d < dim; d += blockDim.x) out[d] = to_f32(row[d]);
-}
-
-template <typename T>
-static cudaError_t embed_go(const void *table, const int *tokens, int n, int dim, float *x,
-                            cudaStream_t s)
-{
-    embed_kernel<T><<<n, 256, 0, s>>>((const T *)table, tokens, dim, x);
-    return cudaPeekAtLastError();
-}
-
-cudaError_t launch_embed(const void *table, int dt, const int *tokens, int n, int dim, float *x,
-                         cudaStream_t s)
-{
-    if (n < 1) return cudaSuccess;
-    return CU_DISPATCH(dt, embed_go, table, tokens, n, dim, x, s);
-}
 
 /* One block per row; sum of squares in f32 (block reduction in fixed order). */
 __global__ void rmsnorm_kernel(const float *x, const float *w, float *out, int dim, float eps)
@@ -57,8 +34,8 @@ __global__ void rope_kernel(float *x, int n_heads, int head_dim, const float *co
     float *v = x + ((size_t)i * n_heads + h) * head_dim;
     for (int d = threadIdx.x; d < half; d += blockDim.x) {
         float a = v[d], b = v[d + half];
-        v[d] = a * c[d] - b * sn[d];
-        v[d + half] = b * c[d] + a * sn[d];
+        v[d] = cu_sub(cu_mul(a, c[d]), cu_mul(b, sn[d]));
+        v[d + half] = cu_add(cu_mul(b, c[d]), cu_mul(a, sn[d]));
     }
 }
 
@@ -80,8 +57,8 @@ __global__ void rope_rank_kernel(float *x, int n_heads, int div, int head_dim, c
     float *v = x + ((size_t)i * n_heads + h) * head_dim;
     for (int d = threadIdx.x; d < half; d += blockDim.x) {
         float a = v[d], b = v[d + half];
-        v[d] = a * c[d] - b * sn[d];
-        v[d + half] = b * c[d] + a * sn[d];
+        v[d] = cu_sub(cu_mul(a, c[d]), cu_mul(b, sn[d]));
+        v[d + half] = cu_add(cu_mul(b, c[d]), cu_mul(a, sn[d]));
     }
 }
 
@@ -100,12 +77,12 @@ cudaError_t launch_rope_rank(float *x, int n, int n_heads, int div, int head_dim
 /* grid (n_kv_heads, min(max_len, 65535)), 32 threads: block (g, y) rotates slots y, y + gridDim.y,
  * ...; the rank of a slot is counted by the block over the region's positions. */
 template <typename T>
-__global__ void rope_live_kernel(T *kr, const T *kc, const int32_t *pos, const size_t *off,
-                                 const int *len, int head_dim, const float *cos_t,
+__global__ void rope_live_kernel(float *kr, const T *kc, const int32_t *pos, const size_t *off,
+                                 const int *len, int n_extra, int head_dim, const float *cos_t,
                                  const float *sin_t)
 {
     __shared__ float red[32];
-    const int g = blockIdx.x, L = len[g], half = head_dim / 2;
+    const int g = blockIdx.x, L = len[g] + n_extra, half = head_dim / 2;
     const int32_t *P = pos + off[g];
     for (int j = blockIdx.y; j < L; j += gridDim.y) {
         const int32_t pj = P[j];
@@ -114,32 +91,33 @@ __global__ void rope_live_kernel(T *kr, const T *kc, const int32_t *pos, const s
         const size_t rank = (size_t)block_sum(cnt, red);
         const float *c = cos_t + rank * half, *sn = sin_t + rank * half;
         const T *src = kc + (off[g] + (size_t)j) * head_dim;
-        T *dst = kr + (off[g] + (size_t)j) * head_dim;
+        float *dst = kr + (off[g] + (size_t)j) * head_dim;
         for (int d = threadIdx.x; d < half; d += blockDim.x) {
             float a = to_f32(src[d]), b = to_f32(src[d + half]);
-            dst[d] = from_f32<T>(a * c[d] - b * sn[d]);
-            dst[d + half] = from_f32<T>(b * c[d] + a * sn[d]);
+            dst[d] = cu_sub(cu_mul(a, c[d]), cu_mul(b, sn[d]));
+            dst[d + half] = cu_add(cu_mul(b, c[d]), cu_mul(a, sn[d]));
         }
     }
 }
 
 template <typename T>
-static cudaError_t rope_live_go(void *kr, const void *kc, const int32_t *pos, const size_t *off,
-                                const int *len, int n_kv_heads, int head_dim, const float *cos_t,
-                                const float *sin_t, int max_len, cudaStream_t s)
+static cudaError_t rope_live_go(float *kr, const void *kc, const int32_t *pos, const size_t *off,
+                                const int *len, int n_extra, int n_kv_heads, int head_dim,
+                                const float *cos_t, const float *sin_t, int max_len, cudaStream_t s)
 {
     int gy = max_len < 65535 ? max_len : 65535;
-    rope_live_kernel<T><<<dim3(n_kv_heads, gy), 32, 0, s>>>((T *)kr, (const T *)kc, pos, off, len,
+    rope_live_kernel<T><<<dim3(n_kv_heads, gy), 32, 0, s>>>(kr, (const T *)kc, pos, off, len, n_extra,
                                                            head_dim, cos_t, sin_t);
     return cudaPeekAtLastError();
 }
 
-cudaError_t launch_rope_live(void *kr, const void *kc, int kv_dt, const int32_t *pos,
-                             const size_t *off, const int *len, int n_kv_heads, int head_dim,
-                             const float *cos_t, const float *sin_t, int max_len, cudaStream_t s)
+cudaError_t launch_rope_live(float *kr, const void *kc, int kv_dt, const int32_t *pos,
+                             const size_t *off, const int *len, int n_extra, int n_kv_heads,
+                             int head_dim, const float *cos_t, const float *sin_t, int max_len,
+                             cudaStream_t s)
 {
     if (max_len < 1) return cudaSuccess;
-    return CU_DISPATCH(kv_dt, rope_live_go, kr, kc, pos, off, len, n_kv_heads, head_dim, cos_t,
+    return CU_DISPATCH(kv_dt, rope_live_go, kr, kc, pos, off, len, n_extra, n_kv_heads, head_dim, cos_t,
                        sin_t, max_len, s);
 }
 

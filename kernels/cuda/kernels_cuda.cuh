@@ -15,9 +15,6 @@
 #include "kernels/cuda/evict_modes.h" /* EV_* */
 
 /* ---- elementwise.cu ---- */
-/* x[i][:] = embedding row tokens[i] of table [vocab][dim] (storage dt), widened to f32. */
-cudaError_t launch_embed(const void *table, int dt, const int *tokens, int n, int dim, float *x,
-                         cudaStream_t s);
 /* out[n][dim] = x / sqrt(mean(x²) + eps) * w (LLaMA RMSNorm, f32; w f32 [dim]). out may alias x. */
 cudaError_t launch_rmsnorm(const float *x, const float *w, float *out, int n, int dim, float eps,
                            cudaStream_t s);
@@ -32,13 +29,14 @@ cudaError_t launch_rope(float *x, int n, int n_heads, int head_dim, const float 
 cudaError_t launch_rope_rank(float *x, int n, int n_heads, int div, int head_dim,
                              const float *cos_t, const float *sin_t, const int *base, int delta,
                              cudaStream_t s);
-/* --rope shifted: kr[off[g] + j] = key slot j of KV head g (kc, stored before RoPE) rotated by
- * its rank among the len[g] live slots in position order (rank = #{i : pos[i] < pos[j]},
- * positions unique in a region), for j < len[g]; kr/kc in kv_dt, the same layout. max_len: an
- * upper bound of len[]. As model/forward.c rotated_live_keys. */
-cudaError_t launch_rope_live(void *kr, const void *kc, int kv_dt, const int32_t *pos,
-                             const size_t *off, const int *len, int n_kv_heads, int head_dim,
-                             const float *cos_t, const float *sin_t, int max_len, cudaStream_t s);
+/* --rope shifted: kr[off[g] + j] (f32) = key slot j of KV head g (kc in kv_dt, stored before
+ * RoPE) rotated by its rank among the L = len[g] + n_extra live slots in position order
+ * (rank = #{i : pos[i] < pos[j]}, positions unique in a region), for j < L; kr has the cache's
+ * layout. max_len: an upper bound of L. As model/forward.c rotated_live_keys (widen, rotate). */
+cudaError_t launch_rope_live(float *kr, const void *kc, int kv_dt, const int32_t *pos,
+                             const size_t *off, const int *len, int n_extra, int n_kv_heads,
+                             int head_dim, const float *cos_t, const float *sin_t, int max_len,
+                             cudaStream_t s);
 /* gate[i] = silu(gate[i]) * up[i], i < n (SwiGLU). */
 cudaError_t launch_swiglu(float *gate, const float *up, size_t n, cudaStream_t s);
 /* y[i] += x[i] (residual). */
@@ -52,15 +50,16 @@ cudaError_t launch_round(float *x, int dt, size_t n, cudaStream_t s);
 /* ---- attn_prefill.cu ---- */
 /* Causal attention of a prefill chunk of n tokens that follows the live slots of each KV head:
  * q [n] rows of stride q_stride (query heads, post-RoPE, f32); live keys/values of head g:
- * kc/vc + off[g]*head_dim, len[g] slots (storage kv_dt); the chunk's k_new/v_new [n] rows of
- * stride kv_stride (f32). Query row i of head h (KV head h / G) attends to all live slots of
- * its KV head and to chunk tokens 0..i. Tiled (16 query rows × 16 keys), online softmax.
- * out [n] rows of stride out_stride; lse[h * lse_stride + i] = log Σ_j exp(s_ij) with
- * s_ij = scale · q_i·k_j (the row log-sum-exp, for the column-sum pass). head_dim ≤ 256.
+ * kc/vc + off[g]*head_dim, len[g] slots (storage k_dt / v_dt: both the cache's type, or f32
+ * keys — the rank-rotated scratch of --rope shifted — with 16-bit values); the chunk's
+ * k_new/v_new [n] rows of stride kv_stride (f32). Query row i of head h (KV head h / G) attends to
+ * all live slots of its KV head and to chunk tokens 0..i. Tiled (16 query rows × 16 keys),
+ * online softmax. out [n] rows of stride out_stride; lse[h * lse_stride + i] = log Σ_j exp(s_ij)
+ * with s_ij = scale · q_i·k_j (the row log-sum-exp, for the column-sum pass). head_dim ≤ 256.
  * head_scale (device [n_kv_heads] or NULL): the scale of KV head g's query heads instead of
  * `scale` (a policy's logit scale, buzz_logn: scale · λ(n_keys), POLICIES.md §4.9). */
-cudaError_t launch_attn_prefill(const float *q, int q_stride, const void *kc, const void *vc,
-                                int kv_dt, const size_t *off, const int *len, const float *k_new,
+cudaError_t launch_attn_prefill(const float *q, int q_stride, const void *kc, int k_dt, const void *vc,
+                                int v_dt, const size_t *off, const int *len, const float *k_new,
                                 const float *v_new, int kv_stride, int n, int n_heads, int G,
                                 int head_dim, float scale, float *out, int out_stride, float *lse,
                                 int lse_stride, cudaStream_t s, const float *head_scale = nullptr);
@@ -77,28 +76,102 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
                                const float *head_scale = nullptr);
 
 /* ---- attn_decode.cu ---- */
-/* Decode attention (flash-decoding): the query heads q [n_heads][head_dim] of one token over
- * the len[g] live slots of their KV head, split over the cache length in pieces of split_len
- * slots (n_split pieces: enough for the largest capacity + 1). Pass 1 writes per-piece
- * partials (part_acc [n_heads][n_split][head_dim], part_ml [n_heads][n_split][2]) and, when
- * slog is not NULL, the scaled logits slog[h * slog_stride + j]; pass 2 combines the pieces in
- * fixed order into out [n_heads][head_dim] and lse [n_heads]. head_dim ≤ 1024. head_scale
- * (device [n_kv_heads] or NULL): per-KV-head scale instead of `scale` (launch_attn_prefill). */
-cudaError_t launch_attn_decode(const float *q, const void *kc, const void *vc, int kv_dt,
-                               const size_t *off, const int *len, int n_heads, int G,
-                               int head_dim, float scale, int split_len, int n_split,
-                               float *part_acc, float *part_ml, float *slog, int slog_stride,
-                               float *out, float *lse, cudaStream_t s,
-                               const float *head_scale = nullptr);
-/* In place: slog[h][j] = exp(slog[h][j] − lse[h]) for j < len[h / G] (the probabilities
- * p_h(j) of the step, POLICIES.md §1.5). max_len: an upper bound of len[]. */
-cudaError_t launch_decode_probs(float *slog, int slog_stride, const float *lse, const int *len,
-                                int n_heads, int G, int max_len, cudaStream_t s);
-/* score[off[g] + j] += Σ_{h ∈ group g} exp(slog[h][j] − lse[h]) for j < len[g] (per-step
- * probabilities accumulated in fp32 into per-slot scores, H2O / BUZZ). */
-cudaError_t launch_score_accum(const float *slog, int slog_stride, const float *lse,
-                               const size_t *off, const int *len, int n_kv_heads, int G,
-                               int max_len, float *score, cudaStream_t s);
+/* The attention of one decode step over the live slots of every KV head, in one launch
+ * (flash-decoding: grid n_heads × n_split pieces of split_len slots, the last block of each KV
+ * head finishing it): for query heads q [n_heads][head_dim] (f32) over the L = len[g] + n_extra
+ * slots of their KV head g (n_extra = 1: slot len[g] holds this step's token, written by
+ * launch_gemv's append, and len[g] grows at the end), keys kc in k_dt (the cache, or the f32
+ * rank-rotated scratch of --rope shifted), values vc in v_dt. Writes out [n_heads][head_dim]
+ * and lse [n_heads] (log Σ_j exp(s_j), s_j = scale · q·k_j; L = 0: out 0, lse −inf); when
+ * slog is given, the logits slog[h * slog_stride + j], turned into the probabilities
+ * p_h(j) = exp(s_j − lse_h) when probs_out; score (may be NULL) += Σ_{h ∈ group} p_h(j) in head
+ * order (H2O/BUZZ); then with evict ≠ EV_NONE, a region over its capacity cap[g] loses its victim
+ * (kernels/cuda/evict.cuh: ring[g] for local/streaming, the lowest score outside the n_sink
+ * sinks and the n_recent most recent positions for h2o, t = step[1]) by swap-last in kw/vw (the
+ * cache, kv_dt), pos and score. head_scale (device [n_kv_heads] or NULL): per-KV-head scale
+ * instead of `scale` (buzz_logn). rope_cos/rope_sin (NULL, or --rope shifted): the query is
+ * first rotated at table row L − 1 (its rank). counter: [n_kv_heads] ints, zero before the
+ * launch and left zero. head_dim ≤ 1024, split_len ≤ 1024, G ≤ 32, n_split pieces cover the
+ * largest capacity + 1. */
+struct attn_step_args {
+    const float *q;
+    const void *kc, *vc;
+    int k_dt, v_dt;
+    const size_t *off;
+    int *len;
+    const int *cap;
+    int *ring;
+    int n_extra, n_heads, G, head_dim;
+    float scale;
+    const float *head_scale;
+    int split_len, n_split;
+    float *part_acc, *part_ml; /* [n_heads][n_split][head_dim], [n_heads][n_split][2] */
+    float *slog;
+    int slog_stride, probs_out;
+    float *score;
+    int evict, n_sink, n_recent, mean;
+    const int *step;
+    void *kw, *vw;
+    int kv_dt;
+    int32_t *pos;
+    const float *rope_cos, *rope_sin;
+    float *out, *lse;
+    int *counter;
+};
+cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s);
+
+/* ---- gemv.cu ---- */
+/* A weight matrix on the device: [rows][cols] of storage type dt (CU_*; block formats: rows of
+ * cols / block blocks). */
+struct cu_mat {
+    const void *w;
+    int dt, rows, cols;
+};
+enum { GV_STORE = 0, GV_ADD = 1, GV_SWIGLU = 2, GV_QKV = 3 };
+/* the attention input epilogue (GV_QKV) */
+struct gv_qkv {
+    const float *bias[3];         /* q, k, v biases (f32) or NULL */
+    const float *cos_t, *sin_t;   /* RoPE tables [rows][head_dim/2], NULL: none (--rope shifted) */
+    const int *step;              /* device: step[1] = the position (table row, stored position) */
+    int head_dim, kv_dt;          /* k and v rounded to kv_dt */
+    void *kc, *vc;                /* non-NULL: k, v appended at slot len[g] of KV head g (off) */
+    int32_t *pos;                 /* with the position, and score 0 (score may be NULL) */
+    float *score;
+    const size_t *off;
+    const int *len;
+};
+/* One token through m[0..nm) (same cols), input x [cols] (f32), RMSNorm'ed first when norm_w
+ * (f32 [cols], eps): per epi
+ *   GV_STORE:  y[0][r] = m0·x (+ bias[r])          GV_ADD: y[0][r] += m0·x (+ bias[r])
+ *   GV_SWIGLU: y[0][r] = silu(m0·x) · (m1·x)
+ *   GV_QKV:    y[i] = m_i·x + qkv.bias[i] for q, k, v (i = 0, 1, 2); q and k rotated by RoPE at
+ *              step[1] (rotate_half pairs); k and v rounded to kv_dt; appended when qkv.kc.
+ * Weights in any storage type, dequantized in registers; f32 activations and accumulation.
+ * max_blocks: a grid cap (≤ 0: one block per 8 rows). gemv_prepare(the widest cols) once before
+ * (shared memory above 48 KiB). */
+struct gv_args {
+    cu_mat m[3];
+    int nm, epi;
+    const float *x, *norm_w;
+    float eps;
+    float *y[3];
+    const float *bias;
+    gv_qkv qkv;
+};
+cudaError_t gemv_prepare(int max_cols);
+cudaError_t launch_gemv(const gv_args *a, int max_blocks, cudaStream_t s);
+
+/* ---- dequant.cu ---- */
+/* x[i][:] = embedding row tokens[i] (device ids) of table [vocab][dim] (any storage type) as f32. */
+cudaError_t launch_embed(const void *table, int dt, const int *tokens, int n, int dim, float *x,
+                         cudaStream_t s);
+/* out[i][:] = row r0 + i of w [*][cols] (dtype dt) as out_dt (CU_F32/F16/BF16), i < nr. */
+cudaError_t launch_dequant_rows(const void *w, int dt, int cols, int r0, int nr, void *out, int out_dt,
+                                cudaStream_t s);
+/* hi[i] = x[i] rounded to dt (CU_F16/BF16), lo[i] = (x[i] − hi[i]) rounded to dt, i < n. */
+cudaError_t launch_split_hilo(const float *x, size_t n, int dt, void *hi, void *lo, cudaStream_t s);
+/* y[r][i] += bias[i], r < n, i < dim. */
+cudaError_t launch_add_bias(float *y, const float *bias, int n, int dim, cudaStream_t s);
 
 /* ---- select.cu ---- */
 /* Writes the new token's k, v ([n_kv_heads][head_dim] f32, converted to kv_dt) at position t

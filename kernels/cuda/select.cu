@@ -3,6 +3,7 @@
  * the row gather used for stable compaction (POLICIES.md §1.3, §1.6). Mirrors
  * eviction/kv_cache.c (kv_write, kv_evict_swap_last) and the policies' post_attn hooks. */
 #include "kernels/cuda/kernels_cuda.cuh"
+#include "kernels/cuda/evict.cuh"
 
 /* grid n_kv_heads, 128 threads. */
 template <typename T>
@@ -46,15 +47,7 @@ cudaError_t launch_kv_write(void *kc, void *vc, int kv_dt, int32_t *pos, float *
 
 #define EV_THREADS 256
 
-/* a ranks below b as an eviction candidate: smaller value, ties → smaller position; -1 = none */
-__device__ __forceinline__ bool ev_better(float va, int pa, int ja, float vb, int pb, int jb)
-{
-    if (ja < 0) return false;
-    if (jb < 0) return true;
-    return va < vb || (va == vb && pa < pb);
-}
-
-/* grid n_kv_heads, EV_THREADS threads. */
+/* grid n_kv_heads, EV_THREADS threads (kernels/cuda/evict.cuh). */
 template <typename T>
 __global__ void __launch_bounds__(EV_THREADS)
 evict_kernel(int mode, T *kc, T *vc, int32_t *pos, float *score, const size_t *off, int *len,
@@ -62,60 +55,17 @@ evict_kernel(int mode, T *kc, T *vc, int32_t *pos, float *score, const size_t *o
 {
     __shared__ float sv[EV_THREADS];
     __shared__ int sp[EV_THREADS], sj[EV_THREADS];
-    const int g = blockIdx.x, tid = threadIdx.x;
+    const int g = blockIdx.x;
     const int L = len[g], C = cap[g];
     if (L <= C) return; /* uniform: nothing to evict */
     const size_t o = off[g];
-    int victim = -1;
-    if (mode == EV_LOCAL) {
-        victim = ring[g];
-    } else if (mode == EV_STREAMING) {
-        victim = n_sink + ring[g];
-    } else if (mode == EV_H2O) {
-        /* argmin over the unprotected slots: each thread scans a stride, then a tree reduction */
-        float bv = 0.0f;
-        int bp = 0, bj = -1;
-        for (int j = tid; j < L; j += EV_THREADS) {
-            int p = pos[o + j];
-            if (p < n_sink || p >= recent_from) continue;
-            float v = mean ? score[o + j] / (float)(t - p + 1) : score[o + j];
-            if (ev_better(v, p, j, bv, bp, bj)) {
-                bv = v;
-                bp = p;
-                bj = j;
-            }
-        }
-        sv[tid] = bv;
-        sp[tid] = bp;
-        sj[tid] = bj;
-        __syncthreads();
-        for (int w = EV_THREADS / 2; w > 0; w >>= 1) {
-            if (tid < w && ev_better(sv[tid + w], sp[tid + w], sj[tid + w], sv[tid], sp[tid], sj[tid])) {
-                sv[tid] = sv[tid + w];
-                sp[tid] = sp[tid + w];
-                sj[tid] = sj[tid + w];
-            }
-            __syncthreads();
-        }
-        victim = sj[0];
-    }
-    if (victim < 0 || victim >= L) return; /* every slot protected: keep (cannot happen, see engine) */
-    const int last = L - 1;
-    if (victim != last) {
-        for (int d = tid; d < head_dim; d += EV_THREADS) {
-            kc[(o + victim) * head_dim + d] = kc[(o + last) * head_dim + d];
-            vc[(o + victim) * head_dim + d] = vc[(o + last) * head_dim + d];
-        }
-    }
-    __syncthreads(); /* all reads of pos/score/len done before thread 0 writes them */
-    if (tid == 0) {
-        if (victim != last) {
-            pos[o + victim] = pos[o + last];
-            if (score) score[o + victim] = score[o + last];
-        }
-        len[g] = last;
-        if (mode == EV_LOCAL) ring[g] = (ring[g] + 1) % C;
-        else if (mode == EV_STREAMING) ring[g] = (ring[g] + 1) % (C - n_sink);
+    const int victim = ev_victim<EV_THREADS>(mode, pos + o, score ? score + o : NULL, L, ring[g], n_sink,
+                                             recent_from, mean, t, sv, sp, sj);
+    ev_swap_last<T, EV_THREADS>(kc + o * head_dim, vc + o * head_dim, pos + o, score ? score + o : NULL, L,
+                                victim, head_dim);
+    if (threadIdx.x == 0) {
+        len[g] = L - 1;
+        ring[g] = ev_ring_next(mode, ring[g], C, n_sink);
     }
 }
 

@@ -1,6 +1,9 @@
-/* model/cuda/engine.cuh — the device engine's state, shared by engine.cu (set-up, the
- * forward pass) and engine_mirror.cu (keeping the device cache in line with the host kv_cache
- * mirror for the policies whose selection runs on the host). Internal to model/cuda. */
+/* model/cuda/engine.cuh — the device engine's state, shared by its files (internal to
+ * model/cuda): engine_init.cu (set-up, uploads, teardown), engine_linear.cu (the projections:
+ * GEMV kernels for one token, cuBLAS GEMMs for a chunk), engine_prefill.cu, engine_decode.cu
+ * (one step, captured once as a CUDA graph and replayed), engine_mirror.cu (keeping the device
+ * cache in line with the host kv_cache mirror for the policies whose selection runs on the
+ * host). */
 #ifndef LLM_CUDA_ENGINE_CUH
 #define LLM_CUDA_ENGINE_CUH
 
@@ -17,12 +20,14 @@ extern "C" {
 #include <string.h>
 
 struct dweight {
-    void *data; /* device, [rows][cols] in dt */
+    void *data; /* device, [rows][cols] in dt (any storage type: block formats stay quantized) */
     int dt, rows, cols;
 };
+static inline cu_mat cu_of(const dweight &w) { return cu_mat{w.data, w.dt, w.rows, w.cols}; }
 
 struct dlayer {
-    float *attn_norm, *ffn_norm; /* f32 [dim] */
+    float *attn_norm, *ffn_norm;  /* f32 [dim] */
+    float *bq, *bk, *bv, *bo;     /* f32 biases (qwen2 q/k/v, llama attention_bias q/k/v/o) or NULL */
     dweight wq, wk, wv, wo, gate, up, down;
 };
 
@@ -31,6 +36,7 @@ struct cuda_engine {
     kv_cache *kv;
     device_policy dp;
     int max_chunk, sync_each;
+    int n_sm, gemv_blocks; /* multiprocessors; the GEMV grid cap (persistent blocks) */
     int mirror_stale; /* decode steps ran with the positions/scores on the device only
                          (DEV_POLICY_DEVICE, DEV_POLICY_ROUNDS): a prefill copies them back first */
     cudaStream_t st;
@@ -57,8 +63,20 @@ struct cuda_engine {
     int n_rope;
     /* activations and scratch (device) */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *lse, *logits;
-    void *cast;
+    void *cast;       /* prefill GEMM input as hi + lo 16-bit halves: 2 × [rows][widest] */
+    size_t cast_elems;
+    void *wtile;      /* prefill: block-format weights dequantized to f16, tile_rows rows */
+    int tile_rows;
     int logit_rows;
+    /* decode step parameters: step_d [2 + n_layers·n_kv_heads] words = token, position, then the
+     * logit scales of every (layer, KV head) (buzz_logn); h_step the pinned source a graph's
+     * first node copies from */
+    int *step_d, *h_step;
+    int *counter_d;   /* [n_kv_heads] arrival counters of the attention step kernel */
+    int *h_len;       /* pinned [n_layers·n_kv_heads]: the device's lengths, read back */
+    float *h_logits;  /* pinned [vocab]: a graph step's logits row */
+    cudaGraphExec_t graph[2]; /* the decode step without / with the logits row copied back */
+    int use_graphs;
     float *slog, *part_acc, *part_ml, *colsum;
     int slog_stride, split_len, n_split, cand_stride;
     int *tok_d, *src_d, *slot_d, *next_d;
@@ -71,16 +89,16 @@ struct cuda_engine {
     float *h_pq, *h_pk, *h_pv;  /* [max_chunk][qdim], [max_chunk][kvdim] x2 */
     int32_t *h_pos_before;      /* [n_kv_heads][cand_stride] */
     int *slot_of;               /* [n_rope] position → slot map */
-    /* --rope shifted: kr = the keys rotated by rank (the cache's layout, kv_dt), krn = the
+    /* --rope shifted: kr = the keys rotated by rank (the cache's layout, f32), krn = the
      * chunk's keys rotated by rank [max_chunk][kvdim]; the RoPE tables have n_rope_rows ≥ the
      * largest rank + 1 rows. Host-assisted prefill: h_krl [n_kv_heads][max_cap + 1][head_dim],
-     * h_krn [n_kv_heads][max_chunk][head_dim] f32, h_krstage [max_cap + 1][head_dim] kv_dt. */
-    void *kr;
+     * h_krn [n_kv_heads][max_chunk][head_dim] f32. */
+    float *kr; /* f32 */
     float *krn;
     int n_rope_rows;
     float *h_krl, *h_krn;
-    void *h_krstage;
-    /* policies with a logit scale: h_hscale [n_layers][n_kv_heads] (pinned), hscale_d (device) */
+    /* policies with a logit scale: h_hscale [n_layers][n_kv_heads] (pinned, h_step + 2),
+     * hscale_d (device, step_d + 2) */
     float *h_hscale, *hscale_d;
     /* re-laying out policies (dp.relayout): the offsets of a layer's regions before a host
      * hook [n_kv_heads]; relayout_pending: ce_host_prefill saw the layout change */
@@ -96,11 +114,15 @@ struct cuda_engine {
         if (ce->sync_each) CUDA_TRY(cudaStreamSynchronize(ce->st));                            \
     } while (0)
 
-/* engine.cu: y[n][w.rows] = x[n][w.cols] · wᵀ through cublasGemmEx (see there). */
-int ce_gemm_ex(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, int reuse_cast,
-               char *err, size_t errlen);
-int ce_gemm(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, char *err,
-            size_t errlen);
+/* engine_linear.cu: y[n][w.rows] = x[n][w.cols] · wᵀ (+ bias; add: y += instead of y =): one
+ * row through the GEMV kernel, more through cuBLAS (see there). */
+int ce_linear(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, const float *bias,
+              int add, char *err, size_t errlen);
+/* engine_init.cu */
+int ce_setup(cuda_engine *ce, char *err, size_t errlen);
+/* engine_prefill.cu / engine_decode.cu: the logit scales of layer l (buzz_logn) to the device,
+ * n_keys = the host mirror's length + extra; NULL without a logit scale (err set on failure). */
+const float *ce_head_scales(cuda_engine *ce, int l, int extra, float scale, char *err, size_t errlen);
 
 /* engine_mirror.cu (documented there). */
 int ce_gather_region(cuda_engine *ce, int l, int g, const int *src, int n, int n_live, char *err,
@@ -113,5 +135,6 @@ int ce_gather_layer(cuda_engine *ce, int l, const size_t *old_off, const int *sr
                     const int *n, const int *n_live, char *err, size_t errlen);
 int ce_upload_layer_pos(cuda_engine *ce, int l, char *err, size_t errlen);
 int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
+int ce_rounds_append(cuda_engine *ce, int l, int pos);
 
 #endif

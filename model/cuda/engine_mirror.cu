@@ -124,18 +124,9 @@ static int shifted_keys_to_host(cuda_engine *ce, kv_prefill_chunk *c, char *err,
     for (int g = 0; g < Hkv; g++) {
         int n_live = kv_len(kv, l, g);
         if (n_live < 1) continue;
-        size_t at = kv->off[kv_idx(kv, l, g)] * hd * ce->kv_es;
-        CUDA_TRY(cudaMemcpyAsync(ce->h_krstage, (const char *)ce->kr + at, (size_t)n_live * hd * ce->kv_es,
-                                 cudaMemcpyDeviceToHost, ce->st));
-        CUDA_TRY(cudaStreamSynchronize(ce->st));
-        float *dst = ce->h_krl + (size_t)g * live_stride * hd;
-        size_t m = (size_t)n_live * hd;
-        if (ce->kv_dt == CU_F32) memcpy(dst, ce->h_krstage, m * sizeof(float));
-        else
-            for (size_t i = 0; i < m; i++) {
-                uint16_t b = ((const uint16_t *)ce->h_krstage)[i];
-                dst[i] = ce->kv_dt == CU_F16 ? f16_to_f32(b) : bf16_to_f32(b);
-            }
+        size_t at = kv->off[kv_idx(kv, l, g)] * hd;
+        CUDA_TRY(cudaMemcpyAsync(ce->h_krl + (size_t)g * live_stride * hd, ce->kr + at,
+                                 (size_t)n_live * hd * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     }
     /* the chunk's rotated keys [n][kvdim] → [Hkv][max_chunk][hd] (h_pv as the staging buffer,
      * refilled with the values by the caller afterwards) */
@@ -288,7 +279,7 @@ int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
         int max_len = 0;
         for (int g = 0; g < Hkv; g++)
             if (kv_len(kv, l, g) > max_len) max_len = kv_len(kv, l, g);
-        LAUNCH(launch_decode_probs(ce->slog, stride, ce->lse, ce->len + i0, H, G, max_len, ce->st));
+        /* the attention kernel left the probabilities in slog (probs_out) */
         CUDA_TRY(cudaMemcpy2DAsync(ce->h_probs, (size_t)stride * sizeof(float), ce->slog,
                                    (size_t)stride * sizeof(float), (size_t)max_len * sizeof(float),
                                    H, cudaMemcpyDeviceToHost, ce->st));
@@ -338,23 +329,33 @@ int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
     return 0;
 }
 
-/* BUZZ on the device (DEV_POLICY_ROUNDS), after the device appended the token and added the
- * step's probabilities to the scores: the host mirror appends too; on a round step (a region
- * over capacity) the layer's scores come back, the policy's post_attn runs on the mirror
- * without probabilities (they are in the scores already), the device replays the moves and gets
- * the mirror's positions, scores and lengths back. Between rounds nothing waits on the host. */
-int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
+/* BUZZ on the device (DEV_POLICY_ROUNDS), the host mirror's side of a step: the device appended
+ * the token to every region of layer l (and added the step's probabilities to the scores); the
+ * mirror appends it too. Returns 1 when a region of the layer is now over its capacity. */
+int ce_rounds_append(cuda_engine *ce, int l, int pos)
 {
     kv_cache *kv = ce->kv;
-    const int Hkv = kv->n_kv_heads, cs = ce->cand_stride;
     int over = 0;
-    for (int g = 0; g < Hkv; g++) {
+    for (int g = 0; g < kv->n_kv_heads; g++) {
         int idx = kv_idx(kv, l, g), slot = kv->len[idx];
         kv->pos[kv->off[idx] + slot] = pos;
         if (kv->score) kv->score[kv->off[idx] + slot] = 0.0f;
         kv->len[idx] = slot + 1;
         over |= kv->len[idx] > kv->cap[idx];
     }
+    return over;
+}
+
+/* BUZZ after the device's append and score accumulation of layer l: the mirror appends; on a
+ * round step (a region over capacity) the layer's scores come back, the policy's post_attn runs
+ * on the mirror without probabilities (they are in the scores already), the device replays the
+ * moves and gets the mirror's positions, scores and lengths back. Between rounds nothing waits
+ * on the host (those steps are graph replays: engine_decode.cu). */
+int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
+{
+    kv_cache *kv = ce->kv;
+    const int Hkv = kv->n_kv_heads, cs = ce->cand_stride;
+    int over = ce_rounds_append(ce, l, pos);
     if (!over) return 0;
     int i0 = kv_idx(kv, l, 0), i1 = kv_idx(kv, l, Hkv - 1);
     size_t s0 = kv->off[i0], s1 = kv->off[i1] + (size_t)kv->cap[i1] + 1;

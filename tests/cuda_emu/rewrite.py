@@ -1,5 +1,6 @@
 """Rewrites a kernels/cuda .cu file for tests/cuda_emu/emu.h (the CPU run of the kernels):
-`k<<<grid, block, smem, stream>>>(args);` -> `emu_launch(grid, block, smem, stream, [&] { k(args); });`
+`k<<<grid, block, smem, stream>>>(args);` -> `emu_launch(grid, block, smem, stream, [=] { k(args); });` (arguments captured by value:
+a graph capture records the launch and replays it later)
 and `extern __shared__ float sm[];` -> `float *sm = emu_dyn_smem;`.
 Usage: python3 rewrite.py IN.cu OUT.inc"""
 import re
@@ -7,7 +8,7 @@ import sys
 
 src = open(sys.argv[1]).read()
 src, n = re.subn(r"(\w+(?:<[^<>;]*>)?)<<<(.*?)>>>\((.*?)\);",
-                 lambda m: "emu_launch(%s, [&] { %s(%s); });" % (m.group(2), m.group(1), m.group(3)),
+                 lambda m: "emu_launch(%s, [=] { %s(%s); });" % (m.group(2), m.group(1), m.group(3)),
                  src, flags=re.S)
 src = re.sub(r"extern __shared__ float (\w+)\[\];", r"float *\1 = emu_dyn_smem;", src)
 if "<<<" in src:

@@ -1,10 +1,13 @@
-/* The CUDA kernels of kernels/cuda run on the CPU (tests/cuda_emu/emu.h: one OS thread per CUDA
- * thread, real barriers and warp exchanges) against straightforward double-precision
- * references written from the CPU backend's definitions (kernels/cpu/attention.c, ops.c,
- * eviction/policy_h2o.c, local, streaming, model/sampler.c). Small odd shapes: partial tiles,
- * GQA, head_dim not a multiple of the per-thread stride, several decode splits, F32 and F16
- * caches. Prints one line per check and "N passed, M failed". Built and run by
- * tests/test_cuda_emu.sh. */
+/* The CUDA kernels of kernels/cuda run on the CPU (tests/cuda_emu/emu.h: one fiber per CUDA
+ * thread, real barriers and warp exchanges, blocks and threads in a seeded random order) against
+ * straightforward double-precision references written from the CPU backend's definitions
+ * (kernels/cpu/attention.c, ops.c, quant.c, eviction/policy_h2o.c, local, streaming,
+ * model/sampler.c). Small odd shapes: partial tiles, GQA, head_dim not a multiple of the
+ * per-thread stride, several decode splits, F32/F16/BF16 caches, every weight storage type.
+ * Parts: kt_step.h (the decode step's attention + statistics + eviction), kt_quant.h
+ * (dequantization against the gguf package's floats, the fused GEMVs, the prefill helpers).
+ * Prints one line per check and "N passed, M failed". Built and run by tests/test_cuda_emu.sh
+ * (argument: the quant fixture folder). */
 #include "tests/cuda_emu/emu.h"
 
 #include "elementwise.inc"
@@ -12,6 +15,8 @@
 #include "attn_decode.inc"
 #include "select.inc"
 #include "sample.inc"
+#include "gemv.inc"
+#include "dequant.inc"
 
 #include <cstdio>
 #include <cstdlib>
@@ -71,7 +76,7 @@ template <typename T> static void test_prefill(int dt, const char *tname, int hd
         colsum((size_t)Hkv * cand_stride, NAN);
     int n_cand_max = 0;
     for (int g = 0; g < Hkv; g++) n_cand_max = std::max(n_cand_max, lens[g] + n);
-    cudaError_t e = launch_attn_prefill(q.data(), qdim, kc.data(), vc.data(), dt, off.data(), lens.data(),
+    cudaError_t e = launch_attn_prefill(q.data(), qdim, kc.data(), dt, vc.data(), dt, off.data(), lens.data(),
                                         kn.data(), vn.data(), kvdim, n, H, G, hd, scale, out.data(), qdim,
                                         lse.data(), lse_stride, 0);
     cudaError_t e2 = launch_attn_colsum(q.data(), qdim, kc.data(), dt, off.data(), lens.data(), kn.data(),
@@ -125,82 +130,7 @@ template <typename T> static void test_prefill(int dt, const char *tname, int hd
     check(ec < 1e-4, what, ec);
 }
 
-/* ---------------------------------------------------------------- decode + statistics */
-template <typename T> static void test_decode(int dt, const char *tname, int hd, int split_len, std::vector<int> lens)
-{
-    const int Hkv = (int)lens.size(), G = 2, H = Hkv * G;
-    int cap = 0;
-    for (int L : lens) cap = std::max(cap, L);
-    std::vector<size_t> off(Hkv);
-    for (int g = 0; g < Hkv; g++) off[g] = (size_t)g * (cap + 1);
-    size_t slots = (size_t)Hkv * (cap + 1);
-    std::vector<float> kf(slots * hd), vf(slots * hd), q((size_t)H * hd);
-    for (auto &x : kf) x = frand(-1, 1);
-    for (auto &x : vf) x = frand(-1, 1);
-    for (auto &x : q) x = frand(-2, 2);
-    std::vector<T> kc = store<T>(kf), vc = store<T>(vf);
-    kf = load(kc);
-    vf = load(vc);
-    const float scale = 1.0f / sqrtf((float)hd);
-    int n_split = (cap + split_len - 1) / split_len, slog_stride = cap + 1;
-    std::vector<float> pacc((size_t)H * n_split * hd, NAN), pml((size_t)H * n_split * 2, NAN),
-        slog((size_t)H * slog_stride, NAN), out((size_t)H * hd, NAN), lse(H, NAN), score(slots);
-    for (auto &x : score) x = frand(0, 1);
-    std::vector<float> score0 = score;
-    cudaError_t e = launch_attn_decode(q.data(), kc.data(), vc.data(), dt, off.data(), lens.data(), H, G, hd,
-                                       scale, split_len, n_split, pacc.data(), pml.data(), slog.data(),
-                                       slog_stride, out.data(), lse.data(), 0);
-    cudaError_t e2 = launch_score_accum(slog.data(), slog_stride, lse.data(), off.data(), lens.data(), Hkv, G,
-                                        cap, score.data(), 0);
-    cudaError_t e3 = launch_decode_probs(slog.data(), slog_stride, lse.data(), lens.data(), H, G, cap, 0);
-    double eo = 0, el = 0, ep = 0, es = 0;
-    for (int h = 0; h < H; h++) {
-        int g = h / G, L = lens[g];
-        std::vector<double> s(L);
-        double mx = -INFINITY, sum = 0;
-        for (int j = 0; j < L; j++) {
-            double d = 0;
-            for (int x = 0; x < hd; x++) d += (double)q[h * hd + x] * kf[(off[g] + j) * hd + x];
-            s[j] = d * scale;
-            mx = std::max(mx, s[j]);
-        }
-        for (int j = 0; j < L; j++) sum += exp(s[j] - mx);
-        double lref = mx + log(sum);
-        el = std::max(el, fabs(lse[h] - lref));
-        for (int x = 0; x < hd; x++) {
-            double o = 0;
-            for (int j = 0; j < L; j++) o += exp(s[j] - lref) * vf[(off[g] + j) * hd + x];
-            eo = std::max(eo, fabs(out[h * hd + x] - o));
-        }
-        for (int j = 0; j < L; j++) {
-            double p = exp(s[j] - lref);
-            ep = std::max(ep, fabs(slog[(size_t)h * slog_stride + j] - p));
-        }
-    }
-    for (int g = 0; g < Hkv; g++)
-        for (int j = 0; j < lens[g]; j++) {
-            double a = score0[off[g] + j];
-            for (int hh = 0; hh < G; hh++) a += slog[(size_t)(g * G + hh) * slog_stride + j];
-            es = std::max(es, fabs(score[off[g] + j] - a));
-        }
-    /* slots past len untouched */
-    bool untouched = true;
-    for (int g = 0; g < Hkv; g++)
-        for (int j = lens[g]; j <= cap; j++) untouched &= score[off[g] + j] == score0[off[g] + j];
-    char what[200], l[64];
-    snprintf(l, sizeof l, "%d", lens[0]);
-    for (size_t i = 1; i < lens.size(); i++) snprintf(l + strlen(l), sizeof l - strlen(l), ",%d", lens[i]);
-    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: launches", tname, hd, split_len, l);
-    check(e == cudaSuccess && e2 == cudaSuccess && e3 == cudaSuccess, what, 0);
-    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: output", tname, hd, split_len, l);
-    check(eo < 1e-5, what, eo);
-    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: log-sum-exp", tname, hd, split_len, l);
-    check(el < 1e-5, what, el);
-    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: probabilities", tname, hd, split_len, l);
-    check(ep < 1e-6, what, ep);
-    snprintf(what, sizeof what, "decode %s hd %d split %d lens %s: score accumulation", tname, hd, split_len, l);
-    check(es < 1e-5 && untouched, what, es);
-}
+#include "tests/cuda_emu/kt_step.h"
 
 /* ---------------------------------------------------------------- KV write + eviction */
 struct region {
@@ -403,14 +333,14 @@ static void test_elementwise()
     check(ok, "cast F16", 0);
 }
 
-int main()
+#include "tests/cuda_emu/kt_quant.h"
+
+int main(int argc, char **argv)
 {
     test_prefill<float>(CU_F32, "F32", 40, 21, {5, 19});
     test_prefill<__half>(CU_F16, "F16", 20, 17, {0, 33});
     test_prefill<__nv_bfloat16>(CU_BF16, "BF16", 64, 5, {16, 1});
-    test_decode<float>(CU_F32, "F32", 40, 8, {1, 8, 9, 37});
-    test_decode<__half>(CU_F16, "F16", 72, 16, {33, 5});
-    test_decode<float>(CU_F32, "F32", 128, 256, {300, 7});
+    test_steps();
     test_evict(EV_LOCAL, "local", 6, 0, 0, 0, 20, 8);
     test_evict(EV_STREAMING, "streaming", 7, 3, 0, 0, 25, 8);
     test_evict(EV_H2O, "h2o", 8, 2, 3, 0, 30, 8);
@@ -418,6 +348,7 @@ int main()
     test_gather();
     test_argmax();
     test_elementwise();
+    test_quant(argc > 1 ? argv[1] : "tests/fixtures/quant");
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }

@@ -66,6 +66,7 @@ int ts_params(policy_params *pp, const policy_ops *ops, double budget, uint64_t 
     memset(pp, 0, sizeof *pp);
     pp->budget = budget;
     pp->seed = seed;
+    pp->hooks_always = 1;   /* these caches exist to drive the hooks: no passthrough */
     for (int i = 0; set && set[i]; i += 2)
         if (policy_params_set(pp, ops, set[i], set[i + 1], err, errlen) != 0) return -1;
     return 0;

@@ -11,6 +11,21 @@
 
 #include "eviction/eviction.h"
 
+/* --------------------------------------------------------------------- quantized blocks
+ * (quant_data.c, for the tests of kernels/cpu/quant*) */
+
+/* xorshift64 step: the next 32 random bits of state *st; as a float in [-1, 1). */
+uint32_t ts_xorshift(uint64_t *st);
+float ts_xorshift_float(uint64_t *st);
+/* n bytes (rounded up to 64) aligned to 64; asserts on failure. Free with free(). */
+void *ts_aligned(size_t n);
+/* rows x K weights of block dtype dt (exactly rows x dtype_row_bytes, so ASan sees reads past the
+ * last block): random quant bits, f16 scales of either sign up to 0.02 (and mins / dmin for the
+ * dtypes that have them). malloc'd. */
+uint8_t *ts_rand_blocks(int dt, int rows, int K, uint64_t *st);
+/* Σ_k |w_k·x_k| in double: the scale the f32 rounding tolerances are relative to. */
+double ts_mag(const float *w, const float *x, int K);
+
 /* --------------------------------------------------------------------- deterministic data */
 
 /* Uniform in [-1, 1) from a 64-bit LCG state (test data only). */

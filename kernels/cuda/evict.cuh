@@ -1,0 +1,100 @@
+/* kernels/cuda/evict.cuh — the device policies' eviction of one region (internal to kernels/cuda;
+ * used by select.cu's launch_evict and by the decode step of attn_decode.cu). Mirrors
+ * eviction/policy_local.c, policy_streaming.c and policy_h2o.c post_attn + kv_cache.c
+ * kv_evict_swap_last (POLICIES.md §1.3, §1.4, §1.6). */
+#ifndef LLM_CUDA_EVICT_CUH
+#define LLM_CUDA_EVICT_CUH
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/evict_modes.h"
+
+/* a ranks below b as an eviction candidate: smaller value, ties → smaller position; -1 = none */
+__device__ __forceinline__ bool ev_better(float va, int pa, int ja, float vb, int pb, int jb)
+{
+    if (ja < 0) return false;
+    if (jb < 0) return true;
+    return va < vb || (va == vb && pa < pb);
+}
+
+/* Block-wide argmin of (v, p) over the candidates each thread proposes (j < 0: none); every
+ * thread gets the winning j. sv/sp/sj: shared arrays of NT entries; NT a power of two. */
+template <int NT>
+__device__ __forceinline__ int ev_block_argmin(float v, int p, int j, float *sv, int *sp, int *sj)
+{
+    const int tid = threadIdx.x;
+    sv[tid] = v;
+    sp[tid] = p;
+    sj[tid] = j;
+    __syncthreads();
+    for (int w = NT / 2; w > 0; w >>= 1) {
+        if (tid < w && ev_better(sv[tid + w], sp[tid + w], sj[tid + w], sv[tid], sp[tid], sj[tid])) {
+            sv[tid] = sv[tid + w];
+            sp[tid] = sp[tid + w];
+            sj[tid] = sj[tid + w];
+        }
+        __syncthreads();
+    }
+    const int r = sj[0];
+    __syncthreads(); /* sj[0] read by everyone before the arrays are reused */
+    return r;
+}
+
+/* The victim of a region holding L > C live slots (positions P, scores S), all NT threads:
+ *   EV_LOCAL: slot ring; EV_STREAMING: slot n_sink + ring;
+ *   EV_H2O: argmin of S (or S / (t − pos + 1) when mean) over n_sink ≤ pos < recent_from, ties
+ *   → smaller position. When every slot is protected (sinks + recent window cover the region:
+ *   the CPU policy's minimum capacity rules it out, so only a caller's bug gets here) the oldest
+ *   slot at or after n_sink is evicted, else the last slot: the region never grows past C + 1
+ *   slots, and the host mirror's length (C after every step) stays true. */
+template <int NT>
+__device__ __forceinline__ int ev_victim(int mode, const int32_t *P, const float *S, int L, int ring,
+                                         int n_sink, int recent_from, int mean, int t, float *sv,
+                                         int *sp, int *sj)
+{
+    if (mode == EV_LOCAL) return ring;
+    if (mode == EV_STREAMING) return n_sink + ring;
+    float bv = 0.0f;
+    int bp = 0, bj = -1;
+    for (int j = threadIdx.x; j < L; j += NT) {
+        int p = P[j];
+        if (p < n_sink || p >= recent_from) continue;
+        float v = mean ? S[j] / (float)(t - p + 1) : S[j];
+        if (ev_better(v, p, j, bv, bp, bj)) bv = v, bp = p, bj = j;
+    }
+    int victim = ev_block_argmin<NT>(bv, bp, bj, sv, sp, sj);
+    if (victim >= 0) return victim;
+    bj = -1;
+    for (int j = threadIdx.x; j < L; j += NT) { /* every slot protected: the oldest non-sink */
+        int p = P[j];
+        if (p >= n_sink && ev_better((float)p, p, j, (float)bp, bp, bj)) bp = p, bj = j;
+    }
+    victim = ev_block_argmin<NT>((float)bp, bp, bj, sv, sp, sj);
+    return victim >= 0 ? victim : L - 1;
+}
+
+/* Moves the last of the L slots (K, V rows, position, score) into the victim; all NT threads.
+ * Returns after a barrier (every read of the moved entries is done). */
+template <typename T, int NT>
+__device__ __forceinline__ void ev_swap_last(T *K, T *V, int32_t *P, float *S, int L, int victim,
+                                             int head_dim)
+{
+    const int last = L - 1;
+    if (victim != last)
+        for (int d = threadIdx.x; d < head_dim; d += NT) {
+            K[(size_t)victim * head_dim + d] = K[(size_t)last * head_dim + d];
+            V[(size_t)victim * head_dim + d] = V[(size_t)last * head_dim + d];
+        }
+    __syncthreads();
+    if (threadIdx.x == 0 && victim != last) {
+        P[victim] = P[last];
+        if (S) S[victim] = S[last];
+    }
+}
+
+/* The ring of local / streaming after an eviction (policy_local.c, policy_streaming.c). */
+__device__ __forceinline__ int ev_ring_next(int mode, int ring, int C, int n_sink)
+{
+    return mode == EV_LOCAL ? (ring + 1) % C : mode == EV_STREAMING ? (ring + 1) % (C - n_sink) : ring;
+}
+
+#endif

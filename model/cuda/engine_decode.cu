@@ -1,0 +1,204 @@
+/* The device engine's decode step (model/cuda/cuda_engine.h, cuda_engine_decode): one token
+ * through every layer, same order as model/forward.c engine_decode, five kernels per layer:
+ *   1. RMSNorm + q/k/v GEMVs + biases + RoPE + K/V rounded to the cache's dtype (+ appended to
+ *      the cache, device policies) — kernels/cuda/gemv.cu GV_QKV
+ *   2. attention over the live slots (split over the length), its statistics, the device
+ *      policies' eviction and the length update — kernels/cuda/attn_decode.cu
+ *   3. o-proj (+ bias) + residual — GV_ADD
+ *   4. RMSNorm + gate/up GEMVs + SwiGLU — GV_SWIGLU
+ *   5. down-proj + residual — GV_ADD
+ * plus the embedding, the final RMSNorm + LM head, the argmax, the step parameters' copy in
+ * (token, position, logit scales) and the next token's copy out. The token and the position are
+ * read from device memory, so for the policies that run on the device (full, local, streaming,
+ * h2o; BUZZ between rounds) the whole step is captured once as a CUDA graph (one per "logits
+ * row wanted or not") and replayed every step: one graph launch and ONE host synchronisation per
+ * token, the sampled id coming back (and the logits row when asked). The host keeps its mirror
+ * of the lengths by rule (the device policies grow every region by one and evict back to
+ * capacity; cuda_engine_prefill checks it against the device when it next reads the mirror).
+ * Host-assisted policies (DEV_POLICY_HOST: their hooks run on the host every layer) and BUZZ's
+ * round steps launch the same kernels one by one with the host's work in between (documented
+ * exceptions to the one-sync rule: tests/test_cuda_emu.sh measures them). LLM_CUDA_GRAPH=0
+ * launches the graph's kernels directly. */
+#include "model/cuda/engine.cuh"
+
+/* Enqueues one decode step for the token and position in ce->h_step. hooks: run the host
+ * policies' work in between (DEV_POLICY_HOST; BUZZ's rounds) — 0 only for a graph capture of a
+ * device step, which then contains no host wait. */
+static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, size_t errlen)
+{
+    const model_config *c = &ce->w->cfg;
+    kv_cache *kv = ce->kv;
+    const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv;
+    const int V = c->vocab_size, n_lh = kv->n_layers * kv->n_kv_heads, pos = ce->h_step[1];
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int device = ce->dp.mode != DEV_POLICY_HOST, shifted = ce->dp.rope_shifted;
+    CUDA_TRY(cudaMemcpyAsync(ce->step_d, ce->h_step, (size_t)(2 + n_lh) * sizeof(int), cudaMemcpyHostToDevice,
+                             ce->st));
+    LAUNCH(launch_embed(ce->embed.data, ce->embed.dt, ce->step_d, 1, dim, ce->x, ce->st));
+    for (int l = 0; l < c->n_layers; l++) {
+        const dlayer *dl = &ce->layers[l];
+        const int i0 = kv_idx(kv, l, 0);
+        gv_args a;
+        memset(&a, 0, sizeof a);
+        a.m[0] = cu_of(dl->wq), a.m[1] = cu_of(dl->wk), a.m[2] = cu_of(dl->wv);
+        a.nm = 3;
+        a.epi = GV_QKV;
+        a.x = ce->x;
+        a.norm_w = dl->attn_norm;
+        a.eps = c->rms_norm_eps;
+        a.y[0] = ce->q, a.y[1] = ce->k, a.y[2] = ce->v;
+        a.qkv.bias[0] = dl->bq, a.qkv.bias[1] = dl->bk, a.qkv.bias[2] = dl->bv;
+        a.qkv.cos_t = shifted ? NULL : ce->rope_cos;
+        a.qkv.sin_t = shifted ? NULL : ce->rope_sin;
+        a.qkv.step = ce->step_d;
+        a.qkv.head_dim = hd;
+        a.qkv.kv_dt = ce->kv_dt;
+        if (device) { /* appended at slot len[g]; the attention kernel counts it and grows len */
+            a.qkv.kc = ce->kc, a.qkv.vc = ce->vc, a.qkv.pos = ce->pos, a.qkv.score = ce->score;
+            a.qkv.off = ce->off + i0, a.qkv.len = ce->len + i0;
+        }
+        LAUNCH(launch_gemv(&a, ce->gemv_blocks, ce->st));
+        if (!device && ce_host_pre_attn(ce, l, pos, err, errlen)) return -1;
+        /* --rope shifted: the live keys (the new one included) rotated by rank into ce->kr */
+        const void *katt = ce->kc;
+        int k_dt = ce->kv_dt;
+        if (shifted) {
+            LAUNCH(launch_rope_live(ce->kr, ce->kc, ce->kv_dt, ce->pos, ce->off + i0, ce->len + i0, device, Hkv, hd,
+                                    ce->rope_cos, ce->rope_sin, ce->max_cap + 1, ce->st));
+            katt = ce->kr;
+            k_dt = CU_F32;
+        }
+        const float *hs = NULL;
+        if (ce->dp.logit_scale) {
+            if (device) hs = ce->hscale_d + i0; /* filled for every layer before the step */
+            else if (!(hs = ce_head_scales(ce, l, 0, scale, err, errlen))) return -1;
+        }
+        if (ce->dp.host_attend) {
+            /* the policy's own attention (subgen_stream, §8.3) on the host mirror's K/V and
+             * state, with the query ce_host_pre_attn copied back (h_qkv) */
+            for (int g = 0; g < Hkv; g++)
+                kv->ops->attend(kv, l, g, ce->h_qkv + (size_t)g * G * hd, scale, ce->h_att + (size_t)g * G * hd);
+            CUDA_TRY(cudaMemcpyAsync(ce->att, ce->h_att, (size_t)H * hd * sizeof(float), cudaMemcpyHostToDevice,
+                                     ce->st));
+        } else {
+            attn_step_args s;
+            memset(&s, 0, sizeof s);
+            s.q = ce->q;
+            s.kc = katt, s.k_dt = k_dt, s.vc = ce->vc, s.v_dt = ce->kv_dt;
+            s.off = ce->off + i0, s.len = ce->len + i0, s.cap = ce->cap + i0, s.ring = ce->ring + i0;
+            s.n_extra = device;
+            s.n_heads = H, s.G = G, s.head_dim = hd, s.scale = scale, s.head_scale = hs;
+            s.split_len = ce->split_len, s.n_split = ce->n_split;
+            s.part_acc = ce->part_acc, s.part_ml = ce->part_ml;
+            s.slog = ce->dp.want_probs ? ce->slog : NULL, s.slog_stride = ce->slog_stride;
+            s.probs_out = !device && ce->dp.want_probs;
+            s.score = device && ce->dp.want_probs ? ce->score : NULL;
+            s.evict = ce->dp.mode == DEV_POLICY_DEVICE ? ce->dp.evict : EV_NONE;
+            s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
+            s.step = ce->step_d;
+            s.kw = ce->kc, s.vw = ce->vc, s.kv_dt = ce->kv_dt, s.pos = ce->pos;
+            s.rope_cos = shifted ? ce->rope_cos : NULL, s.rope_sin = shifted ? ce->rope_sin : NULL;
+            s.out = ce->att, s.lse = ce->lse, s.counter = ce->counter_d;
+            LAUNCH(launch_attn_step(&s, ce->st));
+        }
+        if (hooks && ce->dp.mode == DEV_POLICY_ROUNDS && ce_rounds_post_attn(ce, l, pos, err, errlen)) return -1;
+        if (hooks && ce->dp.mode == DEV_POLICY_HOST && ce_host_post_attn(ce, l, pos, err, errlen)) return -1;
+        /* o-proj (+ bias) + residual; RMSNorm + gate/up + SwiGLU; down-proj + residual */
+        if (ce_linear(ce, ce->x, ce->att, &dl->wo, 1, dl->bo, 1, err, errlen)) return -1;
+        memset(&a, 0, sizeof a);
+        a.m[0] = cu_of(dl->gate), a.m[1] = cu_of(dl->up);
+        a.nm = 2;
+        a.epi = GV_SWIGLU;
+        a.x = ce->x;
+        a.norm_w = dl->ffn_norm;
+        a.eps = c->rms_norm_eps;
+        a.y[0] = ce->hb;
+        LAUNCH(launch_gemv(&a, ce->gemv_blocks, ce->st));
+        if (ce_linear(ce, ce->x, ce->hb, &dl->down, 1, NULL, 1, err, errlen)) return -1;
+    }
+    /* final RMSNorm + LM head, the greedy choice, the copies back */
+    gv_args a;
+    memset(&a, 0, sizeof a);
+    a.m[0] = cu_of(ce->lm_head);
+    a.nm = 1;
+    a.epi = GV_STORE;
+    a.x = ce->x;
+    a.norm_w = ce->final_norm;
+    a.eps = c->rms_norm_eps;
+    a.y[0] = ce->logits;
+    LAUNCH(launch_gemv(&a, ce->gemv_blocks, ce->st));
+    LAUNCH(launch_argmax(ce->logits, V, ce->next_d, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->h_next, ce->next_d, sizeof(int), cudaMemcpyDeviceToHost, ce->st));
+    if (want_logits)
+        CUDA_TRY(cudaMemcpyAsync(ce->h_logits, ce->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    return 0;
+}
+
+/* The device step as a CUDA graph (once per want_logits). */
+static int capture_step(cuda_engine *ce, int want_logits, char *err, size_t errlen)
+{
+    cudaGraph_t g = NULL;
+    CUDA_TRY(cudaStreamBeginCapture(ce->st, cudaStreamCaptureModeThreadLocal));
+    int rc = enqueue_step(ce, 0, want_logits, err, errlen);
+    cudaError_t e = cudaStreamEndCapture(ce->st, &g);
+    if (rc) {
+        if (g) cudaGraphDestroy(g);
+        return -1;
+    }
+    CUDA_TRY(e);
+    e = cudaGraphInstantiate(&ce->graph[want_logits], g, 0);
+    cudaGraphDestroy(g);
+    CUDA_TRY(e);
+    return 0;
+}
+
+extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *logits, int *next, char *err,
+                                  size_t errlen)
+{
+    const model_config *c = &ce->w->cfg;
+    kv_cache *kv = ce->kv;
+    const int n_lh = kv->n_layers * kv->n_kv_heads, want = logits != NULL;
+    const float scale = 1.0f / sqrtf((float)c->head_dim);
+    /* the device writes and scores the token (DEVICE and ROUNDS), or the host hooks do (HOST) */
+    const int device_policy = ce->dp.mode != DEV_POLICY_HOST;
+    int round = 0;
+    for (int i = 0; i < n_lh; i++) {
+        if (device_policy && kv->len[i] + 1 > kv->cap[i] + 1) {
+            snprintf(err, errlen, "KV cache region %d is over its capacity %d", i, kv->cap[i]);
+            return -1;
+        }
+        round |= kv->len[i] + 1 > kv->cap[i]; /* BUZZ: a region over capacity after the append */
+    }
+    if (pos < 0 || pos >= ce->n_rope) {
+        snprintf(err, errlen, "position %d beyond the run's %d (prompt + max new tokens)", pos, ce->n_rope - 1);
+        return -1;
+    }
+    ce->h_step[0] = token;
+    ce->h_step[1] = pos;
+    if (ce->dp.logit_scale && device_policy) /* every layer's scales at len + 1 keys, before the step */
+        for (int i = 0; i < n_lh; i++) ce->h_hscale[i] = scale * kv->ops->logit_scale(kv, kv->len[i] + 1);
+    const int graph = ce->use_graphs && !ce->dp.host_attend &&
+                      (ce->dp.mode == DEV_POLICY_DEVICE || (ce->dp.mode == DEV_POLICY_ROUNDS && !round));
+    if (graph) {
+        if (!ce->graph[want] && capture_step(ce, want, err, errlen)) return -1;
+        CUDA_TRY(cudaGraphLaunch(ce->graph[want], ce->st));
+    } else if (enqueue_step(ce, 1, want, err, errlen)) {
+        return -1;
+    }
+    CUDA_TRY(cudaStreamSynchronize(ce->st)); /* the step's one wait: the next token (and logits) */
+    *next = ce->h_next[0];
+    if (logits) memcpy(logits, ce->h_logits, (size_t)c->vocab_size * sizeof(float));
+    if (ce->dp.mode == DEV_POLICY_DEVICE)
+        for (int i = 0; i < n_lh; i++) { /* every region grew by one and was evicted back to capacity */
+            kv->len[i]++;
+            if (kv->len[i] > kv->cap[i] && ce->dp.evict != EV_NONE) {
+                kv->len[i] = kv->cap[i];
+                kv->evictions++;
+            }
+        }
+    if (ce->dp.mode == DEV_POLICY_ROUNDS && graph) /* a step without a round: the mirror appends */
+        for (int l = 0; l < kv->n_layers; l++) ce_rounds_append(ce, l, pos);
+    if (device_policy) ce->mirror_stale = 1;
+    kv_sample_stats(kv);
+    return 0;
+}
