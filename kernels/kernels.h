@@ -191,6 +191,27 @@ void attn_prefill_head(const float *q, int q_stride, const void *K_live, dtype_t
                        int k_stride, const float *V_new, int v_stride, int n_new, int head_dim,
                        float scale, float *out, int out_stride, float *colsum, float *scratch);
 
+/* Grouped-query decode attention, in three phases a caller may split over threads (GQA: the G
+ * query heads sharing one KV head read its cache once, in blocks that stay in the L1 while the
+ * G heads go over them). Every float equals attn_decode_head's for each head (the same kernels,
+ * operations and order), whatever the split.
+ * attn_decode_scores: probs[g·probs_stride + j] = q_g · K_j · scale for g < G, j in [j0, j1);
+ *   q [G][head_dim] f32 (contiguous), K [n][head_dim] of k_dt (DT_F32 / DT_F16 / DT_BF16).
+ * attn_decode_softmax: p[0..n) = softmax(p) in place (max, vector exp, normalise).
+ * attn_decode_values: out[g·head_dim + d] = Σ_{j<n} probs[g·probs_stride + j] · V_j[d] for g < G
+ *   and d in [d0, d1), summed in slot order; V [n][head_dim] of v_dt. The columns outside
+ *   [d0, d1) are not touched. d0 and d1 must be multiples of attn_decode_dsplit(head_dim) (or
+ *   0 and head_dim), so the SIMD kernels take each column the same way whatever the split.
+ * No allocation, no errors. */
+void attn_decode_scores(const float *q, int G, const void *K, dtype_t k_dt, int j0, int j1, int head_dim,
+                        float scale, float *probs, int probs_stride);
+void attn_decode_softmax(float *p, int n);
+void attn_decode_values(const float *probs, int probs_stride, int G, const void *V, dtype_t v_dt, int n,
+                        int head_dim, int d0, int d1, float *out);
+/* The column block attn_decode_values can be split by: 32 when head_dim is a multiple of 32
+ * (whole vectors in every family), else head_dim. */
+int attn_decode_dsplit(int head_dim);
+
 /* Scratch floats attn_prefill_head needs per thread. */
 size_t attn_prefill_scratch_floats(int head_dim);
 

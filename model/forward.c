@@ -301,6 +301,61 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
     return 0;
 }
 
+/* Keys per work item of the decode scores (a thread's share of one KV head's cache). */
+#define DEC_KEYS_ITEM 256
+
+/* Decode attention of layer l, grouped by KV head (kernels.h attn_decode_*): each KV head's
+ * K and V are read once for its G query heads. Threads split (1) the scores by blocks of
+ * DEC_KEYS_ITEM keys of every KV head, (2) the softmax by query head, (3) the weighted sum of
+ * the values by column blocks of every KV head, with a barrier between; the floats are the
+ * same for any thread count (and the same as attn_decode_head per head). */
+static void decode_attention(engine *e, int l, float scale)
+{
+    const model_config *c = &e->w->cfg;
+    kv_cache *kv = e->kv;
+    const int hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv;
+    const dtype_t k_dt = e->shifted ? DT_F32 : kv->kv_dtype, v_dt = kv->kv_dtype;
+    const int ds = attn_decode_dsplit(hd), nd = hd / ds;
+    int n_items = 0, max_len = 0;
+    for (int g = 0; g < Hkv; g++) {
+        int len = kv_len(kv, l, g);
+        n_items += (len + DEC_KEYS_ITEM - 1) / DEC_KEYS_ITEM;
+        if (len > max_len) max_len = len;
+    }
+    /* small caches: one thread (a fork and two barriers cost more than the work) */
+    int nt = (long long)max_len * Hkv * hd < (1 << 15) ? 1 : e->n_threads;
+#pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), T = omp_get_num_threads();
+        /* (1) scores: items (g, key block) in order, contiguous shares */
+        int i0 = n_items * t / T, i1 = n_items * (t + 1) / T, base = 0;
+        for (int g = 0; g < Hkv && base < i1; g++) {
+            int len = kv_len(kv, l, g), nb = (len + DEC_KEYS_ITEM - 1) / DEC_KEYS_ITEM;
+            int a = i0 > base ? i0 - base : 0, b = i1 - base < nb ? i1 - base : nb;
+            if (a < b) {
+                const void *K = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_key_data(kv, l, g);
+                int j1 = b * DEC_KEYS_ITEM < len ? b * DEC_KEYS_ITEM : len;
+                attn_decode_scores(e->q + (size_t)g * G * hd, G, K, k_dt, a * DEC_KEYS_ITEM, j1, hd,
+                                   scale * logit_factor(kv, len), e->probs + (size_t)g * G * e->probs_stride,
+                                   e->probs_stride);
+            }
+            base += nb;
+        }
+#pragma omp barrier
+        /* (2) softmax per query head */
+        for (int h = H * t / T; h < H * (t + 1) / T; h++)
+            attn_decode_softmax(e->probs + (size_t)h * e->probs_stride, kv_len(kv, l, h / G));
+#pragma omp barrier
+        /* (3) values: items (g, column block) */
+        for (int it = Hkv * nd * t / T; it < Hkv * nd * (t + 1) / T; it++) {
+            int g = it / nd, d0 = it % nd * ds;
+            attn_decode_values(e->probs + (size_t)g * G * e->probs_stride, e->probs_stride, G,
+                               kv_value_data(kv, l, g), v_dt, kv_len(kv, l, g), hd, d0, d0 + ds,
+                               e->att + (size_t)g * G * hd);
+        }
+    }
+}
+
 int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
 {
     const model_config *c = &e->w->cfg;
@@ -359,15 +414,7 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
             for (int g = 0; g < Hkv; g++)
                 kv->ops->attend(kv, l, g, e->q + (size_t)g * G * hd, scale, e->att + (size_t)g * G * hd);
         } else {
-#pragma omp parallel for schedule(static)
-            for (int h = 0; h < H; h++) {
-                int g = h / G, len = kv_len(kv, l, g);
-                const void *K = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_key_data(kv, l, g);
-                attn_decode_head(e->q + (size_t)h * hd, K, e->shifted ? DT_F32 : kv->kv_dtype,
-                                 kv_value_data(kv, l, g), kv->kv_dtype, len, hd,
-                                 scale * logit_factor(kv, len), e->probs + (size_t)h * e->probs_stride,
-                                 e->att + (size_t)h * hd);
-            }
+            decode_attention(e, l, scale);
         }
         /* eviction after attention (attend-then-evict policies), per group then layer-wise */
         for (int g = 0; g < Hkv; g++)

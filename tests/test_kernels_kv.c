@@ -5,6 +5,8 @@
  *  - attn_decode_head and attn_prefill_head with K/V (or only V, as --rope shifted passes them)
  *    in F16/BF16: against a float64 softmax over the widened rows, and bit-identical to the
  *    same kernel on the rows widened to F32 beforehand (widening in registers changes no sum);
+ *  - the grouped decode (attn_decode_scores/_softmax/_values, the fused dots_group/acc_group
+ *    where a family has them) bit-identical per head to attn_decode_head, any split;
  *  - widen_elems / narrow_elems / round_elems against f16_to_f32 / f32_to_f16 (and bf16).
  * Families the CPU cannot run are skipped, and say so. */
 #include <stdarg.h>
@@ -337,6 +339,49 @@ static void test_prefill_attention_16bit_live_kv_every_family(void **state)
     restore_family();
 }
 
+/* The grouped decode (attn_decode_scores / _softmax / _values, as engine_decode splits them
+ * over threads): for every family, dtype (f32, f16, bf16; f32 keys with 16-bit values), group
+ * size and split, bit-identical per query head to attn_decode_head. */
+static void test_grouped_decode_matches_per_head_every_family(void **state)
+{
+    (void)state;
+    const int cases[][3] = {{1, 64, 1}, {5, 64, 3}, {37, 64, 7}, {300, 64, 3}, {33, 48, 2}, {29, 20, 3},
+                            {70, 128, 9}, {4, 16, 4}};
+    const dtype_t dts[] = {DT_F32, DT_F16, DT_BF16};
+    for (int f = 0; f < N_FAMS; f++) {
+        if (!use_family(FAMS[f])) continue;
+        for (int d = 0; d < 3; d++)
+            for (int kf32 = 0; kf32 < 2; kf32++) {
+                dtype_t vdt = dts[d], kdt = kf32 ? DT_F32 : vdt;
+                for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+                    int n = cases[c][0], hd = cases[c][1], G = cases[c][2], stride = n + 3;
+                    float *q = rand_floats((size_t)G * hd, 4.0f), *Kw, *Vw;
+                    void *K = rand_rows(kdt, (size_t)n * hd, 1.0f, &Kw), *V = rand_rows(vdt, (size_t)n * hd, 1.0f, &Vw);
+                    float *probs = malloc((size_t)G * stride * 4), *probs1 = malloc((size_t)n * 4);
+                    float *out = malloc((size_t)G * hd * 4), *out1 = malloc((size_t)hd * 4);
+                    assert_true(probs && probs1 && out && out1);
+                    float scale = 1.0f / sqrtf((float)hd);
+                    for (int split = 1; split <= 3; split++) {   /* key ranges and column blocks as threads take them */
+                        for (int t = 0; t < split; t++)
+                            attn_decode_scores(q, G, K, kdt, n * t / split, n * (t + 1) / split, hd, scale, probs, stride);
+                        for (int g = 0; g < G; g++) attn_decode_softmax(probs + (size_t)g * stride, n);
+                        int ds = split == 1 ? hd : attn_decode_dsplit(hd);
+                        for (int d0 = 0; d0 < hd; d0 += ds) attn_decode_values(probs, stride, G, V, vdt, n, hd, d0, d0 + ds, out);
+                        for (int g = 0; g < G; g++) {
+                            attn_decode_head(q + (size_t)g * hd, K, kdt, V, vdt, n, hd, scale, probs1, out1);
+                            if (memcmp(probs + (size_t)g * stride, probs1, (size_t)n * 4) ||
+                                memcmp(out + (size_t)g * hd, out1, (size_t)hd * 4))
+                                fail_msg("%s grouped decode K %s V %s n %d hd %d G %d split %d: head %d differs from attn_decode_head",
+                                         FAMS[f], dtype_name(kdt), dtype_name(vdt), n, hd, G, split, g);
+                        }
+                    }
+                    free(q); free(K); free(V); free(Kw); free(Vw); free(probs); free(probs1); free(out); free(out1);
+                }
+            }
+    }
+    restore_family();
+}
+
 int main(void)
 {
     g_default = cpu_simd_name();
@@ -345,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_conversions_match_scalar_definitions),
         cmocka_unit_test(test_dot_and_acc_rows_16bit_every_family),
         cmocka_unit_test(test_decode_attention_16bit_kv_every_family),
+        cmocka_unit_test(test_grouped_decode_matches_per_head_every_family),
         cmocka_unit_test(test_prefill_attention_16bit_live_kv_every_family),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,6 +61,78 @@ void attn_decode_head(const float *q, const void *K, dtype_t k_dt, const void *V
     }
 }
 
+/* Keys (and value rows) per inner block of the grouped decode kernels: the block is read from
+ * memory once and stays in the L1 while the G query heads of the group go over it (32 rows of
+ * head_dim 64: 4 KiB in 16 bits, 8 KiB in f32). */
+#define GQA_BLK 32
+
+void attn_decode_scores(const float *q, int G, const void *K, dtype_t k_dt, int j0, int j1, int head_dim,
+                        float scale, float *probs, int probs_stride)
+{
+    const cpu_simd_ops *s = cpu_simd();
+    const size_t es = k_dt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
+    if (s->dots_group) {   /* the family's fused kernel: each key widened once for the G heads */
+        s->dots_group(probs + j0, probs_stride, q, G, (const char *)K + (size_t)j0 * head_dim * es, (int)k_dt,
+                      j1 - j0, head_dim, scale);
+        return;
+    }
+    for (int b = j0; b < j1; b += GQA_BLK) {
+        int cnt = j1 - b < GQA_BLK ? j1 - b : GQA_BLK;
+        const void *Kb = (const char *)K + (size_t)b * head_dim * es;
+        for (int g = 0; g < G; g++) {
+            float *out = probs + (size_t)g * probs_stride + b;
+            const float *qg = q + (size_t)g * head_dim;
+            if (k_dt == DT_F16) s->dots_f16(out, qg, Kb, cnt, head_dim, scale);
+            else if (k_dt == DT_BF16) s->dots_bf16(out, qg, Kb, cnt, head_dim, scale);
+            else s->dots_f32(out, qg, Kb, cnt, head_dim, scale);
+        }
+    }
+}
+
+void attn_decode_softmax(float *p, int n)
+{
+    const cpu_simd_ops *s = cpu_simd();
+    float mx = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (p[j] > mx) mx = p[j];
+    float inv = 1.0f / s->exp_sum(p, p, n, mx);
+    for (int j = 0; j < n; j++) p[j] *= inv;
+}
+
+void attn_decode_values(const float *probs, int probs_stride, int G, const void *V, dtype_t v_dt, int n,
+                        int head_dim, int d0, int d1, float *out)
+{
+    const cpu_simd_ops *s = cpu_simd();
+    for (int g = 0; g < G; g++) memset(out + (size_t)g * head_dim + d0, 0, (size_t)(d1 - d0) * sizeof(float));
+    if (s->acc_group && (d1 - d0) % 16 == 0) {   /* fused: each value row widened once for the G heads */
+        const size_t es = v_dt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
+        s->acc_group(out + d0, probs, probs_stride, G, (const char *)V + (size_t)d0 * es, (int)v_dt, n, head_dim,
+                     d1 - d0);
+        return;
+    }
+    for (int b = 0; b < n; b += GQA_BLK) {
+        int cnt = n - b < GQA_BLK ? n - b : GQA_BLK;
+        if (v_dt == DT_F32) {
+            const float *rows[GQA_BLK];
+            for (int jj = 0; jj < cnt; jj++) rows[jj] = (const float *)V + (size_t)(b + jj) * head_dim + d0;
+            for (int g = 0; g < G; g++)
+                s->acc_rows(out + (size_t)g * head_dim + d0, probs + (size_t)g * probs_stride + b, rows, cnt, d1 - d0);
+        } else {
+            const uint16_t *rows[GQA_BLK];
+            for (int jj = 0; jj < cnt; jj++) rows[jj] = (const uint16_t *)V + (size_t)(b + jj) * head_dim + d0;
+            for (int g = 0; g < G; g++)
+                (v_dt == DT_F16 ? s->acc_rows_f16 : s->acc_rows_bf16)(out + (size_t)g * head_dim + d0,
+                                                                       probs + (size_t)g * probs_stride + b,
+                                                                       rows, cnt, d1 - d0);
+        }
+    }
+}
+
+int attn_decode_dsplit(int head_dim)
+{
+    return head_dim % 32 == 0 ? 32 : head_dim;
+}
+
 size_t attn_prefill_scratch_floats(int head_dim)
 {
     /* a transposed key tile, its scores, the rows' max and normaliser, one widened key row */

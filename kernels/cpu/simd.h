@@ -51,6 +51,17 @@ typedef struct {
     void (*dots_f32)(float *s, const float *q, const float *K, int n, int head_dim, float scale);
     void (*dots_f16)(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale);
     void (*dots_bf16)(float *s, const float *q, const uint16_t *K, int n, int head_dim, float scale);
+    /* Grouped-query decode (optional: NULL in a family that has none; attention.c then runs
+     * dots_* / acc_rows_* head by head over L1-sized blocks, with the same floats):
+     * dots_group: s[g·s_stride + j] = dots_*(q + g·hd, K + j·hd) · scale for g < G, j < n —
+     * bit-identical to that family's dots_* per head; each key row widened once for the G heads.
+     * acc_group: o[g·hd + d] += Σ_j p[g·p_stride + j] · V[j·hd + d] for g < G, d < ncols
+     * (ncols a multiple of 16, V and o already offset to the first column), in j order per
+     * element: bit-identical to acc_rows_* per head. kdt / vdt: DT_F32, DT_F16 or DT_BF16. */
+    void (*dots_group)(float *s, int s_stride, const float *q, int G, const void *K, int kdt, int n, int hd,
+                       float scale);
+    void (*acc_group)(float *o, const float *p, int p_stride, int G, const void *V, int vdt, int n, int hd,
+                      int ncols);
 } cpu_simd_ops;
 
 extern const cpu_simd_ops cpu_simd_scalar;

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The issue-17 rows of bench/cpu.md as ratios measured in one run (bench/run_bench.sh calls it).
+
+    bench/issue17_rows.py [--rounds 3] [--threads N]
+
+Prints a Markdown section on stdout (progress on stderr). Each figure is a ratio of runs
+interleaved in the same invocation (A B A B ..., medians), so a busy host moves both sides:
+  - decode at a ~4k-token prompt, budget 0.4 ÷ full (h2o, buzz) on SmolLM2-135M Q4_1, against
+    the bytes bound (weights + average live K/V bytes per decode step, full ÷ budgeted; llm-run
+    --json gives both); needs the GGUF in ~/.cache/llm-run (scripts/fetch_model.sh smollm2-135m);
+  - prefill 128 / 512 tokens of the stories110M-shaped model in F32 (GGUF, the same file for
+    both engines) ÷ llama.cpp's llama-bench pp, 1 and N threads, when bench/llamacpp.sh has built
+    it (never built here: 12-15 minutes; the section says how);
+  - 2-thread decode while another process keeps one core busy ÷ 1-thread decode (same
+    conditions), SmolLM2 or else the 110M model.
+The decode ÷ bandwidth rows (BF16 / F16 / F32) come from build/bench/bench_cpu in the same
+`make bench` run (the table above this section).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import vs_llamacpp as vs  # noqa: E402  (run_rss, the 110M GGUF writer)
+
+LLM = os.path.join(REPO, "llm-run")
+CACHE = vs.CACHE
+SMOL = os.path.join(CACHE, "SmolLM2-135M-Instruct.Q4_1.gguf")
+LC_BIN = os.path.join(CACHE, "llamacpp-0.3.36", "build", "bin", "llama-bench")
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def llm_json(args):
+    out, _ = vs.run_rss([LLM] + args + ["--json"])
+    return json.loads(out)
+
+
+def prompt_4k():
+    """About 4,100 SmolLM2 tokens of wikitext (the test split), or None."""
+    for d in (os.environ.get("LLM_SHARED", os.path.join(REPO, "..", "shared")), "/work/shared"):
+        p = os.path.join(d, "data", "wikitext", "wiki.test.raw.reconstructed")
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                data = f.read(17300)
+            out = os.path.join(REPO, "build", "bench_prompt_4k.txt")
+            with open(out, "wb") as f:
+                f.write(data)
+            return out
+    return None
+
+
+def rows_budget(rounds, threads):
+    prompt = prompt_4k()
+    if not os.path.exists(SMOL) or not prompt:
+        return ["| decode at a 4k prompt, budget 0.4 ÷ full (SmolLM2) | n/a: needs %s (scripts/fetch_model.sh smollm2-135m) and ../shared/data/wikitext | ≥ 90%% of the bytes bound | |" % SMOL]
+    runs = {"full": [], "h2o": [], "buzz": []}
+    info = {}
+    for r in range(rounds):
+        for pol in ("full", "h2o", "buzz"):
+            j = llm_json(["-m", SMOL, "-f", prompt, "-n", "48", "--ignore-eos", "-t", str(threads),
+                          "--policy", pol, "--budget", "1" if pol == "full" else "0.4"])
+            runs[pol].append(j["timings"]["decode_tok_s"])
+            info[pol] = (j["weights"]["bytes_per_token"], j["kv"]["avg_bytes"], j["n_prompt_tokens"])
+            log("issue17: 4k %s round %d: %.2f tok/s" % (pol, r + 1, runs[pol][-1]))
+    out = []
+    full = statistics.median(runs["full"])
+    w, kv_full, n_prompt = info["full"]
+    for pol in ("h2o", "buzz"):
+        tps = statistics.median(runs[pol])
+        bound = (w + kv_full) / (w + info[pol][1])
+        x = tps / full
+        out.append("| decode at a %d-token prompt, %s 0.4 ÷ full (SmolLM2 Q4_1, f16 KV, %d threads) | %.2f× (%.1f ÷ %.1f tok/s) = %.0f%% of the bytes bound %.2f× (weights %.1f MB + KV %.1f ÷ %.1f MB) | ≥ 90%% of the bound | %s |" % (
+            n_prompt, pol, threads, x, tps, full, 100 * x / bound, bound, w / 1e6, kv_full / 1e6, info[pol][1] / 1e6,
+            "yes" if x >= 0.9 * bound else "no"))
+    return out
+
+
+def rows_prefill_llamacpp(rounds, threads):
+    if not os.access(LC_BIN, os.X_OK):
+        return ["| prefill F32 110M shape ÷ llama.cpp F32 | n/a: llama.cpp not built; `bench/llamacpp.sh` builds llama-bench into %s (12-15 minutes, once), then rerun `make bench` | ≥ 1.0× | |" % os.path.dirname(LC_BIN)]
+    (_, path), = vs.models(["110m-f32"])
+    out = []
+    for T in sorted({1, threads}):
+        res = {"lc128": [], "lc512": [], "lr128": [], "lr512": []}
+        for r in range(rounds):
+            def lc():
+                o, _ = vs.run_rss([LC_BIN, "-m", path, "-p", "128,512", "-n", "0", "-r", "1", "-t", str(T), "-o", "json"])
+                for t in json.loads(o):
+                    res["lc%d" % t["n_prompt"]].append(t["avg_ts"])
+
+            def lr():
+                for n in (128, 512):
+                    ids = ",".join(str(1000 + (7919 * i) % 20000) for i in range(n))
+                    j = llm_json(["-m", path, "--prompt-ids", ids, "-n", "1", "-t", str(T)])
+                    res["lr%d" % n].append(j["timings"]["prefill_tok_s"])
+            for f in ((lc, lr) if r % 2 == 0 else (lr, lc)):
+                f()
+            log("issue17: 110M F32 prefill t%d round %d: %s" % (T, r + 1, {k: round(v[-1], 1) for k, v in res.items()}))
+        for n in (128, 512):
+            a, b = statistics.median(res["lr%d" % n]), statistics.median(res["lc%d" % n])
+            out.append("| prefill %d tokens, F32 110M shape ÷ llama.cpp F32, %d thread%s | %.2f× (%.1f ÷ %.1f tok/s) | ≥ 1.0× | %s |" % (
+                n, T, "s" if T > 1 else "", a / b, a, b, "yes" if a / b >= 1.0 else "no"))
+    return out
+
+
+def rows_busy_core(rounds, threads):
+    if threads < 2:
+        return []
+    if os.path.exists(SMOL):
+        model, label = ["-m", SMOL, "-p", "Once upon a time"], "SmolLM2 Q4_1"
+    else:
+        (_, path), = vs.models(["110m-f32"])
+        model, label = ["-m", path, "--prompt-ids", "1"], "110M F32"
+    busy = subprocess.Popen(["taskset", "-c", str(os.cpu_count() - 1), "sh", "-c", "while :; do :; done"])
+    try:
+        res = {1: [], 2: []}
+        for r in range(rounds):
+            for T in ((1, 2) if r % 2 == 0 else (2, 1)):
+                j = llm_json(model + ["-n", "96", "--ignore-eos", "-t", str(T)])
+                res[T].append(j["timings"]["decode_tok_s"])
+            log("issue17: busy core round %d: t1 %.1f t2 %.1f" % (r + 1, res[1][-1], res[2][-1]))
+    finally:
+        busy.kill()
+        busy.wait()
+    a, b = statistics.median(res[2]), statistics.median(res[1])
+    return ["| 2-thread decode ÷ 1-thread decode while one core runs a busy loop (%s) | %.2f× (%.1f ÷ %.1f tok/s) | ≥ 0.9× | %s |" % (
+        label, a / b, a, b, "yes" if a / b >= 0.9 else "no")]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    a = ap.parse_args()
+    if not os.access(LLM, os.X_OK):
+        sys.exit("issue17_rows: %s not built" % LLM)
+    rows = rows_budget(a.rounds, a.threads) + rows_prefill_llamacpp(a.rounds, a.threads) + rows_busy_core(a.rounds, a.threads)
+    print("### Issue 17 targets (ratios of interleaved runs in this invocation, medians of %d rounds; bench/issue17_rows.py)\n" % a.rounds)
+    print("| figure | measured | goal | met |\n|---|---|---|---|")
+    for r in rows:
+        print(r)
+    print("\nllama.cpp: %s." % (subprocess.check_output([os.path.join(HERE, "llamacpp.sh"), "--commit"], text=True).strip()
+                                if os.access(LC_BIN, os.X_OK) else "not built here"))
+
+
+if __name__ == "__main__":
+    main()
