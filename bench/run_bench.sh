@@ -7,7 +7,9 @@
 # Models: ../shared/models/stories260K (or models/stories260K) as stored (F32), and the
 # stories110M-shaped synthetic model (scripts/make_synthetic_models.py, written to
 # models/stories110M-syn when missing, never committed) in F32 and converted to F16 and BF16.
-# Then bench/issue17_rows.py: the issue-17 ratios (4k-prompt budget ÷ full on SmolLM2, F32
+# Then the real GGUF files (issue 14; scripts/fetch_model.sh smollm2-135m qwen2.5-0.5b, skipped
+# with a note when not in $LLM_RUN_MODELS / ~/.cache/llm-run) at 1 thread and at THREADS threads,
+# with their peak RSS. Then bench/issue17_rows.py: the issue-17 ratios (4k-prompt budget ÷ full on SmolLM2, F32
 # prefill ÷ llama.cpp when its build is cached, 2-thread decode beside a busy core ÷ 1 thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,10 +36,44 @@ trap 'rm -f "$tmp"' EXIT
 echo "run_bench: ${cmd[*]}" >&2
 start=$(date +%s)
 "${cmd[@]}" >"$tmp"
+# the GGUF rows: the same bench_cpu tables (prefill 128/512/1000, decode ÷ bandwidth) at 1 and
+# THREADS threads, and each file's peak RSS for one llm-run generation (GNU time)
+tmpg=$(mktemp)
+MODELS_DIR=${LLM_RUN_MODELS:-$HOME/.cache/llm-run}
+gguf=()
+[ -f "$MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf" ] && gguf+=("smollm2-135m=$MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf:auto")
+[ -f "$MODELS_DIR/Qwen2.5-Coder-0.5B-Instruct.gguf" ] && gguf+=("qwen2.5-0.5b=$MODELS_DIR/Qwen2.5-Coder-0.5B-Instruct.gguf:auto")
+{
+    echo "## The real GGUF files (issue 14)"
+    echo
+    if [ ${#gguf[@]} -eq 0 ]; then
+        echo "Not in $MODELS_DIR: run scripts/fetch_model.sh smollm2-135m and qwen2.5-0.5b first."
+    else
+        for t in $(printf '%s\n' 1 "$THREADS" | sort -un); do
+            echo "### $t thread(s)"
+            echo
+            "$BIN" --threads "$t" ${BENCH_ARGS:-} "${gguf[@]}" | sed 's/^## /#### /; s/^### /#### /'
+            echo
+        done
+        echo "Peak RSS of one \`llm-run -n 32\` generation (256-token prompt, 1 thread; ru_maxrss of the child):"
+        echo
+        for g in "${gguf[@]}"; do
+            f=${g#*=}; f=${f%:auto}
+            rss=$(python3 - "$f" <<'PY'
+import resource, subprocess, sys
+subprocess.run(["./llm-run", "-m", sys.argv[1], "-t", "1", "-n", "32", "--ignore-eos",
+                "-p", "the quick brown fox " * 64], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+PY
+)
+            echo "- ${g%%=*}: ${rss:-?} MiB"
+        done
+    fi
+} >"$tmpg"
 # the issue-17 rows: ratios of interleaved llm-run runs (and llama.cpp's llama-bench when
 # bench/llamacpp.sh has built it); BENCH_ROUNDS rounds each (default 3)
 tmp17=$(mktemp)
-trap 'rm -f "$tmp" "$tmp17"' EXIT
+trap 'rm -f "$tmp" "$tmp17" "$tmpg"' EXIT
 if ! python3 bench/issue17_rows.py --rounds "${BENCH_ROUNDS:-3}" --threads "$THREADS" >"$tmp17"; then
     echo "(bench/issue17_rows.py failed: see its stderr)" >"$tmp17"
 fi
@@ -59,6 +95,8 @@ l3=$(lscpu | sed -n 's/^L3 cache: *//p' | head -1)
     echo "- Command: \`${cmd[*]}\`"
     echo
     cat "$tmp"
+    echo
+    cat "$tmpg"
     echo
     cat "$tmp17"
     echo
