@@ -151,6 +151,7 @@ int cli_compare_main(int argc, char **argv)
     int n_msgs = 0, *tokens = NULL, *ftok = NULL, n_prompt = 0, status = 1;
     float *ref = NULL;
     row *rows = NULL;
+    int n_rows = 0;
     eval_model *m = NULL;
     if (r.prompt_text) prompt = strdup(r.prompt_text), plen = strlen(r.prompt_text);
     else if (pf) prompt = cli_read_file(pf, &plen);
@@ -174,7 +175,8 @@ int cli_compare_main(int argc, char **argv)
         goto fail;
     }
     int max_new = r.max_new < ctx - n_prompt + 1 ? r.max_new : ctx - n_prompt + 1;
-    int n_rows = 1 + c.o.n_policies * c.o.n_budgets, vocab = eval_model_vocab(m);
+    n_rows = 1 + c.o.n_policies * c.o.n_budgets;
+    int vocab = eval_model_vocab(m);
     if (!(rows = calloc((size_t)n_rows, sizeof *rows))) goto oom;
     eval_policy_cfg pc = {.ops = policy_find("full"), .budget = 1, .rope_shifted = r.pp.rope_shifted,
                           .budget_ref_prompt = r.pp.budget_ref_prompt, .prefill_chunk = r.prefill_chunk, .seed = r.seed,
