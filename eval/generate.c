@@ -128,7 +128,7 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
         if (text_push(&t, piece, tok_decoder_flush(m->dec, piece, sizeof piece)) != 0) goto oom;
     }
     if (!(r->tokens = malloc(sizeof *r->tokens * (size_t)(g.n_gen + 1)))) goto oom;
-    memcpy(r->tokens, g.tokens, sizeof *r->tokens * (size_t)g.n_gen);
+    if (g.n_gen > 0) memcpy(r->tokens, g.tokens, sizeof *r->tokens * (size_t)g.n_gen);
     r->text = t.text;
     t.text = NULL;
     r->n_gen = g.n_gen;

@@ -285,7 +285,7 @@ int eval_merge_main(int argc, char **argv)
         }
         break;
     }
-    qsort(v, (size_t)n, sizeof *v, cmp_mline);
+    if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_mline);   /* v is NULL with no lines */
     int lock_fd = -1;
     if (eval_mkdirs(out, err, sizeof err) != 0 || (lock_fd = sweep_lock_dir(out, err, sizeof err)) < 0) {
         fprintf(stderr, "llm-run eval-merge: %s\n", err);

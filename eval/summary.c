@@ -184,7 +184,7 @@ int eval_write_summary_ex(const char *dir, const eval_summary_opts *so, char *er
         if (!isnan(ts)) acc_add(&gr->tok_s, ts);
         cJSON_Delete(o);
     }
-    qsort(g, (size_t)n_groups, sizeof *g, cmp_group);
+    if (n_groups > 1) qsort(g, (size_t)n_groups, sizeof *g, cmp_group);   /* g is NULL with no lines */
     snprintf(sm.task, sizeof sm.task, "%s", task);
     if (!sm.primary) sm.primary = eval_primary_metric(task, &sm.higher);
     sm.resamples = so && so->resamples > 0 ? so->resamples : 2000;

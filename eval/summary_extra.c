@@ -31,7 +31,7 @@ void sum_compute(summary *s)
     group *base = NULL, *full_any = NULL;
     for (int i = 0; i < s->n_groups; i++) {
         group *g = &s->g[i];
-        qsort(g->s, (size_t)g->ns, sizeof *g->s, cmp_sample);   /* order-free: pairs by id */
+        if (g->ns > 1) qsort(g->s, (size_t)g->ns, sizeof *g->s, cmp_sample);   /* order-free: pairs by id; g->s is NULL when every line was skipped */
         double *x = malloc(sizeof *x * (size_t)(g->ns ? g->ns : 1));
         for (int k = 0; x && k < g->ns; k++) x[k] = g->s[k].v;
         g->boot_lo = g->boot_hi = g->d_mean = g->d_lo = g->d_hi = NAN;
