@@ -204,48 +204,9 @@ static void test_kernels16_every_family_match_scalar_at_odd_sizes(void **state)
         for (int t = 0; t < N_QTYPES; t++) {
             dtype_t dt = QTYPES[t];
             int k256 = dtype_block(dt) == 256;
-            for (int ki = 0; ki < (k256 ? 3 : 9); ki++) {
-                int nbk = ki + 1, K = nbk * dtype_block(dt), rows = ROWS[ki % 4], nxmax = 64;
-                uint8_t *W = rand_weights(dt, rows, K);
-                float *x = xmalloc((size_t)nxmax * K * 4);
-                for (size_t i = 0; i < (size_t)nxmax * K; i++) x[i] = frand();
-                for (int k = 0; k < K; k++) x[k] *= 40.0f;   /* row 0 of another scale */
-                qact_fmt f0 = quant_act_fmt(&cpu_quant_scalar16, dt), f1 = quant_act_fmt(q, dt);
-                size_t xs0 = qact_row_bytes(f0, K), xs1 = qact_row_bytes(f1, K), rb = dtype_row_bytes(dt, K);
-                uint8_t *X0 = xmalloc(xs0 * nxmax), *X1 = xmalloc(xs1 * nxmax);
-                for (int j = 0; j < nxmax; j++) {
-                    quant_act_row(&cpu_quant_scalar16, f0, X0 + j * xs0, x + (size_t)j * K, K);
-                    quant_act_row(q, f1, X1 + j * xs1, x + (size_t)j * K, K);
-                }
-                float *wf = xmalloc((size_t)rows * K * 4);
-                dequantize_row(dt, W, wf, (int64_t)rows * K);
-                float *y0 = xmalloc((size_t)nxmax * rows * 4), *y1 = xmalloc((size_t)nxmax * rows * 4);
-                float *y2 = xmalloc((size_t)nxmax * rows * 4), *y3 = xmalloc((size_t)nxmax * rows * 4);
-                uint8_t *buf = q->gemm[dt] ? xmalloc(q->gemm_buf(dt, K)) : NULL;
-                for (int ni = 0; ni < 7; ni++) {
-                    int nx = NXS[ni];
-                    cpu_quant_scalar16.mm[dt](y0, rows, W, rb, X0, xs0, rows, nx, K);
-                    q->mm[dt](y1, rows, W, rb, X1, xs1, rows, nx, K);
-                    if (buf) q->gemm[dt](y3, rows, W, rb, X1, xs1, rows, nx, K, buf);
-                    for (int j = 0; j < nx; j++)
-                        for (int r = 0; r < rows; r++)
-                            q->mm[dt](y2 + (size_t)j * rows + r, 0, W + r * rb, rb, X1 + j * xs1, 0, 1, 1, K);
-                    for (int j = 0; j < nx; j++)
-                        for (int r = 0; r < rows; r++) {
-                            double tol = 1e-5 * mag_of(wf + (size_t)r * K, x + (size_t)j * K, K) + 1e-30;
-                            size_t o = (size_t)j * rows + r;
-                            CLOSE(y1[o], y0[o], tol, "%s/16 %s K %d rows %d nx %d: y[%d][%d] vs scalar", q->name, dtype_name(dt), K,
-                                  rows, nx, j, r);
-                            CLOSE(y2[o], y0[o], tol, "%s/16 %s K %d nx %d: matvec y[%d][%d] vs scalar", q->name, dtype_name(dt), K,
-                                  nx, j, r);
-                            if (buf)
-                                CLOSE(y3[o], y0[o], tol, "%s/16 %s K %d rows %d nx %d: packed GEMM y[%d][%d] vs scalar", q->name,
-                                      dtype_name(dt), K, rows, nx, j, r);
-                        }
-                    tested++;
-                }
-                free(W), free(x), free(X0), free(X1), free(wf), free(y0), free(y1), free(y2), free(y3), free(buf);
-            }
+            for (int ki = 0; ki < (k256 ? 3 : 9); ki++)
+                tested += ts_quant_check_vs_scalar(&cpu_quant_scalar16, q, dt, ROWS[ki % 4], (ki + 1) * dtype_block(dt),
+                                                   NXS, 7, "/16", &rng);
         }
     }
     printf("  %d (family, dtype, K, n) cases\n", tested);

@@ -25,6 +25,15 @@ void *ts_aligned(size_t n);
 uint8_t *ts_rand_blocks(int dt, int rows, int K, uint64_t *st);
 /* Σ_k |w_k·x_k| in double: the scale the f32 rounding tolerances are relative to. */
 double ts_mag(const float *w, const float *x, int K);
+struct cpu_quant_ops;
+/* One case of the quantized-kernel cross-check (tests/test_quant.c with 8-bit activations,
+ * tests/test_quant_act16.c with 16-bit): rows x K random weight blocks of dt, max(nxs) random
+ * activation rows (row 0 scaled by 40) quantized by ref (a scalar table) and by q; for each nx in
+ * nxs[0..n_nx): q's mm, its packed gemm (when it has one) and nx·rows separate 1x1 matvecs all
+ * within 1e-5·Σ|w·x| of ref's mm, and mm within that of the matvecs. A mismatch fails the test
+ * (cmocka), naming q, tag, dt, K, rows, nx and the element. Returns n_nx. */
+int ts_quant_check_vs_scalar(const struct cpu_quant_ops *ref, const struct cpu_quant_ops *q, int dt, int rows, int K,
+                             const int *nxs, int n_nx, const char *tag, uint64_t *st);
 
 /* --------------------------------------------------------------------- deterministic data */
 
