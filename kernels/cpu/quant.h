@@ -190,6 +190,33 @@ void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K);
               [DT_Q5_K] = gemm_Q5_K_##S, [DT_Q6_K] = gemm_Q6_K_##S},                            \
      .gemm_buf = gemm_buf_##S, .corr = {__VA_ARGS__}, .act32 = A32, .act256 = A256}
 
+/* For the scalar tables (quant.c, quant16.c): mm_<DT>_S for every block dtype as DOT(dt, w_row,
+ * x_row, K) per output (no GEMM; the reference every SIMD table is tested against), and the table
+ * NAME / BITS / W8 / W16 / A32 / A256 as in CPU_QUANT_OPS. */
+#define CPU_QUANT_SCALAR_MM_1(DT, S, DOT)                                                      \
+    static void mm_##DT##_##S(float *Y, size_t ldy, const uint8_t *W, size_t ws, const uint8_t *X, \
+                              size_t xs, int nr, int nx, int K)                                \
+    {                                                                                          \
+        for (int j = 0; j < nx; j++)                                                           \
+            for (int r = 0; r < nr; r++)                                                       \
+                Y[(size_t)j * ldy + r] = DOT(DT_##DT, W + (size_t)r * ws, X + (size_t)j * xs, K); \
+    }
+#define CPU_QUANT_SCALAR_MM(S, DOT)                                                            \
+    CPU_QUANT_SCALAR_MM_1(Q8_0, S, DOT)                                                        \
+    CPU_QUANT_SCALAR_MM_1(Q4_0, S, DOT)                                                        \
+    CPU_QUANT_SCALAR_MM_1(Q4_1, S, DOT)                                                        \
+    CPU_QUANT_SCALAR_MM_1(Q5_0, S, DOT)                                                        \
+    CPU_QUANT_SCALAR_MM_1(Q5_1, S, DOT)                                                        \
+    CPU_QUANT_SCALAR_MM_1(Q4_K, S, DOT)                                                        \
+    CPU_QUANT_SCALAR_MM_1(Q5_K, S, DOT)                                                        \
+    CPU_QUANT_SCALAR_MM_1(Q6_K, S, DOT)
+#define CPU_QUANT_SCALAR_OPS(NAME, BITS, W8, W16, S, A32, A256)                                \
+    {.name = NAME, .bits = BITS, .w8 = W8, .w16 = W16,                                          \
+     .mm = {[DT_Q8_0] = mm_Q8_0_##S, [DT_Q4_0] = mm_Q4_0_##S, [DT_Q4_1] = mm_Q4_1_##S,          \
+            [DT_Q5_0] = mm_Q5_0_##S, [DT_Q5_1] = mm_Q5_1_##S, [DT_Q4_K] = mm_Q4_K_##S,          \
+            [DT_Q5_K] = mm_Q5_K_##S, [DT_Q6_K] = mm_Q6_K_##S},                                  \
+     .act32 = A32, .act256 = A256}
+
 /* The activation format the kernels of ops want for weight dtype wdt. */
 static inline qact_fmt quant_act_fmt(const cpu_quant_ops *ops, dtype_t wdt)
 {

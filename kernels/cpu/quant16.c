@@ -129,30 +129,7 @@ static float dot16_scalar(dtype_t dt, const uint8_t *w, const uint8_t *xr, int K
     return sum;
 }
 
-#define SCALAR_MM(T)                                                                           \
-    static void mm16_##T(float *Y, size_t ldy, const uint8_t *W, size_t ws, const uint8_t *X,   \
-                         size_t xs, int nr, int nx, int K)                                     \
-    {                                                                                          \
-        for (int j = 0; j < nx; j++)                                                           \
-            for (int r = 0; r < nr; r++)                                                       \
-                Y[(size_t)j * ldy + r] = dot16_scalar(DT_##T, W + (size_t)r * ws, X + (size_t)j * xs, K); \
-    }
-SCALAR_MM(Q8_0)
-SCALAR_MM(Q4_0)
-SCALAR_MM(Q4_1)
-SCALAR_MM(Q5_0)
-SCALAR_MM(Q5_1)
-SCALAR_MM(Q4_K)
-SCALAR_MM(Q5_K)
-SCALAR_MM(Q6_K)
+CPU_QUANT_SCALAR_MM(scalar16, dot16_scalar)
 
-const cpu_quant_ops cpu_quant_scalar16 = {
-    .name = "scalar",
-    .bits = 16,
-    .w8 = &cpu_quant_scalar,
-    .w16 = &cpu_quant_scalar16,
-    .mm = {[DT_Q8_0] = mm16_Q8_0, [DT_Q4_0] = mm16_Q4_0, [DT_Q4_1] = mm16_Q4_1, [DT_Q5_0] = mm16_Q5_0,
-           [DT_Q5_1] = mm16_Q5_1, [DT_Q4_K] = mm16_Q4_K, [DT_Q5_K] = mm16_Q5_K, [DT_Q6_K] = mm16_Q6_K},
-    .act32 = act32_16_scalar,
-    .act256 = act256_16_scalar,
-};
+const cpu_quant_ops cpu_quant_scalar16 =
+    CPU_QUANT_SCALAR_OPS("scalar", 16, &cpu_quant_scalar, &cpu_quant_scalar16, scalar16, act32_16_scalar, act256_16_scalar);
