@@ -21,6 +21,7 @@
 #include "kernels/cpu/simd.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "tests/support/support.h"
 
 /* ------------------------------------------------------------------------ helpers */
 
@@ -326,35 +327,6 @@ static void test_dot_axpy_exp_scores_every_family_match_scalar(void **state)
 
 /* ----------------------------------------------------------------------- attention */
 
-/* float64 reference of attn_prefill_head: the softmax of every row materialised. */
-static void prefill_ref(const float *q, int qs, const float *Kl, const float *Vl, int n_live, const float *Kn,
-                        int ks, const float *Vn, int vs, int n_new, int hd, float scale, double *out,
-                        double *colsum)
-{
-    double *p = malloc((size_t)(n_live + n_new) * sizeof *p);
-    assert_non_null(p);
-    for (int i = 0; i < n_new; i++) {
-        int n = n_live + i + 1;
-        double mx = -INFINITY, sum = 0;
-        for (int j = 0; j < n; j++) {
-            const float *k = j < n_live ? Kl + (size_t)j * hd : Kn + (size_t)(j - n_live) * ks;
-            double s = 0;
-            for (int d = 0; d < hd; d++) s += (double)q[(size_t)i * qs + d] * k[d];
-            p[j] = s * scale;
-            if (p[j] > mx) mx = p[j];
-        }
-        for (int j = 0; j < n; j++) sum += (p[j] = exp(p[j] - mx));
-        for (int d = 0; d < hd; d++) out[(size_t)i * hd + d] = 0;
-        for (int j = 0; j < n; j++) {
-            p[j] /= sum;
-            colsum[j] += p[j];
-            const float *v = j < n_live ? Vl + (size_t)j * hd : Vn + (size_t)(j - n_live) * vs;
-            for (int d = 0; d < hd; d++) out[(size_t)i * hd + d] += p[j] * v[d];
-        }
-    }
-    free(p);
-}
-
 static void check_prefill(const char *fam, int n_live, int n_new, int hd)
 {
     char err[256];
@@ -372,7 +344,7 @@ static void check_prefill(const char *fam, int n_live, int n_new, int hd)
     float scale = 1.0f / sqrtf((float)hd);
     attn_prefill_head(q, stride, Kl, DT_F32, Vl, DT_F32, n_live, Kn, stride, Vn, stride, n_new, hd, scale, out, stride, colsum, scratch);
     attn_prefill_head(q, stride, Kl, DT_F32, Vl, DT_F32, n_live, Kn, stride, Vn, stride, n_new, hd, scale, out2, stride, NULL, scratch);
-    prefill_ref(q, stride, Kl, Vl, n_live, Kn, stride, Vn, stride, n_new, hd, scale, ro, rc);
+    ts_attn_prefill_ref(q, stride, Kl, Vl, n_live, Kn, stride, Vn, stride, n_new, hd, scale, ro, rc);
     for (int i = 0; i < n_new; i++)
         for (int d = 0; d < hd; d++) {
             CLOSE(out[(size_t)i * stride + d], ro[(size_t)i * hd + d], 2e-5, 1, "%s prefill out n_live %d n_new %d hd %d row %d d %d",

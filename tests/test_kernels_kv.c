@@ -22,6 +22,7 @@
 
 #include "kernels/cpu/simd.h"
 #include "kernels/kernels.h"
+#include "tests/support/support.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float frand(void) /* uniform in [-1, 1) */
@@ -257,35 +258,6 @@ static void test_decode_attention_16bit_kv_every_family(void **state)
     restore_family();
 }
 
-/* float64 reference of attn_prefill_head over widened live rows (see tests/test_kernels.c). */
-static void prefill_ref(const float *q, int qs, const float *Kl, const float *Vl, int n_live,
-                        const float *Kn, const float *Vn, int ks, int n_new, int hd, float scale,
-                        double *out, double *colsum)
-{
-    double *p = malloc((size_t)(n_live + n_new) * sizeof *p);
-    assert_non_null(p);
-    for (int i = 0; i < n_new; i++) {
-        int n = n_live + i + 1;
-        double mx = -INFINITY, sum = 0;
-        for (int j = 0; j < n; j++) {
-            const float *k = j < n_live ? Kl + (size_t)j * hd : Kn + (size_t)(j - n_live) * ks;
-            double s = 0;
-            for (int d = 0; d < hd; d++) s += (double)q[(size_t)i * qs + d] * k[d];
-            p[j] = s * scale;
-            if (p[j] > mx) mx = p[j];
-        }
-        for (int j = 0; j < n; j++) sum += (p[j] = exp(p[j] - mx));
-        for (int d = 0; d < hd; d++) out[(size_t)i * hd + d] = 0;
-        for (int j = 0; j < n; j++) {
-            p[j] /= sum;
-            colsum[j] += p[j];
-            const float *v = j < n_live ? Vl + (size_t)j * hd : Vn + (size_t)(j - n_live) * ks;
-            for (int d = 0; d < hd; d++) out[(size_t)i * hd + d] += p[j] * v[d];
-        }
-    }
-    free(p);
-}
-
 static void check_prefill(const char *fam, dtype_t kdt, dtype_t vdt, int n_live, int n_new, int hd)
 {
     int stride = 3 * hd;   /* q/k/v rows interleaved with other heads, as in the engine */
@@ -305,7 +277,7 @@ static void check_prefill(const char *fam, dtype_t kdt, dtype_t vdt, int n_live,
                       stride, NULL, scratch);
     attn_prefill_head(q, stride, Klw, DT_F32, Vlw, DT_F32, n_live, Kn, stride, Vn, stride, n_new, hd, scale,
                       out3, stride, cs3, scratch);
-    prefill_ref(q, stride, Klw, Vlw, n_live, Kn, Vn, stride, n_new, hd, scale, ro, rc);
+    ts_attn_prefill_ref(q, stride, Klw, Vlw, n_live, Kn, stride, Vn, stride, n_new, hd, scale, ro, rc);
     for (int i = 0; i < n_new; i++) {
         for (int d = 0; d < hd; d++)
             CLOSE(out[(size_t)i * stride + d], ro[(size_t)i * hd + d], 2e-5, 1,

@@ -35,6 +35,16 @@ struct cpu_quant_ops;
 int ts_quant_check_vs_scalar(const struct cpu_quant_ops *ref, const struct cpu_quant_ops *q, int dt, int rows, int K,
                              const int *nxs, int n_nx, const char *tag, uint64_t *st);
 
+/* --------------------------------------------------------------------- attention reference
+ * (attn_ref.c) */
+
+/* float64 causal attention, the reference of attn_prefill_head: n_new query rows q (row stride
+ * qs) attend to n_live live rows Kl/Vl [n_live][hd] then the new rows Kn/Vn (row strides ks /
+ * vs) up to their own position; every softmax row materialised. out [n_new][hd]; colsum[j] +=
+ * Σ_i p[i][j] over the n_live + n_new keys (the caller zeroes it). */
+void ts_attn_prefill_ref(const float *q, int qs, const float *Kl, const float *Vl, int n_live, const float *Kn,
+                         int ks, const float *Vn, int vs, int n_new, int hd, float scale, double *out, double *colsum);
+
 /* --------------------------------------------------------------------- deterministic data */
 
 /* Uniform in [-1, 1) from a 64-bit LCG state (test data only). */
