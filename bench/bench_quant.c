@@ -3,6 +3,9 @@
  *   bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,Q8_0,...]
  *               [--no-cold] [--no-gemm] [--ns 128,512] [--time S]
  *
+ * --types may name F32, F16 and BF16 too (decode only): the same shapes through the float
+ * kernels (kernels/cpu/simd_*), the per-byte reference of issue 14's "not slower than the F32
+ * path per byte read".
  * Decode (n = 1) matrix-vector: GB/s of weights streamed (weight bytes / time per call) at the
  * SmolLM2-135M and Qwen2.5-0.5B shapes (rows x cols: 576x576, 1536x576, 576x1536, 896x4864,
  * 4864x896; a type runs the shapes whose cols its block divides), "hot" (the same matrix again
@@ -47,12 +50,24 @@ static uint32_t rnd(void)
 }
 static float frand(void) { return (float)(rnd() * (2.0 / 4294967296.0) - 1.0); }
 
-/* random quant bits with f16 scales of moderate size */
+/* random quant bits with f16 scales of moderate size; F32/F16/BF16: values in [-0.02, 0.02)
+ * (no NaN or subnormal bit patterns, which would time differently) */
 static uint8_t *rand_weights(dtype_t dt, int rows, int cols)
 {
     size_t rb = dtype_row_bytes(dt, cols), bb = dtype_block_bytes(dt), n = rb * rows;
     uint8_t *w = aligned_alloc(64, (n + 63) & ~(size_t)63);
     if (!w) return NULL;
+    if (!dtype_is_quant(dt)) {
+        for (size_t i = 0; i < (size_t)rows * cols; i++) {
+            float v = frand() * 0.02f;
+            if (dt == DT_F32) memcpy(w + 4 * i, &v, 4);
+            else {
+                uint16_t h = dt == DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+                memcpy(w + 2 * i, &h, 2);
+            }
+        }
+        return w;
+    }
     for (size_t i = 0; i < n; i++) w[i] = (uint8_t)rnd();
     for (size_t b = 0; b < n / bb; b++) {
         uint16_t s1 = f32_to_f16(frand() * 0.02f), s2 = f32_to_f16(frand() * 0.02f);
@@ -107,8 +122,8 @@ int main(int argc, char **argv)
             ntypes = 0;
             for (char *s = strtok(argv[++i], ","); s && ntypes < 16; s = strtok(NULL, ",")) {
                 int dt = dtype_from_name(s);
-                if (dt < 0 || !dtype_is_quant((dtype_t)dt)) {
-                    fprintf(stderr, "bench_quant: unknown block type %s\n", s);
+                if (dt < 0 || (!dtype_is_quant((dtype_t)dt) && dt != DT_F32 && dt != DT_F16 && dt != DT_BF16)) {
+                    fprintf(stderr, "bench_quant: unknown weight type %s\n", s);
                     return 2;
                 }
                 types[ntypes++] = (dtype_t)dt;
@@ -196,6 +211,7 @@ int main(int argc, char **argv)
         for (int t = 0; t < nthr; t++) printf("---|---|---|");
         printf("\n");
         for (int ti = 0; ti < ntypes; ti++) {
+            if (!dtype_is_quant(types[ti])) continue;   /* F32/F16/BF16 prefill is the BLAS's */
             dtype_t dt = types[ti];
             for (int s = 0; s < N_SHAPES; s++) {
                 int rows = SHAPES[s][0], cols = SHAPES[s][1];
