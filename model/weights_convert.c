@@ -27,15 +27,18 @@ int model_reserve_owned(model_weights *m, size_t more, char *err, size_t errlen)
 /* A weight buffer of `bytes`, 2 MiB-aligned and marked for transparent huge pages before its
  * first touch: decode streams every weight each token, and with 4 KiB pages every 4 KiB costs
  * a TLB miss (on a KVM guest one core's streaming read measured ~12 GB/s with 4 KiB pages vs
- * ~21 GB/s with huge pages). Freed with free(). */
+ * ~21 GB/s with huge pages). Only the whole 2 MiB pages inside the buffer are huge; its last
+ * partial one is marked MADV_NOHUGEPAGE, so a 2.25 MiB matrix costs 2.25 MiB of RSS, not the
+ * 4 MiB of two huge pages (stories110M F32: 84 of 578 MiB went to such tails). Freed with free(). */
 void *model_alloc_weight(size_t bytes) {
-    const size_t huge = (size_t)2 << 20;
+    const size_t huge = (size_t)2 << 20, page = 4096;
     void *p = NULL;
     if (bytes < huge) return malloc(bytes ? bytes : 1);
-    size_t len = (bytes + huge - 1) / huge * huge;
+    size_t len = (bytes + page - 1) / page * page, whole = bytes / huge * huge;
     if (posix_memalign(&p, huge, len) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, len, MADV_HUGEPAGE);   /* advice only: without THP it is plain memory */
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+    madvise(p, whole, MADV_HUGEPAGE);   /* advice only: without THP it is plain memory */
+    if (len > whole) madvise((char *)p + whole, len - whole, MADV_NOHUGEPAGE);
 #endif
     return p;
 }
@@ -114,45 +117,69 @@ int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen) {
     return 0;
 }
 
-/* Copies w out of the file mapping into an owned huge-page buffer (already owned: nothing). */
-/* Copies w out of the file mapping into an owned huge-page buffer (already owned: nothing), in
- * 8 MiB blocks, giving each block's whole pages of the mapping back to the kernel once copied
+/* Copies w out of the file mapping to arena + *off (64-byte aligned; *off advances), in 8 MiB
+ * blocks, giving each block's whole pages of the mapping back to the kernel once copied
  * (MADV_DONTNEED): the mapping is never read again for w, so peak RSS stays one copy of the
- * weights plus a block, not two (issue 17: llama.cpp keeps one mapped copy). */
-static int make_resident(model_weights *m, weight_t *w, char *err, size_t errlen) {
+ * weights plus a block, not two (issue 17: llama.cpp keeps one mapped copy). With arena NULL it
+ * only adds w's size to *off (the sizing pass). Already owned (converted): nothing. */
+static void make_resident(const model_weights *m, weight_t *w, char *arena, size_t *off) {
     for (int i = 0; i < m->n_owned; i++)
-        if (m->owned[i] == w->data) return 0;
-    size_t bytes = weight_bytes(w);
-    void *out = model_alloc_weight(bytes);
-    if (!out) return fail(err, errlen, "model_make_resident: out of memory copying a [%d, %d] weight", w->rows, w->cols);
+        if (m->owned[i] == w->data) return;
+    size_t bytes = weight_bytes(w), at = *off;
+    *off += (bytes + 63) & ~(size_t)63;
+    if (!arena) return;
+    char *out = arena + at;
     const char *src = w->data;
     const size_t block = (size_t)8 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
     for (size_t b0 = 0; b0 < bytes; b0 += block) {
         size_t b1 = bytes - b0 < block ? bytes : b0 + block;
         #pragma omp parallel for schedule(static) if (b1 - b0 >= (1 << 22))
-        for (size_t off = b0; off < b1; off += 1 << 16)
-            memcpy((char *)out + off, src + off, b1 - off < (1 << 16) ? b1 - off : (1 << 16));
+        for (size_t o = b0; o < b1; o += 1 << 16)
+            memcpy(out + o, src + o, b1 - o < (1 << 16) ? b1 - o : (1 << 16));
         /* the whole pages inside [src + b0, src + b1): no other tensor shares them */
         uintptr_t lo = ((uintptr_t)src + b0 + page - 1) / page * page, hi = ((uintptr_t)src + b1) / page * page;
         if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
     }
-    m->owned[m->n_owned++] = out;
     w->data = out;
-    return 0;
 }
 
+/* Drops every page of the file mappings from this process (MADV_DONTNEED): what is still read
+ * from them after model_make_resident (norms, an untied embedding one row per token) faults back
+ * in from the page cache on use, instead of staying counted in RSS from the load-time reads
+ * (the finite check reads every tensor). */
+static void drop_mappings(const model_weights *m) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < m->n_files; i++)
+        if (m->files[i].map) madvise(m->files[i].map, (m->files[i].size + page - 1) / page * page, MADV_DONTNEED);
+    if (m->gguf && m->gguf->map) madvise(m->gguf->map, (m->gguf->size + page - 1) / page * page, MADV_DONTNEED);
+}
+
+/* The matrices decode streams (lm_head and each layer's seven) in one owned huge-page arena,
+ * back to back at 64-byte alignment: one allocation rounds up to a 2 MiB page once, where one
+ * per matrix rounded each (a 768x768 F32 matrix, 2.25 MiB, took 4 MiB of huge pages: 84 MiB of
+ * 578 on stories110M F32). */
 int model_make_resident(model_weights *m, char *err, size_t errlen) {
     int n_layers = m->cfg.n_layers;
-    if (model_reserve_owned(m, 2 + 7 * (size_t)n_layers, err, errlen)) return -1;
+    if (model_reserve_owned(m, 1, err, errlen)) return -1;
     int tied = m->lm_head.data == m->embed.data;
-    if (make_resident(m, &m->lm_head, err, errlen)) return -1;
-    if (tied) m->embed = m->lm_head;   /* the embedding is read one row per token: leave it mapped otherwise */
-    for (int l = 0; l < n_layers && m->layers; l++) {
-        layer_weights *lw = &m->layers[l];
-        weight_t *ws[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-            if (make_resident(m, ws[i], err, errlen)) return -1;
+    char *arena = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t off = 0;
+        make_resident(m, &m->lm_head, arena, &off);
+        for (int l = 0; l < n_layers && m->layers; l++) {
+            layer_weights *lw = &m->layers[l];
+            weight_t *ws[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+            for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) make_resident(m, ws[i], arena, &off);
+        }
+        if (pass == 0) {
+            if (off == 0) break;   /* everything already owned */
+            if (!(arena = model_alloc_weight(off)))
+                return fail(err, errlen, "model_make_resident: out of memory copying %.1f MiB of weights", off / 1048576.0);
+        }
     }
+    if (arena) m->owned[m->n_owned++] = arena;
+    if (tied) m->embed = m->lm_head;   /* the embedding is read one row per token: leave it mapped otherwise */
+    drop_mappings(m);
     return 0;
 }
 
