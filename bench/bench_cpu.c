@@ -21,6 +21,7 @@
  * Prompts are fixed pseudo-random token ids (no tokenizer). Lengths beyond the model's
  * context (max_position_embeddings) are shown as n/a. Exit status 0, or 1 with one line on
  * stderr when a model cannot be loaded. */
+#include "cli/cli.h"
 #include "eviction/eviction.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -273,31 +274,11 @@ typedef struct {
 
 static void print_na(int ctx) { printf(" n/a (context %d) |", ctx); }
 
-/* The runtime settings llm-run's main.c gives itself (OMP_WAIT_POLICY=passive,
- * OPENBLAS_CORETYPE for the CPU), read by OpenMP / OpenBLAS when they load: set when the user
- * has not, then one re-exec, so the benchmark measures what llm-run runs. Without the passive
- * wait, 2-thread decode collapsed here whenever another process held a core (F32 110M shape:
- * 6.5 tok/s vs 38 for llm-run at the same moment, bench/cpu.md of 2026-11-25 12:40). */
-static void reexec_like_llm_run(char **argv)
-{
-    if (getenv("LLM_RUN_REEXEC")) return;
-    int change = 0;
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) change |= setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (!getenv("OPENBLAS_CORETYPE")) {
-        __builtin_cpu_init();
-        const char *t = __builtin_cpu_supports("avx512f") ? "SkylakeX" : __builtin_cpu_supports("avx2") ? "Haswell" : NULL;
-        if (t) change |= setenv("OPENBLAS_CORETYPE", t, 1) == 0;
-    }
-#endif
-    if (!change) return;
-    setenv("LLM_RUN_REEXEC", "1", 1);
-    execv("/proc/self/exe", argv);   /* on failure: carry on */
-}
-
 int main(int argc, char **argv)
 {
-    reexec_like_llm_run(argv);
+    /* the runtime settings llm-run gives itself (cli/runtime.c: the OpenMP wait, OpenBLAS's
+     * core type), so the benchmark measures what llm-run runs */
+    cli_reexec_with_runtime_settings(argv);
     g_threads = cpu_num_cores();
     size_t bw_mib = 1024;
     int bw_only = 0;

@@ -138,4 +138,12 @@ int cli_tokenize_main(int argc, char **argv);   /* argv[0] = "tokenize" */
 int cli_eval_main(int argc, char **argv);       /* argv[0] = "eval" (cli/eval.c) */
 int cli_compare_main(int argc, char **argv);    /* argv[0] = "compare" (cli/compare.c) */
 
+/* Sets what the OpenMP and OpenBLAS runtimes read when they load (the OpenMP wait: spin when
+ * this run's threads, -t / --threads in argv or every CPU, fit the CPUs no other process is
+ * running on at start, else OMP_WAIT_POLICY=passive; OPENBLAS_CORETYPE for CPUs Debian's
+ * OpenBLAS 0.3.21 does not know), each only when the user has not, then re-executes the program
+ * once (/proc/self/exe, argv unchanged; LLM_RUN_REEXEC guards the loop). Returns when nothing
+ * needs setting or the exec fails. Call first thing in main. Measurements: cli/runtime.c. */
+void cli_reexec_with_runtime_settings(char **argv);
+
 #endif

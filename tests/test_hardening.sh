@@ -161,5 +161,20 @@ h=$("$BIN" --help | wc -l); [ "$h" -lt 60 ] && ok "--help is $h lines (< 60)" ||
 d="$TMP/toko"; mkdir -p "$d"; echo '{}' >"$d/tokenizer.json"
 one_line "a folder with only tokenizer.json" 'no config\.json: not a Hugging Face model folder \(it has a tokenizer\.json only' "$BIN" -m "$d" "${P[@]}"
 
+# ---- the OpenMP wait chosen at start (cli/runtime.c): the user's setting wins; with every CPU
+# busy (another process per CPU) a multi-threaded run waits passively instead of spinning
+w=$(OMP_WAIT_POLICY=active "$BIN" -m "$SRC" -t 2 -p "Once" -n 2 --json 2>/dev/null | jq -r .omp_wait)
+[ "$w" = active ] && ok "OMP_WAIT_POLICY set by the user is kept ($w)" || bad "OMP_WAIT_POLICY=active became '$w'"
+w=$(GOMP_SPINCOUNT=1000 "$BIN" -m "$SRC" -t 2 -p "Once" -n 2 --json 2>/dev/null | jq -r .omp_wait)
+[ "$w" = spin ] && ok "GOMP_SPINCOUNT set by the user is kept (no passive override)" || bad "GOMP_SPINCOUNT=1000 gave '$w'"
+busy=()
+for _ in $(seq "$(nproc)"); do sh -c 'while :; do :; done' & busy+=($!); done
+sleep 0.3
+w=$("$BIN" -m "$SRC" -t 2 -p "Once" -n 2 --json 2>/dev/null | jq -r .omp_wait)
+kill "${busy[@]}" 2>/dev/null; wait "${busy[@]}" 2>/dev/null
+[ "$w" = passive ] && ok "every CPU busy: 2 threads wait passively" || bad "every CPU busy: omp_wait '$w' (want passive)"
+w=$("$BIN" -m "$SRC" -t 1 -p "Once" -n 2 --json 2>/dev/null | jq -r .omp_wait)
+case "$w" in spin|passive) ok "the wait is always chosen ($w here)";; *) bad "omp_wait '$w'";; esac
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
