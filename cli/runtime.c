@@ -111,6 +111,13 @@ void cli_reexec_with_runtime_settings(char **argv)
 #endif
     if (!change) return;
     setenv("LLM_RUN_REEXEC", "1", 1);
+    /* the resolved path, not /proc/self/exe itself, so the process keeps its name (ps, pgrep) */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        execv(self, argv);
+    }
     execv("/proc/self/exe", argv);   /* on failure: carry on with the runtimes as they are */
 }
 
