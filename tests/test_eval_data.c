@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "eval/eval.h"
+#include "eval/summary.h"
 #include "eval/sweep.h"
 
 #include <unistd.h>
@@ -270,6 +271,60 @@ static void test_passkey_generation(void **state)
     eval_passkey_free(&b);
 }
 
+/* sum_compute's claims (eval/summary_extra.c): a policy giving full's exact answers on n examples
+ * is "confirmed" within ±0.01 only when the rule of three allows it (3/n <= margin: n >= 300),
+ * not from the zero-width bootstrap interval of 10 identical answers; and no claim at all where
+ * the full cache does not beat the closed-book baseline (the evidence check). */
+static group mk_group(const char *policy, double budget, const double *v, int n)
+{
+    group g;
+    memset(&g, 0, sizeof g);
+    snprintf(g.policy, sizeof g.policy, "%s", policy);
+    g.budget = budget;
+    g.s = calloc((size_t)n, sizeof *g.s);
+    assert_non_null(g.s);
+    g.ns = g.caps = n;
+    for (int i = 0; i < n; i++) {
+        snprintf(g.s[i].id, sizeof g.s[i].id, "q%03d", i);
+        g.s[i].v = v[i];
+    }
+    return g;
+}
+
+static const char *claim_of(int n, int evidence)
+{
+    double full[300], same[300], base[300];
+    for (int i = 0; i < n; i++) {
+        full[i] = same[i] = evidence ? (i % 10 < 8) : (i % 10 < 1);   /* EM 0.8 or 0.1 */
+        base[i] = i % 10 < 1 ? (evidence ? 0 : 1) : 0;                /* closed-book 0 or 0.1 */
+    }
+    static group gs[3];
+    gs[0] = mk_group("full", 0.4, full, n);
+    gs[1] = mk_group("h2o", 0.4, same, n);
+    gs[2] = mk_group("closedbook", 1, base, n);
+    summary sm;
+    memset(&sm, 0, sizeof sm);
+    snprintf(sm.task, sizeof sm.task, "litm");
+    sm.primary = "em";
+    sm.higher = 1;
+    sm.margin = 0.01;
+    sm.resamples = 500;
+    sm.g = gs;
+    sm.n_groups = 3;
+    sum_compute(&sm);
+    const char *c = gs[1].claim;
+    for (int i = 0; i < 3; i++) free(gs[i].s);
+    return c;
+}
+
+static void test_claims_rule_of_three_and_evidence(void **state)
+{
+    (void)state;
+    assert_string_equal(claim_of(10, 1), "not testable at this n");   /* 3/10 > 0.01 */
+    assert_string_equal(claim_of(300, 1), "confirmed");               /* 3/300 <= 0.01 */
+    assert_string_equal(claim_of(300, 0), "no claim (task not evidence)");
+}
+
 static void test_bootstrap_claims_evidence(void **state)
 {
     (void)state;
@@ -379,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_prompt_variants_and_spans),
         cmocka_unit_test(test_passkey_generation),
         cmocka_unit_test(test_bootstrap_claims_evidence),
+        cmocka_unit_test(test_claims_rule_of_three_and_evidence),
         cmocka_unit_test(test_smollm2_chat_prompts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
