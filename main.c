@@ -18,8 +18,8 @@
 
 int main(int argc, char **argv)
 {
+    cli_reexec_with_runtime_settings(argv);   /* cli/runtime.c: OpenMP wait, OpenBLAS core type */
     /* a closed stdout pipe is a write error reported in one line, not a silent SIGPIPE death */
-    cli_reexec_with_runtime_settings(argv);
     signal(SIGPIPE, SIG_IGN);
     /* a file-size limit (ulimit -f) makes write() fail with EFBIG, reported with the file's
      * name, instead of killing the process without a word */

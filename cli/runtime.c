@@ -10,13 +10,13 @@
 
 /* Settings the OpenMP and OpenBLAS runtimes read when they load, before main:
  *  - the OpenMP wait: a thread that reaches a barrier or the end of a parallel region first
- *    either spins (GOMP_SPINCOUNT=300000, ~0.1 ms) or sleeps at once (OMP_WAIT_POLICY=passive).
+ *    either spins a while (GOMP_SPINCOUNT=300000) or sleeps at once (OMP_WAIT_POLICY=passive).
  *    Decode forks ~4 parallel regions per layer, so sleeping costs a futex wake-up each:
  *    stories110M F32, 2 threads, quiet machine: 49-50 tok/s passive vs 66-67 spinning (llama.cpp
  *    55.5). But where another process holds a core, spinning threads fight it for the core and
  *    2-thread decode collapses (same model: 10-23 tok/s spinning vs 32 passive, 1 thread 34.5).
- *    So the choice is made here from the runnable tasks at start (/proc/loadavg, least of 5 looks): spin when this
- *    run's threads fit in the CPUs nobody else is using, else wait passively. A core taken
+ *    So the choice is made here from the runnable tasks at start (/proc/loadavg, least of 5 looks): spin when
+ *    this run's threads fit in the CPUs nobody else is using, else wait passively. A core taken
  *    after the start is not seen (set OMP_WAIT_POLICY=passive for such machines);
  *  - OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 does not know Sapphire Rapids / Zen 4 and
  *    falls back to its generic kernels; name the widest family the CPU runs.

@@ -66,12 +66,12 @@ void sum_compute(summary *s)
             eval_bootstrap_paired(a, b, n, s->resamples, fnv(g->policy, g->budget) ^ 0xD1FFull, &g->d_lo, &g->d_hi);
         }
         /* one pair makes a zero-width interval: no claim can rest on it. Nor can n pairs that
-         * all differ by the same amount (typically 0: the same answers), whose bootstrap
-         * interval has zero width too: with none of n examples seen to differ, the share that
+         * do not differ at all (the same answers), whose bootstrap interval is [0, 0]
+         * too: with none of n examples seen to differ, the share that
          * differs may still be 3/n (rule of three, 95%), so for a metric in [0, 1] "within the
          * margin" needs 3/n <= margin (n >= 300 at ±0.01). */
-        int same = n >= 2;
-        for (int k = 1; same && k < n; k++) same = a[k] - b[k] == a[0] - b[0];
+        int same = n >= 2 && a[0] == b[0];   /* no example differs at all */
+        for (int k = 1; same && k < n; k++) same = a[k] == b[k];
         if (n < 2 || (same && 3.0 / n > s->margin)) g->claim = "not testable at this n";
         else g->claim = eval_claim(g->d_lo, g->d_hi, s->margin);
         free(a);
@@ -239,8 +239,8 @@ int sum_write_extra(const summary *s, FILE *md, const char *dir, char *err, size
     fprintf(md, "\nClaims (\"≈ full ±%g\", on %s, from the paired 95%% bootstrap interval of policy − full): "
                 "**confirmed** = the interval lies within ±%g; **refuted** = it lies entirely outside; "
                 "**not testable at this n** = it is wider than the margin band (2 × %g), so even a policy "
-                "identical in expectation could not be confirmed with this many examples, or every example "
-                "differs by the same amount (usually the same answers) and n < 3 / margin (rule of three: the "
+                "identical in expectation could not be confirmed with this many examples, or no example "
+                "differs from full (the same answers) and n < 3 / margin (rule of three: the "
                 "share that differs may still be 3/n); **inconclusive** otherwise; **no claim** where the "
                 "evidence check fails. `--margin` sets the margin.\n", s->margin, s->primary, s->margin, s->margin);
     if (!strcmp(s->primary, "acc") && write_cells(s, md, dir, err, errlen) != 0) return -1;

@@ -291,11 +291,12 @@ static group mk_group(const char *policy, double budget, const double *v, int n)
     return g;
 }
 
-static const char *claim_of(int n, int evidence)
+static const char *claim_of(int n, int evidence, int never_right)
 {
     double full[300], same[300], base[300];
     for (int i = 0; i < n; i++) {
         full[i] = same[i] = evidence ? (i % 10 < 8) : (i % 10 < 1);   /* EM 0.8 or 0.1 */
+        if (never_right) full[i] = 1, same[i] = 0;                      /* differs by 1 everywhere */
         base[i] = i % 10 < 1 ? (evidence ? 0 : 1) : 0;                /* closed-book 0 or 0.1 */
     }
     static group gs[3];
@@ -320,9 +321,10 @@ static const char *claim_of(int n, int evidence)
 static void test_claims_rule_of_three_and_evidence(void **state)
 {
     (void)state;
-    assert_string_equal(claim_of(10, 1), "not testable at this n");   /* 3/10 > 0.01 */
-    assert_string_equal(claim_of(300, 1), "confirmed");               /* 3/300 <= 0.01 */
-    assert_string_equal(claim_of(300, 0), "no claim (task not evidence)");
+    assert_string_equal(claim_of(10, 1, 0), "not testable at this n");   /* 3/10 > 0.01 */
+    assert_string_equal(claim_of(300, 1, 0), "confirmed");               /* 3/300 <= 0.01 */
+    assert_string_equal(claim_of(300, 0, 0), "no claim (task not evidence)");
+    assert_string_equal(claim_of(10, 1, 1), "refuted");   /* the same difference everywhere, not 0 */
 }
 
 static void test_bootstrap_claims_evidence(void **state)
