@@ -64,13 +64,17 @@ static int others_runnable_once(void)
 }
 
 /* Runnable tasks other than this one (/proc/loadavg's "running/total"), or -1: the least of
- * five looks 3 ms apart, so a process started beside this one (the other end of a pipe) that
- * is only loading is not taken for a busy core. */
+ * up to 25 looks 6 ms apart (it stops at the first that sees none), so a process started beside
+ * this one that is only loading is not taken for a busy core: `llm-run --json | python3 …`
+ * starts a Python that runs for ~90 ms before it blocks on the pipe, and the 5 looks over 12 ms
+ * this took before chose the passive wait there, which decodes at a third of the speed (SmolLM2
+ * Q4_1, 2 threads, idle host: 56 tok/s passive vs 178 spinning; bench/spin_wait.sh). A busy
+ * core costs the 150 ms at start. */
 static int others_runnable(void)
 {
     int least = -1;
-    for (int i = 0; i < 5; i++) {
-        if (i) usleep(3000);
+    for (int i = 0; i < 25; i++) {
+        if (i) usleep(6000);
         int n = others_runnable_once();
         if (n >= 0 && (least < 0 || n < least)) least = n;
         if (least == 0) break;
