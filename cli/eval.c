@@ -98,6 +98,7 @@ SETTER(set_shard) {
     return 0;
 }
 SETTER(set_no_plot) { (void)f; (void)v; E->o->no_plot = 1; return 0; }
+SETTER(set_no_prefill_fork) { (void)f; (void)v; E->o->no_prefill_fork = 1; return 0; }
 SETTER(set_rescore) { (void)f; (void)v; E->o->rescore = 1; return 0; }
 SETTER(set_no_chat) { (void)f; (void)v; E->no_chat = 1; return 0; }
 SETTER(set_qpos) {
@@ -169,6 +170,7 @@ static const cli_opt EVAL_TABLE[] = {
      "ROUGE-1 or NLL, 0.02 EM or accuracy)", CLI_G_SUB, 0, set_margin},
     {"--bootstrap", NULL, "N", "bootstrap resamples of the summary's intervals (default 2000)", CLI_G_SUB, 0, set_bootstrap},
     {"--no-plot", NULL, NULL, "do not draw summary.png", CLI_G_SUB, 0, set_no_plot},
+    {"--no-prefill-fork", NULL, NULL, "compute every run's prefill (by default a whole-prompt prefill that does not depend on the policy is computed once per example and replayed into the other policies' caches: same results)", CLI_G_SUB, 0, set_no_prefill_fork},
     {"--rescore", NULL, NULL, "recompute the metrics of DIR/results.jsonl from its outputs and --data", CLI_G_SUB, 0, set_rescore},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };

@@ -274,6 +274,9 @@ typedef struct {
     const struct eval_dump *dump; /* NULL, or where the kept positions go (--dump-kept) */
     int kv_dtype;            /* K/V storage: -1 auto (model_kv_dtype_default: f32 for F32
                                 weights, else f16), else DT_F32, DT_F16 or DT_BF16 */
+    struct prefill_record **fork; /* NULL, or the prefill shared by the runs of one prompt
+                                (gen_params.fork, model.h): recorded by the first forkable
+                                run, replayed by the next; the caller frees it */
 } eval_policy_cfg;
 
 typedef struct {
@@ -282,6 +285,7 @@ typedef struct {
     int n_prompt, n_gen;
     const char *stop;        /* "eos", "stop", "length" */
     double prefill_ms, decode_ms;
+    int prefill_forked;      /* 1: the prefill was replayed from eval_policy_cfg.fork */
     eval_kv_stats kv;
 } eval_gen_result;
 

@@ -145,6 +145,7 @@ static int gen_line(eval_model *m, const eval_opts *o, const eval_prompt_style *
     cJSON_AddNumberToObject(tm, "prefill_ms", r.prefill_ms);
     cJSON_AddNumberToObject(tm, "decode_ms", r.decode_ms);
     cJSON_AddNumberToObject(tm, "tok_s", ms > 0 ? (r.n_prompt + r.n_gen) / (ms / 1e3) : 0);
+    if (r.prefill_forked) cJSON_AddBoolToObject(tm, "prefill_forked", 1);   /* prefill_ms: the replay */
     return 0;
 }
 
@@ -226,6 +227,7 @@ int eval_run(eval_opts *op)
     char *hay = NULL;
     cJSON *full_line = NULL;
     FILE *dumpf = NULL;
+    prefill_record *fork = NULL;
     const char **ids = NULL;
     eval_summary_opts so = {.margin = o.margin, .resamples = o.bootstrap};
     char outdir[PATH_MAX];
@@ -371,6 +373,10 @@ int eval_run(eval_opts *op)
         eval_policy_cfg pc = {.budget = 1.0, .rope_shifted = o.rope_shifted,
                               .budget_ref_prompt = o.budget_ref_prompt,
                               .prefill_chunk = o.prefill_chunk, .seed = o.seed, .kv_dtype = o.kv_dtype};
+        /* the example's prefill, computed by its first forkable run and replayed by the others
+         * (model.h gen_params.fork; --no-prefill-fork computes every one) */
+        prefill_record_free(fork);
+        fork = NULL;
         eval_ppl_result fr;
         eval_ppl_segments fseg;
         if (ppl) {
@@ -399,6 +405,7 @@ int eval_run(eval_opts *op)
                 progress_show(&pg, what, 0);
                 pc.ops = policy_find(is_base ? "full" : pname);
                 pc.params = is_base ? NULL : &pps[a];
+                pc.fork = is_base || o.no_prefill_fork ? NULL : &fork;
                 pc.budget = budget;
                 work_item *rw = w;
                 if (is_base) {   /* the no-context prompt */
@@ -449,6 +456,8 @@ int eval_run(eval_opts *op)
             }
         free(w->tokens);
         w->tokens = NULL;
+        prefill_record_free(fork);
+        fork = NULL;
         progress_show(&pg, w->id, !pg.tty);
     }
     progress_show(&pg, g_stop ? "interrupted" : "done", 1);
@@ -468,6 +477,7 @@ fail:
 fail_quiet:
     status = 1;
 done:
+    prefill_record_free(fork);
     if (dumpf) fclose(dumpf);
     cJSON_Delete(full_line);
     free(ref);

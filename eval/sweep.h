@@ -30,6 +30,7 @@ typedef struct {
     double budgets[MAX_LIST];
     int n_budgets;
     int limit, max_new, threads, prefill_chunk, window, fit_skip, no_plot, rescore;
+    int no_prefill_fork;             /* --no-prefill-fork: compute every run's prefill */
     int rope_shifted, budget_ref_prompt;
     int shard_i, shard_n;
     uint64_t seed;

@@ -4,6 +4,7 @@
  * Per layer: rmsnorm → q,k,v → RoPE → KV write (policy) → attention (+ requested statistics)
  * → o-proj → residual → rmsnorm → SwiGLU MLP → residual. Then final norm → LM head. */
 #include "model/model.h"
+#include "model/internal.h"
 
 #include "eviction/eviction.h"
 #include "model/cuda/cuda_engine.h"
@@ -191,7 +192,9 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
     const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads;
     const int G = H / Hkv, qdim = H * hd, kvdim = Hkv * hd;
     const float scale = 1.0f / sqrtf((float)hd);
-    const int want_colsum = (kv->ops->stats & KV_STAT_PREFILL_COLSUM) != 0 && !kv->passthrough;
+    /* the policy's column sums; a recorded prefill (prefill_fork.c) keeps them for any policy */
+    const int policy_colsum = (kv->ops->stats & KV_STAT_PREFILL_COLSUM) != 0 && !kv->passthrough;
+    const int want_colsum = policy_colsum || e->record;
 
     /* embedding lookup */
     for (int i = 0; i < n; i++) {
@@ -278,8 +281,9 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
                 for (int r = 1; r < G; r++)
                     add_inplace(dst, e->colsum + (size_t)(g * G + r) * e->cand_stride, e->cand_stride);
             }
-            chunk.colsum = e->colsum_kv;
+            chunk.colsum = policy_colsum ? e->colsum_kv : NULL;
         }
+        if (e->record) prefill_record_layer(e->record, l, e->pq, e->pk, e->pv, e->colsum_kv, e->cand_stride);
         if (kv_prefill(kv, &chunk, err, errlen) != 0) return -1;
 
         /* output projection and residual, then the MLP */

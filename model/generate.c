@@ -45,7 +45,19 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
     int rc = -1;
     /* prefill, in chunks when asked (eviction between chunks keeps peak KV ≤ capacity + chunk) */
     double t0 = now_s();
-    for (int off = 0; off < n_prompt && !INTERRUPTED(); off += chunk) {
+    int done = 0;   /* prompt tokens already in the cache */
+    if (p->fork && chunk == n_prompt && !want_rows && !INTERRUPTED() && engine_prefill_forkable(e, n_prompt)) {
+        if (*p->fork && prefill_record_matches(*p->fork, e, prompt, n_prompt)) {
+            if (engine_prefill_replay(e, *p->fork, prompt, n_prompt, err, errlen) != 0) goto done;
+            r->prefill_replayed = 1;
+            done = n_prompt;
+        } else if (!*p->fork) {
+            if (engine_prefill_record(e, prompt, n_prompt, p->fork, err, errlen) != 0) goto done;
+            done = n_prompt;
+        }
+        if (done && cb && cb->on_prefill) cb->on_prefill(cb->ctx, n_prompt, n_prompt);
+    }
+    for (int off = done; off < n_prompt && !INTERRUPTED(); off += chunk) {
         int m = n_prompt - off < chunk ? n_prompt - off : chunk;
         if (engine_prefill(e, prompt + off, m, off, rows, err, errlen) != 0) goto done;
         if (want_rows && cb->on_logits(cb->ctx, rows, m, err, errlen) != 0) goto done;

@@ -24,6 +24,10 @@ int gguf_unpermute_qk(model_weights *m, char *err, size_t errlen);
 /* The one-line error of every file of model/ (util.c): printf format into err; control
  * characters that came from the input become '?'. Always returns -1. */
 int model_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* engine_prefill's recording hook (prefill_fork.c): layer l's queries [n][qdim], K/V
+ * [n][kvdim] and column sums [n_kv_heads][cand_stride] as handed to kv_prefill. */
+void prefill_record_layer(struct prefill_record *r, int l, const float *q, const float *k, const float *v,
+                          const float *colsum_kv, int cand_stride);
 
 /* A whole regular file of at most max_bytes into a NUL-terminated malloc'd buffer (*len bytes
  * without the NUL). NULL with "PATH: not a regular file | cannot open: ... | file too large |

@@ -312,6 +312,8 @@ typedef struct {
      * CLI's progress line for long unchunked prompts (issue 19) */
     void (*on_layer)(void *ctx, int layer, int n_layers);
     void *on_layer_ctx;
+    struct prefill_record *record;  /* engine_prefill_record: where engine_prefill copies what
+                                       each layer hands the policy; NULL otherwise */
 } engine;
 
 /* The KV cache's element type when --kv-dtype is auto (policy_params.kv_dtype): DT_F32 for a
@@ -350,6 +352,38 @@ int device_resolve(const char *want, const struct policy_ops *ops, const void *p
  * [vocab]; when logits_all is non-NULL it receives all rows [n][vocab]. */
 int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_all,
                    char *err, size_t errlen);
+
+/* -------------------------------- a prefill computed once, replayed (prefill_fork.c) */
+
+/* What each layer of one whole-prompt prefill handed the eviction policy (kv_prefill_chunk:
+ * post-RoPE queries, K/V as the cache stores them, attention column sums) and the last logits
+ * row, so the same prompt can fill the caches of other policies without the matrix products
+ * (issue 16: sweeps compute a prefill once per example and fork it). */
+typedef struct prefill_record prefill_record;
+
+/* 1 when a prefill of tokens[0..n) into e's cache does not depend on e's policy, so it can be
+ * recorded or replayed: the CPU engine, an empty cache, the whole prompt in one chunk (n ≤
+ * max_chunk) at positions 0.., absolute RoPE, and a policy without a logit_scale hook (buzz_logn
+ * rescales the attention itself). */
+int engine_prefill_forkable(const engine *e, int n);
+/* Bytes a record of n tokens takes: n_layers × n × (n_heads + 2·n_kv_heads) × head_dim floats,
+ * n_layers × n_kv_heads × n column sums, one logits row, the tokens. */
+size_t prefill_record_bytes(const engine *e, int n);
+/* engine_prefill(e, tokens, n, 0, NULL) (e forkable, else -1 with err), recording what each
+ * layer hands the policy (the column sums computed whether or not e's policy reads them) and
+ * the last logits into *out (prefill_record_free). -1 with err: out of memory, engine error. */
+int engine_prefill_record(engine *e, const int *tokens, int n, prefill_record **out, char *err,
+                          size_t errlen);
+/* 1 when r can be replayed into e for tokens[0..n): the same prompt, model shape and cache
+ * dtype, and e forkable. */
+int prefill_record_matches(const prefill_record *r, const engine *e, const int *tokens, int n);
+/* Fills e's cache as engine_prefill(e, tokens, n, 0, NULL) would, from r: per layer the same
+ * kv_prefill call (column sums passed only when e's policy reads them), the statistics sample,
+ * e->logits. Bit-identical to computing it (tests/test_prefill_fork.c). -1 with err when r does
+ * not match (prefill_record_matches) or the policy fails. */
+int engine_prefill_replay(engine *e, const prefill_record *r, const int *tokens, int n, char *err,
+                          size_t errlen);
+void prefill_record_free(prefill_record *r);
 
 /* Decode: one token at position pos through every layer (KV write and eviction through
  * eviction/); logits to e->logits [vocab]. */
@@ -401,6 +435,11 @@ typedef struct {
                                  force_ids[i] for i < n_force, whatever the sampler says (stop ids
                                  included), so two backends decode the same sequence */
     int n_force;
+    prefill_record **fork;    /* NULL, or a prefill shared across runs of one prompt (sweeps):
+                                 when the whole prompt is one forkable chunk (and no prompt
+                                 logits are asked for), *fork NULL is filled by recording this
+                                 run's prefill, and a matching *fork is replayed instead of
+                                 computed; the caller frees it (prefill_record_free) */
 } gen_params;
 
 typedef struct {
@@ -409,6 +448,7 @@ typedef struct {
     int *tokens;              /* [n_gen] generated ids (gen_result_free) */
     const char *stop;         /* "eos", "length", "stop" or "interrupted" */
     double prefill_s, decode_s;
+    int prefill_replayed;     /* 1: the prefill came from gen_params.fork (prefill_s: the replay) */
 } gen_result;
 
 /* Runs prompt[0..n_prompt) through e (prefill in chunks of p->prefill_chunk at positions 0..),
