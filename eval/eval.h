@@ -286,6 +286,7 @@ typedef struct {
     const char *stop;        /* "eos", "stop", "length" */
     double prefill_ms, decode_ms;
     int prefill_forked;      /* 1: the prefill was replayed from eval_policy_cfg.fork */
+    double prefill_computed_ms; /* then: the time the recorded prefill took to compute */
     eval_kv_stats kv;
 } eval_gen_result;
 

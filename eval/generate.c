@@ -142,6 +142,7 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     r->prefill_ms = g.prefill_s * 1e3;
     r->decode_ms = g.decode_s * 1e3;
     r->prefill_forked = g.prefill_replayed;
+    if (r->prefill_forked) r->prefill_computed_ms = prefill_record_seconds(*pc->fork) * 1e3;
     eval_kv_report(&kv, n_prompt, g.n_decode_steps, &r->kv);
     rc = 0;
     goto done;

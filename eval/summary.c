@@ -273,7 +273,7 @@ int eval_write_summary_ex(const char *dir, const eval_summary_opts *so, char *er
         fprintf(f, "ppl = exp(mean NLL), interval from the NLL's; kl = KL(full || policy) in nats per token; "
                    "top1_agree = share of positions whose argmax equals the full cache's. ");
     fprintf(f, "KV = live KV bytes relative to the full cache on the same run (peak, time average); "
-               "tok/s = tokens processed per second. For %s: boot = 95%% percentile bootstrap interval "
+               "tok/s = tokens processed per second (a prefill shared across policies counts at the time it took to compute). For %s: boot = 95%% percentile bootstrap interval "
                "(%d resamples, seeded); Δ full = mean of (policy − full) over the same examples with its "
                "paired bootstrap interval; ≈ full = the claim \"within ±%g of full\" (below).\n\n",
             sm.primary, sm.resamples, sm.margin);

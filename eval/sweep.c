@@ -141,11 +141,16 @@ static int gen_line(eval_model *m, const eval_opts *o, const eval_prompt_style *
     if (mrc) return -1;
     sweep_add_kv(j, &r.kv);
     cJSON *tm = cJSON_AddObjectToObject(j, "timings");
-    double ms = r.prefill_ms + r.decode_ms;
+    /* a replayed prefill: prefill_ms is the replay's; tok_s counts the prefill at the time it
+     * took to compute (prefill_computed_ms), so it is the speed of the run on its own */
+    double ms = (r.prefill_forked ? r.prefill_computed_ms : r.prefill_ms) + r.decode_ms;
     cJSON_AddNumberToObject(tm, "prefill_ms", r.prefill_ms);
     cJSON_AddNumberToObject(tm, "decode_ms", r.decode_ms);
     cJSON_AddNumberToObject(tm, "tok_s", ms > 0 ? (r.n_prompt + r.n_gen) / (ms / 1e3) : 0);
-    if (r.prefill_forked) cJSON_AddBoolToObject(tm, "prefill_forked", 1);   /* prefill_ms: the replay */
+    if (r.prefill_forked) {
+        cJSON_AddBoolToObject(tm, "prefill_forked", 1);
+        cJSON_AddNumberToObject(tm, "prefill_computed_ms", r.prefill_computed_ms);
+    }
     return 0;
 }
 

@@ -384,6 +384,9 @@ int prefill_record_matches(const prefill_record *r, const engine *e, const int *
 int engine_prefill_replay(engine *e, const prefill_record *r, const int *tokens, int n, char *err,
                           size_t errlen);
 void prefill_record_free(prefill_record *r);
+/* The wall time the recorded prefill took to compute (s): what a replayed run's prefill would
+ * have cost on its own. */
+double prefill_record_seconds(const prefill_record *r);
 
 /* Decode: one token at position pos through every layer (KV write and eviction through
  * eviction/); logits to e->logits [vocab]. */

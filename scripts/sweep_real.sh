@@ -22,7 +22,8 @@
 #            streaming h2o buzz snapkv} at 0.2 + no needle.
 # Env: OUT (results), SHARDS (2), THREADS (1), LIMIT (examples per sweep instead of the grid's:
 # LIMIT=1 checks the script on a tiny slice), EXTRA (qwen's sixth policy, chosen from SmolLM2's
-# results; default tova), BIN (./llm-run), QPOS (question position, last), NO_MERGE=1 (shards only).
+# results; default tova), BIN (./llm-run), QPOS (question position, last; `first` writes the litm
+# and passkey sweeps to <task>_qfirst/ beside the question-last ones), NO_MERGE=1 (shards only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model="${1:?usage: $0 smollm2|qwen [all|xsum|litm|passkey|wikitext]}"
@@ -33,6 +34,7 @@ SHARDS="${SHARDS:-2}"
 THREADS="${THREADS:-1}"
 BIN="${BIN:-./llm-run}"
 QPOS="${QPOS:-last}"
+SUF=; [ "$QPOS" = first ] && SUF=_qfirst
 D="$SHARED/data"
 case "$model" in
     smollm2) M="${SMOLLM2:-$HOME/.cache/llm-run/SmolLM2-135M-Instruct.Q4_1.gguf}"; fetch=smollm2-135m ;;
@@ -72,16 +74,16 @@ if [ "$model" = smollm2 ]; then
     fi
     if [ "$what" = all ] || [ "$what" = litm ]; then
         for g in 0 4 9; do
-            shards "$OUT/smollm2/litm_gold$g" --task litm --limit "$(lim 20)" --baseline \
+            shards "$OUT/smollm2/litm_gold$g$SUF" --task litm --limit "$(lim 20)" --baseline \
                 --data "$D/lost_in_the_middle/nq-open-10_total_documents_gold_at_$g.first441.jsonl.gz" \
                 --policies full,streaming,h2o,buzz,snapkv,ada_snapkv --budgets 0.2,0.4
-            merge "$OUT/smollm2/litm_gold$g"
+            merge "$OUT/smollm2/litm_gold$g$SUF"
         done
     fi
     if [ "$what" = all ] || [ "$what" = passkey ]; then
-        shards "$OUT/smollm2/passkey" --task passkey --depths 0,0.25,0.5,0.75,1 --lengths 1k,2k --samples 4 \
+        shards "$OUT/smollm2/passkey$SUF" --task passkey --depths 0,0.25,0.5,0.75,1 --lengths 1k,2k --samples 4 \
             --policies full,streaming,h2o,buzz,snapkv --budgets 0.2 --baseline ${LIMIT:+--limit "$LIMIT"}
-        merge "$OUT/smollm2/passkey"
+        merge "$OUT/smollm2/passkey$SUF"
     fi
     if [ "$what" = all ] || [ "$what" = wikitext ]; then
         # one stream: the two rope modes run side by side instead of shards
@@ -101,15 +103,15 @@ else
     fi
     if [ "$what" = all ] || [ "$what" = litm ]; then
         for g in 0 4 9; do
-            shards "$OUT/qwen2.5-0.5b/litm_gold$g" --task litm --limit "$(lim 10)" --baseline \
+            shards "$OUT/qwen2.5-0.5b/litm_gold$g$SUF" --task litm --limit "$(lim 10)" --baseline \
                 --data "$D/lost_in_the_middle/nq-open-10_total_documents_gold_at_$g.first441.jsonl.gz" \
                 --policies "$Q6" --budgets 0.4
-            merge "$OUT/qwen2.5-0.5b/litm_gold$g"
+            merge "$OUT/qwen2.5-0.5b/litm_gold$g$SUF"
         done
     fi
     if [ "$what" = all ] || [ "$what" = passkey ]; then
-        shards "$OUT/qwen2.5-0.5b/passkey" --task passkey --depths 0,0.25,0.5,0.75,1 --lengths 1k,2k,4k --samples 2 \
+        shards "$OUT/qwen2.5-0.5b/passkey$SUF" --task passkey --depths 0,0.25,0.5,0.75,1 --lengths 1k,2k,4k --samples 2 \
             --policies full,streaming,h2o,buzz,snapkv --budgets 0.2 --baseline ${LIMIT:+--limit "$LIMIT"}
-        merge "$OUT/qwen2.5-0.5b/passkey"
+        merge "$OUT/qwen2.5-0.5b/passkey$SUF"
     fi
 fi

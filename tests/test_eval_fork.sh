@@ -36,6 +36,9 @@ if sweep "$tmp/xf" "${args[@]}" && sweep "$tmp/xc" "${args[@]}" --no-prefill-for
     check "xsum: the fork happened (forked lines: $n)" '[ "$n" -ge 40 ]'
     check "xsum: buzz_logn (logit scale) is never forked" \
         '[ "$(jq -s "[.[] | select(.policy == \"buzz_logn\" and .timings.prefill_forked)] | length" "$tmp/xf/results.jsonl")" -eq 0 ]'
+    check "xsum: a forked line's tok_s counts the prefill at its computed time (prefill_computed_ms)" \
+        'jq -e -s "all(.[] | select(.timings.prefill_forked) | .timings; .prefill_computed_ms > 0 and (.tok_s * (.prefill_computed_ms + .decode_ms) / 1000) > 0)" "$tmp/xf/results.jsonl" > /dev/null &&
+         jq -e -s "all(.[] | select(.timings.prefill_forked); (.timings.tok_s * (.timings.prefill_computed_ms + .timings.decode_ms) / 1000 - (.n_prompt_tokens + .n_generated_tokens)) | fabs < 0.01)" "$tmp/xf/results.jsonl" > /dev/null'
     check "xsum --no-prefill-fork: no line forked" \
         '[ "$(jq -s "[.[] | select(.timings.prefill_forked)] | length" "$tmp/xc/results.jsonl")" -eq 0 ]'
 else bad "xsum sweeps: $(tail -1 "$tmp/xf.err") $(tail -1 "$tmp/xc.err")"; fi
