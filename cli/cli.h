@@ -107,6 +107,11 @@ const char *cli_suggest(const char *flag, const cli_opt *extra);
  * error, over 1 GiB). */
 char *cli_read_file(const char *path, size_t *len);
 
+/* --prompt-ids, --force-ids (flag names the option in messages): "1,2,3" or "@FILE" holding a JSON
+ * array of integers, each in [0, vocab). Returns a malloc'd array of *n >= 1 ids, or NULL with a
+ * one-line message printed (not an id, out of range, empty, unreadable file, out of memory). */
+int *cli_parse_prompt_ids(const char *flag, const char *arg, int vocab, int *n);
+
 /* 1 when some policy has a parameter (or generic alias) of this name (without the dashes). */
 int cli_is_policy_param(const char *name);
 /* --list-policies: every policy with its paper, parameters and defaults, on stdout (cli/help.c). */

@@ -39,69 +39,6 @@ static const char SYNOPSIS[] =
     "Other commands: llm-run tokenize | eval | eval-merge | compare | score (each with --help).\n"
     "example: llm-run -m ../shared/models/stories260K -p \"Once upon a time\" -n 200";
 
-/* --prompt-ids, --force-ids: "1,2,3" or "@FILE" holding a JSON array of integers. Each id must be in
- * [0, vocab). Returns a malloc'd array of *n ids, or NULL with a one-line message printed. */
-static int *parse_prompt_ids(const char *flag, const char *arg, int vocab, int *n)
-{
-    char *text = NULL;
-    cJSON *arr = NULL;
-    int *ids = NULL;
-    *n = 0;
-    if (arg[0] == '@') {
-        size_t len;
-        if (!(text = cli_read_file(arg + 1, &len))) return NULL;
-        arr = cJSON_ParseWithLength(text, len);
-        if (!cJSON_IsArray(arr)) {
-            cli_die("%s %s: not a JSON array of token ids", flag, arg + 1);
-            goto done;
-        }
-        int cnt = cJSON_GetArraySize(arr), k = 0;
-        if (!(ids = malloc(sizeof *ids * (size_t)(cnt ? cnt : 1)))) goto oom;
-        for (const cJSON *e = arr->child; e; e = e->next, k++) {
-            double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
-            if (!(d >= 0 && d < vocab && d == floor(d))) {
-                cli_die("%s %s: entry %d is not a token id in [0, %d)", flag, arg + 1, k, vocab);
-                goto fail;
-            }
-            ids[k] = (int)d;
-        }
-        *n = cnt;
-        if (cnt == 0) {
-            cli_die("%s %s: no ids given", flag, arg + 1);
-            goto fail;
-        }
-        goto done;
-    }
-    if (!(ids = malloc(sizeof *ids * (strlen(arg) / 2 + 1)))) goto oom;
-    for (const char *p = arg; *p;) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v >= vocab || (*end && *end != ',')) {
-            cli_die("%s: '%.*s' is not a token id in [0, %d)", flag, (int)strcspn(p, ","), p, vocab);
-            goto fail;
-        }
-        ids[(*n)++] = (int)v;
-        p = *end ? end + 1 : end;
-    }
-    if (*n == 0) {
-        cli_die("%s: no ids given", flag);
-        goto fail;
-    }
-    goto done;
-oom:
-    cli_die("out of memory");
-fail:
-    free(ids);
-    ids = NULL;
-    *n = 0;
-done:
-    cJSON_Delete(arr);
-    free(text);
-    return ids;
-}
-
-
 /* What the generation callbacks write into. */
 typedef struct {
     cli_npy_stream ns;
@@ -310,7 +247,7 @@ int cli_run_main(int argc, char **argv)
     /* encode: the ids as given, or [BOS] + text / the chat template */
     int n_prompt;
     if (o.prompt_ids) {
-        if (!(tokens = parse_prompt_ids("--prompt-ids", o.prompt_ids, cfg->vocab_size, &n_prompt))) {
+        if (!(tokens = cli_parse_prompt_ids("--prompt-ids", o.prompt_ids, cfg->vocab_size, &n_prompt))) {
             status = 2;
             goto done;
         }
@@ -470,7 +407,7 @@ int cli_run_main(int argc, char **argv)
     gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = stop_ids, .n_stop_ids = n_stop,
                      .want_prompt_logits = o.logits_out != NULL, .interrupted = &g_interrupted};
     if (o.force_ids) {
-        if (!(forced = parse_prompt_ids("--force-ids", o.force_ids, cfg->vocab_size, &gp.n_force))) {
+        if (!(forced = cli_parse_prompt_ids("--force-ids", o.force_ids, cfg->vocab_size, &gp.n_force))) {
             status = 2;
             goto done;
         }
