@@ -7,6 +7,7 @@
  * prompt has at most L tokens; here a prompt is rendered for a given number of haystack units
  * with the needle after round(depth · units) of them. Scoring: the key appears in the output. */
 #include "eval/eval.h"
+#include "eval/util.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -31,24 +32,7 @@ static uint64_t mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-typedef struct { char *s; size_t n, cap; int oom; } buf;
-
-static void add(buf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 1024;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *ns = realloc(b->s, nc);
-        if (!ns) { b->oom = 1; return; }
-        b->s = ns;
-        b->cap = nc;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-static void adds(buf *b, const char *s) { add(b, s, strlen(s)); }
+static void adds(eval_sbuf *b, const char *s) { eval_sb_add(b, s, strlen(s)); }
 
 /* niah: the next whitespace-separated word of text from *at (wrapping to the start); its bytes
  * in [*w0, *w1). */
@@ -83,7 +67,7 @@ int eval_passkey_render(const eval_passkey_spec *s, int units, eval_passkey_prom
     if (units < 0) units = 0;
     int at_unit = (int)lround(s->depth * units);
     if (at_unit > units) at_unit = units;
-    buf b = {0};
+    eval_sbuf b = {0};
     adds(&b, s->niah ? INSTR_NIAH : INSTR);
     if (s->question_first) {
         adds(&b, " ");
@@ -110,7 +94,7 @@ int eval_passkey_render(const eval_passkey_spec *s, int units, eval_passkey_prom
         if (s->niah) {
             size_t w0, w1;
             next_word(s->text, tlen, &at, &w0, &w1);
-            add(&b, s->text + w0, w1 - w0);
+            eval_sb_add(&b, s->text + w0, w1 - w0);
             if (pending && !placed && w1 > w0 && s->text[w1 - 1] == '.') PLACE();
         } else {
             adds(&b, FILLER[u % 5]);

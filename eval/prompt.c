@@ -139,30 +139,10 @@ fail:
     return -1;
 }
 
-/* A growing string. */
-typedef struct { char *s; size_t n, cap; int oom; } sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *ns = realloc(b->s, nc);
-        if (!ns) { b->oom = 1; return; }
-        b->s = ns;
-        b->cap = nc;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
-/* Appends text cut to its first cap whitespace-separated words (cap < 0: all of it). */
-static void sb_add_words(sbuf *b, const char *text, int cap, int *truncated)
+static void sb_add_words(eval_sbuf *b, const char *text, int cap, int *truncated)
 {
     if (cap < 0) {
-        sb_add(b, text, strlen(text));
+        eval_sb_add(b, text, strlen(text));
         return;
     }
     const char *p = text;
@@ -180,7 +160,7 @@ static void sb_add_words(sbuf *b, const char *text, int cap, int *truncated)
     /* keep the original text up to the end of the last kept word */
     size_t n = (size_t)(p - text);
     if (*truncated) while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\n' || text[n - 1] == '\t' || text[n - 1] == '\r')) n--;
-    sb_add(b, text, n);
+    eval_sb_add(b, text, n);
 }
 
 /* Expands {name} fields of fmt; other braces are kept as they are. */
@@ -194,7 +174,7 @@ static void span_add(eval_spans *sp, const char *name, size_t a, size_t b)
     sp->n++;
 }
 
-static void expand(sbuf *b, const char *fmt, const eval_example *ex, int doc_k,
+static void expand(eval_sbuf *b, const char *fmt, const eval_example *ex, int doc_k,
                    const eval_prompt_style *ps, int word_cap, int *truncated, eval_spans *sp)
 {
     for (const char *p = fmt; *p;) {
@@ -210,11 +190,11 @@ static void expand(sbuf *b, const char *fmt, const eval_example *ex, int doc_k,
                     sb_add_words(b, ex->document, word_cap, truncated);
                     span_add(sp, "document", at, b->n);
                 } else if (IS("question") && ex->question) {
-                    sb_add(b, ex->question, strlen(ex->question));
+                    eval_sb_add(b, ex->question, strlen(ex->question));
                     span_add(sp, "question", at, b->n);
                 } else if (IS("search_results") && doc_k < 0) {
                     for (int k = 0; k < ex->n_docs; k++) {
-                        if (k) sb_add(b, ps->doc_join, strlen(ps->doc_join));
+                        if (k) eval_sb_add(b, ps->doc_join, strlen(ps->doc_join));
                         size_t d0 = b->n;
                         expand(b, ps->doc_format, ex, k, ps, word_cap, truncated, NULL);
                         char nm[16];
@@ -224,8 +204,8 @@ static void expand(sbuf *b, const char *fmt, const eval_example *ex, int doc_k,
                 } else if (IS("k") && doc_k >= 0) {
                     char num[16];
                     snprintf(num, sizeof num, "%d", doc_k + 1);
-                    sb_add(b, num, strlen(num));
-                } else if (IS("title") && doc_k >= 0) sb_add(b, ex->docs[doc_k].title, strlen(ex->docs[doc_k].title));
+                    eval_sb_add(b, num, strlen(num));
+                } else if (IS("title") && doc_k >= 0) eval_sb_add(b, ex->docs[doc_k].title, strlen(ex->docs[doc_k].title));
                 else if (IS("text") && doc_k >= 0) sb_add_words(b, ex->docs[doc_k].text, word_cap, truncated);
                 else done = 0;
 #undef IS
@@ -235,7 +215,7 @@ static void expand(sbuf *b, const char *fmt, const eval_example *ex, int doc_k,
                 }
             }
         }
-        sb_add(b, p, 1);
+        eval_sb_add(b, p, 1);
         p++;
     }
 }
@@ -255,8 +235,8 @@ char *eval_prompt_render_ex(const eval_prompt_style *ps, eval_task task, const e
     const char *t = variant == EVAL_PROMPT_FIRST ? ps->tmpl_first[task]
                   : variant == EVAL_PROMPT_CLOSEDBOOK ? ps->tmpl_closedbook[task] : ps->tmpl[task];
     if (!t) return NULL;
-    sbuf b = {0};
-    sb_add(&b, "", 0);
+    eval_sbuf b = {0};
+    eval_sb_add(&b, "", 0);
     expand(&b, t, ex, -1, ps, word_cap, truncated, sp);
     if (b.oom) {
         free(b.s);

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -54,4 +55,20 @@ cJSON *eval_read_json(const char *path, int *exists)
     fclose(f);
     buf[n] = '\0';
     return cJSON_Parse(buf);
+}
+
+void eval_sb_add(eval_sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->n + n + 1) nc *= 2;
+        char *ns = realloc(b->s, nc);
+        if (!ns) { b->oom = 1; return; }
+        b->s = ns;
+        b->cap = nc;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
 }
