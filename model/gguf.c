@@ -158,16 +158,6 @@ static int cmp_kv(const void *a, const void *b) {
     return strcmp(((const gguf_kv *)a)->key, ((const gguf_kv *)b)->key);
 }
 
-static int cmp_tensor_name(const void *a, const void *b) {
-    return strcmp(((const st_tensor *)a)->name, ((const st_tensor *)b)->name);
-}
-
-static int cmp_tensor_data(const void *a, const void *b) {
-    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
-    if (x->data != y->data) return (const uint8_t *)x->data < (const uint8_t *)y->data ? -1 : 1;
-    return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
-}
-
 static int parse_kvs(cursor *c, gguf_file *g, uint64_t n_kv) {
     /* each pair needs ≥ 8 (key length) + 4 (type) + 1 bytes */
     if (n_kv > (uint64_t)(c->end - c->p) / 13)
@@ -284,23 +274,8 @@ static int place_tensors(cursor *c, gguf_file *g, const tinfo *ti) {
                         (unsigned long long)data_size);
         tt->data = c->base + data_off + ti[i].offset;
     }
-    /* no two tensors share bytes (sorted by start) */
-    st_tensor **by = malloc(sizeof *by * ((size_t)(t->n_tensors & 0x7fffffff) + 1));
-    if (!by) return fail(c->err, c->errlen, "%s: out of memory", c->path);
-    for (int i = 0; i < t->n_tensors; i++) by[i] = &t->tensors[i];
-    qsort(by, (size_t)t->n_tensors, sizeof *by, cmp_tensor_data);
-    for (int i = 1; i < t->n_tensors; i++)
-        if ((const uint8_t *)by[i - 1]->data + by[i - 1]->nbytes > (const uint8_t *)by[i]->data) {
-            fail(c->err, c->errlen, "%s: tensors %s and %s overlap", c->path, by[i - 1]->name, by[i]->name);
-            free(by);
-            return -1;
-        }
-    free(by);
-    qsort(t->tensors, (size_t)t->n_tensors, sizeof *t->tensors, cmp_tensor_name);
-    for (int i = 1; i < t->n_tensors; i++)
-        if (!strcmp(t->tensors[i - 1].name, t->tensors[i].name))
-            return fail(c->err, c->errlen, "%s: tensor %s appears twice", c->path, t->tensors[i].name);
-    return 0;
+    /* no two tensors share bytes, no name twice; sorted by name */
+    return model_check_tensor_layout(t->tensors, t->n_tensors, c->path, c->err, c->errlen);
 }
 
 int gguf_parse(const void *buf, size_t size, const char *name, gguf_file *g, char *err, size_t errlen) {

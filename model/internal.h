@@ -34,6 +34,12 @@ void prefill_record_layer(struct prefill_record *r, int l, const float *q, const
  * out of memory | read error" in err (a FIFO is refused before it is opened). */
 char *model_read_text(const char *path, long long max_bytes, size_t *len, char *err, size_t errlen);
 
+/* The checks every format reader ends with (safetensors.c, gguf.c): no two tensors' data
+ * [data, data + nbytes) overlap, and no name appears twice. Sorts tensors[0..n) by name (the
+ * order lookups bsearch). 0, or -1 with "PATH: tensors A and B overlap" / "PATH: tensor A
+ * appears twice" in err. */
+int model_check_tensor_layout(st_tensor *tensors, int n, const char *path, char *err, size_t errlen);
+
 /* The byte size of a scalar GGUF value type (gguf.c; 0 for string, array and unknown types). */
 int gguf_type_size(int type);
 

@@ -91,37 +91,9 @@ static int parse_entry(const cJSON *e, st_tensor *t, const uint8_t *data, uint64
     return 0;
 }
 
-static int cmp_name(const void *a, const void *b) {
-    return strcmp(((const st_tensor *)a)->name, ((const st_tensor *)b)->name);
-}
-
-static int cmp_begin(const void *a, const void *b) {
-    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
-    if (x->data != y->data) return (const uint8_t *)x->data < (const uint8_t *)y->data ? -1 : 1;
-    return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
-}
-
 /* Entries sorted by begin must not overlap; names must be unique. */
 static int check_layout(st_file *f, char *err, size_t errlen) {
-    int n = f->n_tensors;
-    st_tensor **by_begin = malloc(sizeof *by_begin * (size_t)(n ? n : 1));
-    if (!by_begin) return fail(err, errlen, "%s: out of memory", f->path);
-    for (int i = 0; i < n; i++) by_begin[i] = &f->tensors[i];
-    qsort(by_begin, (size_t)n, sizeof *by_begin, cmp_begin);
-    for (int i = 1; i < n; i++) {
-        const st_tensor *p = by_begin[i - 1], *c = by_begin[i];
-        if ((const uint8_t *)p->data + p->nbytes > (const uint8_t *)c->data) {
-            fail(err, errlen, "%s: %s: data overlaps tensor %s", f->path, c->name, p->name);
-            free(by_begin);
-            return -1;
-        }
-    }
-    free(by_begin);
-    qsort(f->tensors, (size_t)n, sizeof *f->tensors, cmp_name);
-    for (int i = 1; i < n; i++)
-        if (!strcmp(f->tensors[i - 1].name, f->tensors[i].name))
-            return fail(err, errlen, "%s: %s: duplicate tensor", f->path, f->tensors[i].name);
-    return 0;
+    return model_check_tensor_layout(f->tensors, f->n_tensors, f->path, err, errlen);
 }
 
 static int parse_header(st_file *f, const uint8_t *base, char *err, size_t errlen) {

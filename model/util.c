@@ -47,3 +47,35 @@ char *model_read_text(const char *path, long long max_bytes, size_t *len, char *
     *len = (size_t)st.st_size;
     return buf;
 }
+
+static int cmp_tensor_name(const void *a, const void *b)
+{
+    return strcmp(((const st_tensor *)a)->name, ((const st_tensor *)b)->name);
+}
+
+static int cmp_tensor_data(const void *a, const void *b)
+{
+    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
+    if (x->data != y->data) return (const uint8_t *)x->data < (const uint8_t *)y->data ? -1 : 1;
+    return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
+}
+
+int model_check_tensor_layout(st_tensor *tensors, int n, const char *path, char *err, size_t errlen)
+{
+    st_tensor **by = malloc(sizeof *by * ((size_t)(n > 0 ? n : 0) + 1));
+    if (!by) return model_fail(err, errlen, "%s: out of memory", path);
+    for (int i = 0; i < n; i++) by[i] = &tensors[i];
+    qsort(by, (size_t)n, sizeof *by, cmp_tensor_data);
+    for (int i = 1; i < n; i++)
+        if ((const uint8_t *)by[i - 1]->data + by[i - 1]->nbytes > (const uint8_t *)by[i]->data) {
+            model_fail(err, errlen, "%s: tensors %s and %s overlap", path, by[i - 1]->name, by[i]->name);
+            free(by);
+            return -1;
+        }
+    free(by);
+    qsort(tensors, (size_t)n, sizeof *tensors, cmp_tensor_name);
+    for (int i = 1; i < n; i++)
+        if (!strcmp(tensors[i - 1].name, tensors[i].name))
+            return model_fail(err, errlen, "%s: tensor %s appears twice", path, tensors[i].name);
+    return 0;
+}
