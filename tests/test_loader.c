@@ -110,6 +110,16 @@ static void make_model(const char *dir, const model_spec *s) {
     for (int i = 0; i < nt; i++) free(bufs[i]);
 }
 
+/* Writes the model of s into dir and loads it; the load must succeed (its message is printed
+ * when it does not). */
+static void load_ok(const char *dir, const model_spec *s, model_weights *m) {
+    char err[LLM_ERR_LEN];
+    make_model(dir, s);
+    int rc = model_load(dir, m, err, sizeof err);
+    if (rc != 0) print_message("model_load: %s\n", err);
+    assert_int_equal(rc, 0);
+}
+
 static void expect_load_error(const char *dir, const char *want1, const char *want2) {
     model_weights m;
     char err[LLM_ERR_LEN] = "";
@@ -159,10 +169,8 @@ static void check_tiny_model(const model_weights *m) {
 
 static void test_model_load_reads_tiny_folder(void **state) {
     model_spec s = {.with_lm_head = 1};
-    make_model(*state, &s);
     model_weights m;
-    char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     assert_int_equal(m.n_files, 1);
     assert_int_equal(m.embed.dtype, DT_F32);
     check_tiny_model(&m);
@@ -188,10 +196,8 @@ static void test_model_load_accepts_trailing_slash_in_dir(void **state) {
 
 static void test_model_load_ties_lm_head_when_absent(void **state) {
     model_spec s = {.with_lm_head = 0};
-    make_model(*state, &s);
     model_weights m;
-    char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     assert_int_equal(m.cfg.tie_word_embeddings, 1);
     assert_ptr_equal(m.lm_head.data, m.embed.data);
     assert_int_equal(m.lm_head.rows, VOCAB);
@@ -201,10 +207,8 @@ static void test_model_load_ties_lm_head_when_absent(void **state) {
 
 static void test_model_load_keeps_separate_lm_head_when_untied(void **state) {
     model_spec s = {.with_lm_head = 1};
-    make_model(*state, &s);
     model_weights m;
-    char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     assert_int_equal(m.cfg.tie_word_embeddings, 0);
     assert_ptr_not_equal(m.lm_head.data, m.embed.data);
     check_weight(&m.lm_head, "lm_head.weight", VOCAB, DIM);
@@ -213,10 +217,8 @@ static void test_model_load_keeps_separate_lm_head_when_untied(void **state) {
 
 static void test_model_load_ties_when_config_says_so_even_with_lm_head(void **state) {
     model_spec s = {.with_lm_head = 1, .config_extra = "\"tie_word_embeddings\": true"};
-    make_model(*state, &s);
     model_weights m;
-    char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     assert_int_equal(m.cfg.tie_word_embeddings, 1);
     assert_ptr_equal(m.lm_head.data, m.embed.data);
     model_free(&m);
@@ -251,20 +253,16 @@ static void test_model_load_reports_shape_mismatch_with_both_shapes(void **state
 
 static void test_model_load_ignores_rotary_inv_freq(void **state) {
     model_spec s = {.with_inv_freq = 1};
-    make_model(*state, &s);
     model_weights m;
-    char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     check_tiny_model(&m);
     model_free(&m);
 }
 
 static void test_model_load_reads_two_shards_via_index(void **state) {
     model_spec s = {.with_lm_head = 1, .with_inv_freq = 1, .shards = 2, .dtype = "BF16"};
-    make_model(*state, &s);
     model_weights m;
-    char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     assert_int_equal(m.n_files, 2);
     assert_int_equal(m.layers[1].w_down.dtype, DT_BF16);
     check_tiny_model(&m);
@@ -274,10 +272,8 @@ static void test_model_load_reads_two_shards_via_index(void **state) {
 
 static void test_model_load_ties_lm_head_absent_from_index(void **state) {
     model_spec s = {.shards = 2, .dtype = "F16"};
-    make_model(*state, &s);
     model_weights m;
-    char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     assert_int_equal(m.cfg.tie_word_embeddings, 1);
     assert_ptr_equal(m.lm_head.data, m.embed.data);
     check_tiny_model(&m);
@@ -337,10 +333,9 @@ static void test_model_load_reports_corrupt_safetensors(void **state) {
 
 static void test_model_to_f32_converts_and_shares_tied_buffer(void **state) {
     model_spec s = {.dtype = "BF16"};
-    make_model(*state, &s);
     model_weights m;
     char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     assert_int_equal(m.embed.dtype, DT_BF16);
     assert_int_equal(model_to_f32(&m, err, sizeof err), 0);
     assert_int_equal(m.n_owned, 2 + 9 * LAYERS);        /* embed, norm, layers; lm_head shared */
@@ -356,10 +351,9 @@ static void test_model_to_f32_converts_and_shares_tied_buffer(void **state) {
 
 static void test_model_to_f32_converts_untied_f16_lm_head(void **state) {
     model_spec s = {.dtype = "F16", .with_lm_head = 1};
-    make_model(*state, &s);
     model_weights m;
     char err[LLM_ERR_LEN];
-    assert_int_equal(model_load(*state, &m, err, sizeof err), 0);
+    load_ok(*state, &s, &m);
     assert_int_equal(model_to_f32(&m, err, sizeof err), 0);
     assert_int_equal(m.n_owned, 3 + 9 * LAYERS);
     assert_ptr_not_equal(m.lm_head.data, m.embed.data);
