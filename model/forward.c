@@ -163,10 +163,7 @@ static void mlp_block(const model_config *c, const layer_weights *lw, float *x, 
                       float *hb, float *hb2, int n)
 {
     rmsnorm(xb, x, &lw->ffn_norm, n, c->hidden_size, c->rms_norm_eps);
-    float *gu_out[2] = {hb, hb2};
-    const weight_t *gu_w[2] = {&lw->w_gate, &lw->w_up};
-    matmul_multi(gu_out, gu_w, 2, xb, n);
-    swiglu(hb, hb2, (size_t)n * c->intermediate_size);
+    matmul_swiglu(hb, hb2, &lw->w_gate, &lw->w_up, xb, n);   /* hb = silu(W_gate h) * W_up h */
     matmul(xb, hb, &lw->w_down, n);
     add_inplace(x, xb, (size_t)n * c->hidden_size);
 }
