@@ -314,6 +314,12 @@ typedef struct {
     void *on_layer_ctx;
     struct prefill_record *record;  /* engine_prefill_record: where engine_prefill copies what
                                        each layer hands the policy; NULL otherwise */
+    /* CPU decode on n_threads > 1 (forward.c decode_threads_*): the thread count decode runs on
+     * now (n_threads or 1), chosen by timing steps: every dec_interval steps one step runs on
+     * the other count, and decode switches when that step is clearly faster than the median of
+     * the last steps (a core taken by another process after the start). */
+    int dec_threads, dec_since, dec_interval, dec_probe, dec_nref;
+    double dec_ref[4];        /* the last step times at dec_threads (seconds) */
 } engine;
 
 /* The KV cache's element type when --kv-dtype is auto (policy_params.kv_dtype): DT_F32 for a
