@@ -362,13 +362,15 @@ static void decode_attention(engine *e, int l, float scale, int n_threads)
  * makes the thread on it run at a fraction of its speed, and the other threads wait for it at
  * every join (the OpenMP wait was chosen at start, cli/runtime.c); one thread can then decode
  * faster than n. So decode times its steps: after DEC_FIRST_PROBE steps, and then every
- * dec_interval steps, one step runs on the other count (1 if running n, n if running 1); when
- * that step takes at most DEC_SWITCH of the median of the last 4 steps, decode switches (and
- * probes back after DEC_BACK_PROBE steps), else the interval doubles (up to DEC_MAX_INTERVAL).
- * On an idle machine that is one 1-thread step after 64 steps, then after 128, 256, ... The
- * results do not depend on the thread count (every kernel sums in the same order for any
- * split), so switching never changes an output. LLM_ADAPT_THREADS=0 keeps n_threads;
- * LLM_ADAPT_DEBUG=1 prints each probe on stderr. */
+ * dec_interval steps, one step runs on the other count (1 if running n, n if running 1). When
+ * that step takes at most DEC_SWITCH of the median of the last 4 steps, decode switches on
+ * trial: the median of the next 4 steps must also be at most DEC_SWITCH of the old median, else
+ * it goes back at once (one lucky step on a noisy machine costs 4 steps, not an interval). A
+ * kept switch probes back after DEC_BACK_PROBE steps; a probe that loses doubles the interval
+ * (up to DEC_MAX_INTERVAL). On an idle machine that is one 1-thread step after 64 steps, then
+ * after 128, 256, ... The results do not depend on the thread count (every kernel sums in the
+ * same order for any split), so switching never changes an output. LLM_ADAPT_THREADS=0 keeps
+ * n_threads (=flip alternates, for the tests); LLM_ADAPT_DEBUG=1 prints each decision. */
 #define DEC_FIRST_PROBE 64
 #define DEC_BACK_PROBE 16
 #define DEC_MAX_INTERVAL 1024
@@ -381,27 +383,55 @@ static double dec_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* LLM_ADAPT_THREADS: unset or 1 = on, 0 = off, flip = alternate 1 and n threads every step,
+ * no timing (tests/test_decode_threads.sh: switching never changes an output). */
+static int dec_mode(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("LLM_ADAPT_THREADS");
+        mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "flip") ? 2 : 1;
+    }
+    return mode;
+}
+
 static int dec_adapt_on(const engine *e)
 {
+    return dec_mode() == 1 && e->n_threads > 1;
+}
+
+static int dec_debug(void)
+{
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("LLM_ADAPT_THREADS");
-        on = !(v && !strcmp(v, "0"));
-    }
-    return on && e->n_threads > 1;
+    if (on < 0) on = getenv("LLM_ADAPT_DEBUG") != NULL;
+    return on;
 }
 
 /* The thread count of this step. */
 static int decode_threads_begin(engine *e)
 {
+    if (dec_mode() == 2) return ++e->dec_since % 2 ? 1 : e->n_threads;
     if (!dec_adapt_on(e)) return e->n_threads;
     if (e->dec_threads < 1) {
         e->dec_threads = e->n_threads;
         e->dec_interval = DEC_FIRST_PROBE;
-        e->dec_since = e->dec_nref = e->dec_probe = 0;
+        e->dec_since = e->dec_nref = e->dec_probe = e->dec_trial = 0;
     }
-    e->dec_probe = e->dec_nref == 4 && e->dec_since >= e->dec_interval;
+    e->dec_probe = !e->dec_trial && e->dec_nref == 4 && e->dec_since >= e->dec_interval;
     return e->dec_probe ? (e->dec_threads == 1 ? e->n_threads : 1) : e->dec_threads;
+}
+
+static double dec_median(const engine *e)
+{
+    double r[4];
+    memcpy(r, e->dec_ref, sizeof r);
+    for (int i = 1; i < 4; i++)   /* sort the 4 */
+        for (int j = i; j > 0 && r[j] < r[j - 1]; j--) {
+            double x = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = x;
+        }
+    return 0.5 * (r[1] + r[2]);
 }
 
 /* After a step of T threads that took dt seconds. */
@@ -413,24 +443,34 @@ static void decode_threads_end(engine *e, int T, double dt)
         else e->dec_nref++;
         e->dec_ref[e->dec_nref - 1] = dt;
         e->dec_since++;
+        if (e->dec_trial && e->dec_nref == 4) {   /* the trial's verdict */
+            double med = dec_median(e);
+            int keep = med <= DEC_SWITCH * e->dec_old_med;
+            if (dec_debug())
+                fprintf(stderr, "adapt: trial of %d threads: median %.3f ms vs %.3f ms: %s\n", e->dec_threads,
+                        med * 1e3, e->dec_old_med * 1e3, keep ? "kept" : "back");
+            e->dec_trial = 0;
+            e->dec_since = 0;
+            if (keep) {
+                e->dec_interval = DEC_BACK_PROBE;
+            } else {
+                e->dec_threads = e->dec_threads == 1 ? e->n_threads : 1;
+                e->dec_nref = 0;
+                e->dec_interval = e->dec_old_interval < DEC_MAX_INTERVAL ? 2 * e->dec_old_interval : DEC_MAX_INTERVAL;
+            }
+        }
         return;
     }
-    double r[4];
-    memcpy(r, e->dec_ref, sizeof r);
-    for (int i = 1; i < 4; i++)   /* sort the 4 */
-        for (int j = i; j > 0 && r[j] < r[j - 1]; j--) {
-            double x = r[j];
-            r[j] = r[j - 1];
-            r[j - 1] = x;
-        }
-    double med = 0.5 * (r[1] + r[2]);
+    double med = dec_median(e);
     e->dec_probe = 0;
     e->dec_since = 0;
-    if (getenv("LLM_ADAPT_DEBUG")) fprintf(stderr, "adapt: probe %d threads %.3f ms vs median %.3f ms at %d\n", T, dt * 1e3, med * 1e3, e->dec_threads);
+    if (dec_debug()) fprintf(stderr, "adapt: probe %d threads %.3f ms vs median %.3f ms of %d\n", T, dt * 1e3, med * 1e3, e->dec_threads);
     if (dt <= DEC_SWITCH * med) {
         e->dec_threads = T;
         e->dec_nref = 0;
-        e->dec_interval = DEC_BACK_PROBE;
+        e->dec_trial = 1;
+        e->dec_old_med = med;
+        e->dec_old_interval = e->dec_interval;
     } else if (e->dec_interval < DEC_MAX_INTERVAL) {
         e->dec_interval *= 2;
     }
