@@ -364,8 +364,9 @@ static void decode_attention(engine *e, int l, float scale, int n_threads)
  * faster than n. So decode times its steps: after DEC_FIRST_PROBE steps, and then every
  * dec_interval steps, one step runs on the other count (1 if running n, n if running 1). When
  * that step takes at most DEC_SWITCH of the median of the last 4 steps, decode switches on
- * trial: the median of the next 4 steps must also be at most DEC_SWITCH of the old median, else
- * it goes back at once (one lucky step on a noisy machine costs 4 steps, not an interval). A
+ * trial: the median of the next 4 steps must also be at most DEC_SWITCH of the old median, and
+ * none of them slower than the old median, else it goes back at once (one lucky step on a noisy
+ * machine costs a step or a few, not an interval). A
  * kept switch probes back after DEC_BACK_PROBE steps; a probe that loses doubles the interval
  * (up to DEC_MAX_INTERVAL). On an idle machine that is one 1-thread step after 64 steps, then
  * after 128, 256, ... The results do not depend on the thread count (every kernel sums in the
@@ -443,8 +444,10 @@ static void decode_threads_end(engine *e, int T, double dt)
         else e->dec_nref++;
         e->dec_ref[e->dec_nref - 1] = dt;
         e->dec_since++;
-        if (e->dec_trial && e->dec_nref == 4) {   /* the trial's verdict */
-            double med = dec_median(e);
+        /* the trial's verdict: after 4 steps, or at once when a step is slower than the old
+         * median (a false switch to 1 thread on a loaded host costs steps several times slower) */
+        if (e->dec_trial && (e->dec_nref == 4 || dt > e->dec_old_med)) {
+            double med = e->dec_nref == 4 ? dec_median(e) : dt;
             int keep = med <= DEC_SWITCH * e->dec_old_med;
             if (dec_debug())
                 fprintf(stderr, "adapt: trial of %d threads: median %.3f ms vs %.3f ms: %s\n", e->dec_threads,
