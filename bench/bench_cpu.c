@@ -1,7 +1,10 @@
 /* bench_cpu: CPU speed of llm-run's engine (issue 6), printed as the Markdown tables of
  * bench/cpu.md (bench/run_bench.sh writes the file around them).
  *
- *   bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] NAME=DIR[:f32|f16|bf16|auto] ...
+ *   bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] [--decode-only] NAME=DIR[:f32|f16|bf16|auto] ...
+ *
+ * --decode-only: only the decode row of context 64, policy full (and its ÷ bandwidth target):
+ * what bench/decode_ab.sh compares between builds.
  *
  * Weights are made resident in huge-page memory as llm-run does (model_make_resident) unless
  * --mapped; the bandwidth buffer is allocated the same way.
@@ -128,6 +131,7 @@ typedef struct {
 } bench_model;
 
 static int g_threads, g_reps = 3, g_steps = 48, g_mapped = 0;
+static int g_decode_only = 0;   /* --decode-only: context 64, policy full, no prefill rows */
 
 static void fill_tokens(int *tok, int n, int vocab)
 {
@@ -291,6 +295,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) bw_mib = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--mapped")) g_mapped = 1;   /* weights left in the file mapping */
         else if (!strcmp(argv[i], "--bw-only")) bw_only = 1;   /* one bandwidth figure, then exit */
+        else if (!strcmp(argv[i], "--decode-only")) g_decode_only = 1;
         else if (strchr(argv[i], '=') && n_models < 8) {
             bench_model *bm = &models[n_models++];
             memset(bm, 0, sizeof *bm);
@@ -305,7 +310,7 @@ int main(int argc, char **argv)
                 bm->dtype = !strcmp(d, "f32") ? DT_F32 : !strcmp(d, "f16") ? DT_F16 : !strcmp(d, "bf16") ? DT_BF16 : -1;
             }
         } else {
-            fprintf(stderr, "usage: bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] NAME=DIR[:f32|f16|bf16|auto] ...\n");
+            fprintf(stderr, "usage: bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] [--decode-only] NAME=DIR[:f32|f16|bf16|auto] ...\n");
             return 2;
         }
     }
@@ -357,7 +362,7 @@ int main(int argc, char **argv)
         model_result *mr = &res[mi];
         for (int p = 0; p < N_PL; p++) {
             mr->prefill[p] = 0;
-            if (PREFILL_LENS[p] > ctx) continue;
+            if (PREFILL_LENS[p] > ctx || g_decode_only) continue;
             for (int rep = 0; rep < g_reps; rep++) {
                 run_state st;
                 double tps = run_prefill(&st, bm, "full", 1.0, PREFILL_LENS[p], 0);
@@ -370,8 +375,10 @@ int main(int argc, char **argv)
         for (int d = 0; d < N_DC; d++) {
             run_state st[N_DP];
             memset(mr->dec[d], 0, sizeof mr->dec[d]);
-            if (DECODE_CTX[d] + g_steps + 1 > ctx) continue;
+            if (DECODE_CTX[d] + g_steps + 1 > ctx || (g_decode_only && d > 0)) continue;
             for (int p = 0; p < N_DP; p++)
+                if (g_decode_only && p > 0) memset(&st[p], 0, sizeof st[p]);
+                else
                 run_prefill(&st[p], bm, DECODE_POL[p].policy, DECODE_POL[p].budget, DECODE_CTX[d], g_steps);
             for (int i = 0; i < g_steps; i++) {
                 /* the bandwidth too, once per round, so the ratio's two sides share the
@@ -403,6 +410,7 @@ int main(int argc, char **argv)
            bw_mib, g_threads, bw_lo / 1e9, bw_hi / 1e9, bw_best / 1e9);
 
     /* the tables */
+    if (!g_decode_only) {
     printf("### Prefill (tok/s, whole prompt in one pass, policy full, best of %d)\n\n", g_reps);
     printf("| model | weights | MB read per decode token |");
     for (int p = 0; p < N_PL; p++) printf(" %d tokens |", PREFILL_LENS[p]);
@@ -417,6 +425,7 @@ int main(int argc, char **argv)
             else print_na(bm->mw.cfg.max_position_embeddings);
         printf("\n");
     }
+    }
     printf("\n### Decode (tok/s = 1 / median step of %d steps; bytes/s = (weights + live K/V read per step) × tok/s)\n\n", g_steps);
     printf("| model | weights | context | policy | budget | evictions | tok/s | GB/s read | bandwidth GB/s | ÷ bandwidth |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|\n");
@@ -425,6 +434,7 @@ int main(int argc, char **argv)
         for (int d = 0; d < N_DC; d++)
             for (int p = 0; p < N_DP; p++) {
                 run_result *r = &res[mi].dec[d][p];
+                if (g_decode_only && !r->ok) continue;
                 printf("| %s | %s | %d | %s | %g |", bm->label, dtype_name(bm->mw.layers[0].wq.dtype),
                        DECODE_CTX[d], DECODE_POL[p].policy, DECODE_POL[p].budget);
                 if (!r->ok) {
@@ -475,7 +485,7 @@ int main(int argc, char **argv)
             }
         }
         /* BF16 vs F32 of the same folder */
-        if (bm->mw.layers[0].wq.dtype != DT_BF16) continue;
+        if (bm->mw.layers[0].wq.dtype != DT_BF16 || g_decode_only) continue;
         for (int mj = 0; mj < n_models; mj++) {
             if (mj == mi || strcmp(models[mj].dir, bm->dir) || models[mj].mw.layers[0].wq.dtype != DT_F32) continue;
             if (!full64->ok || !res[mj].dec[0][0].ok) continue;

@@ -17,7 +17,8 @@
  *    2-thread decode collapses (same model: 10-23 tok/s spinning vs 32 passive, 1 thread 34.5).
  *    So the choice is made here from the runnable tasks at start (/proc/loadavg, least of 5 looks): spin when
  *    this run's threads fit in the CPUs nobody else is using, else wait passively. A core taken
- *    after the start is not seen (set OMP_WAIT_POLICY=passive for such machines);
+ *    after the start is not seen here; decode then finds it by timing a step on 1 thread now
+ *    and then (model/forward.c decode_threads_*), or set OMP_WAIT_POLICY=passive;
  *  - OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 does not know Sapphire Rapids / Zen 4 and
  *    falls back to its generic kernels; name the widest family the CPU runs.
  * Each is set only when the user has not, then the program re-executes itself once

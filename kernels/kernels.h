@@ -123,6 +123,11 @@ void matmul(float *y, const float *x, const weight_t *w, int n);
  * region over all their rows (q/k/v, gate/up), the same results as k calls. */
 void matmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n);
 
+/* The SwiGLU MLP's first half: gate = x·W_gateᵀ, up = x·W_upᵀ, then swiglu(gate, up) — the
+ * same floats as matmul_multi + swiglu. Decode (n = 1, threads, gate and up of one shape and
+ * kind): one parallel region, each thread applying swiglu to the rows it computed. */
+void matmul_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_t *w_up, const float *x, int n);
+
 /* out[w.cols] = row `row` of w as f32 (the embedding lookup; block formats: dequantize_row). */
 void widen_row(float *out, const weight_t *w, int row);
 

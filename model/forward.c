@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ALLOC(ptr, count)                                                                      \
     do {                                                                                       \
@@ -163,10 +164,7 @@ static void mlp_block(const model_config *c, const layer_weights *lw, float *x, 
                       float *hb, float *hb2, int n)
 {
     rmsnorm(xb, x, &lw->ffn_norm, n, c->hidden_size, c->rms_norm_eps);
-    float *gu_out[2] = {hb, hb2};
-    const weight_t *gu_w[2] = {&lw->w_gate, &lw->w_up};
-    matmul_multi(gu_out, gu_w, 2, xb, n);
-    swiglu(hb, hb2, (size_t)n * c->intermediate_size);
+    matmul_swiglu(hb, hb2, &lw->w_gate, &lw->w_up, xb, n);   /* hb = silu(W_gate h) * W_up h */
     matmul(xb, hb, &lw->w_down, n);
     add_inplace(x, xb, (size_t)n * c->hidden_size);
 }
@@ -313,7 +311,7 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
  * DEC_KEYS_ITEM keys of every KV head, (2) the softmax by query head, (3) the weighted sum of
  * the values by column blocks of every KV head, with a barrier between; the floats are the
  * same for any thread count (and the same as attn_decode_head per head). */
-static void decode_attention(engine *e, int l, float scale)
+static void decode_attention(engine *e, int l, float scale, int n_threads)
 {
     const model_config *c = &e->w->cfg;
     kv_cache *kv = e->kv;
@@ -327,7 +325,7 @@ static void decode_attention(engine *e, int l, float scale)
         if (len > max_len) max_len = len;
     }
     /* small caches: one thread (a fork and two barriers cost more than the work) */
-    int nt = (long long)max_len * Hkv * hd < (1 << 15) ? 1 : e->n_threads;
+    int nt = (long long)max_len * Hkv * hd < (1 << 15) ? 1 : n_threads;
 #pragma omp parallel num_threads(nt)
     {
         int t = omp_get_thread_num(), T = omp_get_num_threads();
@@ -360,14 +358,132 @@ static void decode_attention(engine *e, int l, float scale)
     }
 }
 
+/* The decode thread count (engine.dec_*): a core that another process takes after the start
+ * makes the thread on it run at a fraction of its speed, and the other threads wait for it at
+ * every join (the OpenMP wait was chosen at start, cli/runtime.c); one thread can then decode
+ * faster than n. So decode times its steps: after DEC_FIRST_PROBE steps, and then every
+ * dec_interval steps, one step runs on the other count (1 if running n, n if running 1). When
+ * that step takes at most DEC_SWITCH of the median of the last 4 steps, decode switches on
+ * trial: the median of the next 4 steps must also be at most DEC_SWITCH of the old median, and
+ * none of them slower than the old median, else it goes back at once (one lucky step on a noisy
+ * machine costs a step or a few, not an interval). A
+ * kept switch probes back after DEC_BACK_PROBE steps; a probe that loses doubles the interval
+ * (up to DEC_MAX_INTERVAL). On an idle machine that is one 1-thread step after 64 steps, then
+ * after 128, 256, ... The results do not depend on the thread count (every kernel sums in the
+ * same order for any split), so switching never changes an output. LLM_ADAPT_THREADS=0 keeps
+ * n_threads (=flip alternates, for the tests); LLM_ADAPT_DEBUG=1 prints each decision. */
+#define DEC_FIRST_PROBE 64
+#define DEC_BACK_PROBE 16
+#define DEC_MAX_INTERVAL 1024
+#define DEC_SWITCH 0.92
+
+static double dec_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* LLM_ADAPT_THREADS: unset or 1 = on, 0 = off, flip = alternate 1 and n threads every step,
+ * no timing (tests/test_decode_threads.sh: switching never changes an output). */
+static int dec_mode(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("LLM_ADAPT_THREADS");
+        mode = v && !strcmp(v, "0") ? 0 : v && !strcmp(v, "flip") ? 2 : 1;
+    }
+    return mode;
+}
+
+static int dec_adapt_on(const engine *e)
+{
+    return dec_mode() == 1 && e->n_threads > 1;
+}
+
+static int dec_debug(void)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("LLM_ADAPT_DEBUG") != NULL;
+    return on;
+}
+
+/* The thread count of this step. */
+static int decode_threads_begin(engine *e)
+{
+    if (dec_mode() == 2) return ++e->dec_since % 2 ? 1 : e->n_threads;
+    if (!dec_adapt_on(e)) return e->n_threads;
+    if (e->dec_threads < 1) {
+        e->dec_threads = e->n_threads;
+        e->dec_interval = DEC_FIRST_PROBE;
+        e->dec_since = e->dec_nref = e->dec_probe = e->dec_trial = 0;
+    }
+    e->dec_probe = !e->dec_trial && e->dec_nref == 4 && e->dec_since >= e->dec_interval;
+    return e->dec_probe ? (e->dec_threads == 1 ? e->n_threads : 1) : e->dec_threads;
+}
+
+static double dec_median(const engine *e)
+{
+    double r[4];
+    memcpy(r, e->dec_ref, sizeof r);
+    for (int i = 1; i < 4; i++)   /* sort the 4 */
+        for (int j = i; j > 0 && r[j] < r[j - 1]; j--) {
+            double x = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = x;
+        }
+    return 0.5 * (r[1] + r[2]);
+}
+
+/* After a step of T threads that took dt seconds. */
+static void decode_threads_end(engine *e, int T, double dt)
+{
+    if (!dec_adapt_on(e)) return;
+    if (!e->dec_probe) {
+        if (e->dec_nref == 4) memmove(e->dec_ref, e->dec_ref + 1, 3 * sizeof e->dec_ref[0]);
+        else e->dec_nref++;
+        e->dec_ref[e->dec_nref - 1] = dt;
+        e->dec_since++;
+        /* the trial's verdict: after 4 steps, or at once when a step is slower than the old
+         * median (a false switch to 1 thread on a loaded host costs steps several times slower) */
+        if (e->dec_trial && (e->dec_nref == 4 || dt > e->dec_old_med)) {
+            double med = e->dec_nref == 4 ? dec_median(e) : dt;
+            int keep = med <= DEC_SWITCH * e->dec_old_med;
+            if (dec_debug())
+                fprintf(stderr, "adapt: trial of %d threads: median %.3f ms vs %.3f ms: %s\n", e->dec_threads,
+                        med * 1e3, e->dec_old_med * 1e3, keep ? "kept" : "back");
+            e->dec_trial = 0;
+            e->dec_since = 0;
+            if (keep) {
+                e->dec_interval = DEC_BACK_PROBE;
+            } else {
+                e->dec_threads = e->dec_threads == 1 ? e->n_threads : 1;
+                e->dec_nref = 0;
+                e->dec_interval = e->dec_old_interval < DEC_MAX_INTERVAL ? 2 * e->dec_old_interval : DEC_MAX_INTERVAL;
+            }
+        }
+        return;
+    }
+    double med = dec_median(e);
+    e->dec_probe = 0;
+    e->dec_since = 0;
+    if (dec_debug()) fprintf(stderr, "adapt: probe %d threads %.3f ms vs median %.3f ms of %d\n", T, dt * 1e3, med * 1e3, e->dec_threads);
+    if (dt <= DEC_SWITCH * med) {
+        e->dec_threads = T;
+        e->dec_nref = 0;
+        e->dec_trial = 1;
+        e->dec_old_med = med;
+        e->dec_old_interval = e->dec_interval;
+    } else if (e->dec_interval < DEC_MAX_INTERVAL) {
+        e->dec_interval *= 2;
+    }
+}
+
+static int decode_cpu(engine *e, int token, int pos, int T);
+
 int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
 {
     const model_config *c = &e->w->cfg;
-    kv_cache *kv = e->kv;
-    const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads;
-    const int G = H / Hkv;
-    const float scale = 1.0f / sqrtf((float)hd);
-    const int want_probs = (kv->ops->stats & KV_STAT_DECODE_PROBS) != 0 && !kv->passthrough;
     if (token < 0 || token >= c->vocab_size) {
         snprintf(err, errlen, "token id %d out of range [0, %d)", token, c->vocab_size);
         return -1;
@@ -375,6 +491,24 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
     if (e->dev) /* --device cuda */
         return cuda_engine_decode(e->dev, token, pos, e->want_logits ? e->logits : NULL, &e->next,
                                   err, errlen);
+    int T = decode_threads_begin(e), saved = omp_get_max_threads();
+    if (T != saved) omp_set_num_threads(T);
+    double t0 = dec_now();
+    int rc = decode_cpu(e, token, pos, T);
+    decode_threads_end(e, T, dec_now() - t0);
+    if (T != saved) omp_set_num_threads(saved);
+    return rc;
+}
+
+/* One decode step on the CPU with T threads. */
+static int decode_cpu(engine *e, int token, int pos, int T)
+{
+    const model_config *c = &e->w->cfg;
+    kv_cache *kv = e->kv;
+    const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads;
+    const int G = H / Hkv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int want_probs = (kv->ops->stats & KV_STAT_DECODE_PROBS) != 0 && !kv->passthrough;
     widen_row(e->x, &e->w->embed, token);
     if (!e->shifted)
         rope_tables_freq(e->rope_cos, e->rope_sin, &pos, 1, hd, c->rope_theta, c->rope_scaling_factor,
@@ -418,7 +552,7 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
             for (int g = 0; g < Hkv; g++)
                 kv->ops->attend(kv, l, g, e->q + (size_t)g * G * hd, scale, e->att + (size_t)g * G * hd);
         } else {
-            decode_attention(e, l, scale);
+            decode_attention(e, l, scale, T);
         }
         /* eviction after attention (attend-then-evict policies), per group then layer-wise */
         for (int g = 0; g < Hkv; g++)

@@ -314,6 +314,13 @@ typedef struct {
     void *on_layer_ctx;
     struct prefill_record *record;  /* engine_prefill_record: where engine_prefill copies what
                                        each layer hands the policy; NULL otherwise */
+    /* CPU decode on n_threads > 1 (forward.c decode_threads_*): the thread count decode runs on
+     * now (n_threads or 1), chosen by timing steps: every dec_interval steps one step runs on
+     * the other count, and decode switches (on trial) when that step is clearly faster than the
+     * median of the last steps (a core taken by another process after the start). */
+    int dec_threads, dec_since, dec_interval, dec_probe, dec_nref, dec_trial, dec_old_interval;
+    double dec_ref[4];        /* the last step times at dec_threads (seconds) */
+    double dec_old_med;       /* on trial: the median step time before the switch */
 } engine;
 
 /* The KV cache's element type when --kv-dtype is auto (policy_params.kv_dtype): DT_F32 for a

@@ -266,6 +266,72 @@ static void test_matmul_every_dtype_and_batch_matches_float64(void **state)
     }
 }
 
+/* Decode (n = 1) matmul_multi splits the rows of the call over the threads with stealing
+ * (kernels/cpu/rowsteal.h): the output is bit-identical for 1..4 threads, for the float dtypes
+ * and the block formats, with shares that end inside a matrix and matrices smaller than a
+ * block, and equals one matmul per matrix; matmul_swiglu equals the products then swiglu. */
+static void test_decode_matvec_bit_identical_for_any_thread_count(void **state)
+{
+    (void)state;
+    const dtype_t dts[] = {DT_F32, DT_F16, DT_BF16, DT_Q4_1, DT_Q8_0, DT_Q4_K};
+    const int rows[3] = {1003, 37, 2100};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        dtype_t dt = dts[d];
+        int cols = dtype_block(dt) == 256 ? 512 : 320;
+        weight_t w[3];
+        const weight_t *wp[3];
+        float *ref[3], *y[3], *x = rand_floats((size_t)cols);
+        for (int i = 0; i < 3; i++) {
+            size_t rb = dtype_row_bytes(dt, cols);
+            uint8_t *data = dtype_is_quant(dt) ? ts_rand_blocks(dt, rows[i], cols, &rng) : malloc((size_t)rows[i] * rb);
+            float *src = rand_floats((size_t)cols);
+            assert_non_null(data);
+            for (int r = 0; r < rows[i] && !dtype_is_quant(dt); r++) {
+                for (int c = 0; c < cols; c++) src[c] = frand();
+                if (dt == DT_F32) memcpy(data + (size_t)r * rb, src, rb);
+                else if (dt == DT_F16 || dt == DT_BF16)
+                    for (int c = 0; c < cols; c++)
+                        ((uint16_t *)(data + (size_t)r * rb))[c] = dt == DT_F16 ? f32_to_f16(src[c]) : f32_to_bf16(src[c]);
+            }
+            free(src);
+            w[i] = (weight_t){.dtype = dt, .data = data, .rows = rows[i], .cols = cols};
+            wp[i] = &w[i];
+            ref[i] = malloc((size_t)rows[i] * sizeof(float));
+            y[i] = malloc((size_t)rows[i] * sizeof(float));
+            assert_true(ref[i] && y[i]);
+        }
+        cpu_set_threads(1);
+        matmul_multi(ref, wp, 3, x, 1);
+        for (int t = 1; t <= 4; t++) {
+            cpu_set_threads(t);
+            for (int i = 0; i < 3; i++) memset(y[i], 0xff, (size_t)rows[i] * sizeof(float));
+            matmul_multi(y, wp, 3, x, 1);
+            for (int i = 0; i < 3; i++) assert_memory_equal(y[i], ref[i], (size_t)rows[i] * sizeof(float));
+            for (int i = 0; i < 3; i++) {
+                memset(y[i], 0xff, (size_t)rows[i] * sizeof(float));
+                matmul(y[i], x, &w[i], 1);
+                assert_memory_equal(y[i], ref[i], (size_t)rows[i] * sizeof(float));
+            }
+            /* matmul_swiglu (gate = w[0], up = w[0] with other rows: w[2]'s first rows) = the
+             * products then swiglu */
+            weight_t up = w[2];
+            up.rows = w[0].rows;
+            float *g = malloc((size_t)w[0].rows * sizeof(float)), *u = malloc((size_t)w[0].rows * sizeof(float));
+            assert_true(g && u);
+            matmul_swiglu(g, u, &w[0], &up, x, 1);
+            float *want = malloc((size_t)w[0].rows * sizeof(float));
+            assert_non_null(want);
+            memcpy(want, ref[0], (size_t)w[0].rows * sizeof(float));
+            swiglu(want, ref[2], (size_t)w[0].rows);
+            assert_memory_equal(g, want, (size_t)w[0].rows * sizeof(float));
+            free(g), free(u), free(want);
+        }
+        for (int i = 0; i < 3; i++) free((void *)w[i].data), free(ref[i]), free(y[i]);
+        free(x);
+    }
+    cpu_set_threads(1);
+}
+
 /* --------------------------------------------------------------- small kernels */
 
 static void test_dot_axpy_exp_scores_every_family_match_scalar(void **state)
@@ -483,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_matvec_every_family_matches_scalar_at_odd_sizes),
         cmocka_unit_test(test_matvec_scalar_is_the_dot_product_of_widened_weights),
         cmocka_unit_test(test_matmul_every_dtype_and_batch_matches_float64),
+        cmocka_unit_test(test_decode_matvec_bit_identical_for_any_thread_count),
         cmocka_unit_test(test_dot_axpy_exp_scores_every_family_match_scalar),
         cmocka_unit_test(test_prefill_attention_tiles_match_float64_softmax),
         cmocka_unit_test(test_decode_attention_matches_float64_softmax),

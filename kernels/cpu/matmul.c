@@ -6,6 +6,7 @@
  * OpenMP threads; F16/BF16 weights are widened one tile of rows at a time into a per-thread
  * buffer kept between calls. */
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/rowsteal.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/kernels.h"
 
@@ -28,9 +29,46 @@ static void matvec_rows(const cpu_simd_ops *s, float *y, const float *x, const w
     }
 }
 
-/* k matrix-vector products with the same input in one parallel region: thread t takes the
- * contiguous slice [R·t/T, R·(t+1)/T) of the R = Σ rows output rows (one fork/join, not k). */
+/* Weight bytes per block of rows the decode threads claim (rowsteal.h): small enough that a
+ * slow thread's unclaimed rows are taken over, large enough that a thread's reads stay long
+ * sequential streams. */
+#define MV_BLOCK_BYTES (32u << 10)
+
+/* k matrix-vector products with the same input in one parallel region (one fork/join, not
+ * k): the R = Σ rows output rows split over the threads with stealing (rowsteal.h), thread t
+ * starting on the contiguous slice [R·t/T, R·(t+1)/T). */
+static void matvec_multi_sw(float *const *y, const weight_t *const *w, int k, const float *x, int pair_swiglu);
+
+/* The 16-bit kernels prefetch 3 KiB ahead of the row they read but never past the rows they
+ * were given (simd_avx512.c MV_PF): a thread going through its share block by block would read
+ * the first 3 KiB of each block without it. So a claimed block first prefetches the head of
+ * the block after it (the one the thread most likely takes next): global row g of the k
+ * matrices (pair: row g of both). */
+#define MV_HEAD_BYTES 3072
+static void prefetch_head(const weight_t *const *w, int k, long long g, int pair)
+{
+    for (int i = 0; i < k; i++) {
+        if (!pair && g >= w[i]->rows) {
+            g -= w[i]->rows;
+            continue;
+        }
+        if (g < w[i]->rows && (w[i]->dtype == DT_F16 || w[i]->dtype == DT_BF16)) {
+            const char *p = (const char *)w[i]->data + (size_t)g * w[i]->cols * 2;
+            size_t n = (size_t)(w[i]->rows - g) * w[i]->cols * 2;
+            for (size_t o = 0; o < MV_HEAD_BYTES && o < n; o += 64) __builtin_prefetch(p + o, 0, 3);
+        }
+        if (!pair) return;
+    }
+}
+
 static void matvec_multi(float *const *y, const weight_t *const *w, int k, const float *x)
+{
+    matvec_multi_sw(y, w, k, x, 0);
+}
+
+/* pair_swiglu (k = 2, gate and up of the same rows): blocks are rows [a, b) of both, and the
+ * thread that computed them applies swiglu to them. */
+static void matvec_multi_sw(float *const *y, const weight_t *const *w, int k, const float *x, int pair_swiglu)
 {
     const cpu_simd_ops *s = cpu_simd();
     long long total = 0, work = 0;
@@ -38,18 +76,34 @@ static void matvec_multi(float *const *y, const weight_t *const *w, int k, const
         total += w[i]->rows;
         work += (long long)w[i]->rows * w[i]->cols;
     }
-    if (work < MATVEC_PAR_MIN || omp_get_max_threads() == 1 || omp_in_parallel()) {
+    int nt = omp_get_max_threads();
+    if (work < MATVEC_PAR_MIN || nt == 1 || omp_in_parallel()) {
         for (int i = 0; i < k; i++) matvec_rows(s, y[i], x, w[i], 0, w[i]->rows);
+        if (pair_swiglu) swiglu(y[0], y[1], (size_t)w[0]->rows);
         return;
     }
-#pragma omp parallel
+    if (nt > RS_MAX_THREADS) nt = RS_MAX_THREADS;
+    rowsteal rs;
+    size_t rb = dtype_row_bytes(w[0]->dtype, w[0]->cols);
+    rs_init(&rs, pair_swiglu ? w[0]->rows : total, nt, pair_swiglu ? 2 * rb : rb, MV_BLOCK_BYTES, 4);
+#pragma omp parallel num_threads(nt)
     {
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        long long g0 = total * t / nt, g1 = total * (t + 1) / nt, base = 0;
-        for (int i = 0; i < k; i++) {
-            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
-            if (a < b) matvec_rows(s, y[i], x, w[i], (int)(a - base), (int)(b - base));
-            base += w[i]->rows;
+        int t = omp_get_thread_num(), T = omp_get_num_threads(), v = t;
+        long long g0, g1;
+        while (rs_next(&rs, t, T, &v, &g0, &g1)) {
+            prefetch_head(w, k, g1, pair_swiglu);
+            if (pair_swiglu) {
+                matvec_rows(s, y[0], x, w[0], (int)g0, (int)g1);
+                matvec_rows(s, y[1], x, w[1], (int)g0, (int)g1);
+                swiglu(y[0] + g0, y[1] + g0, (size_t)(g1 - g0));
+                continue;
+            }
+            long long base = 0;
+            for (int i = 0; i < k && base < g1; i++) {
+                long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+                if (a < b) matvec_rows(s, y[i], x, w[i], (int)(a - base), (int)(b - base));
+                base += w[i]->rows;
+            }
         }
     }
 }
@@ -141,6 +195,24 @@ void matmul_multi(float *const *y, const weight_t *const *w, int k, const float 
         for (int i = 0; i < k; i++) matmul(y[i], x, w[i], n);
     else if (n == 1) matvec_multi(y, w, k, x);
     else gemm_multi(y, w, k, x, n);
+}
+
+void matmul_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_t *w_up, const float *x, int n)
+{
+    int same = w_gate->rows == w_up->rows && w_gate->cols == w_up->cols;
+    int qg = dtype_is_quant(w_gate->dtype), qu = dtype_is_quant(w_up->dtype);
+    if (n == 1 && same && !qg && !qu) {
+        float *y[2] = {gate, up};
+        const weight_t *w[2] = {w_gate, w_up};
+        matvec_multi_sw(y, w, 2, x, 1);
+    } else if (n == 1 && same && qg && qu) {
+        qmatvec_swiglu(gate, up, w_gate, w_up, x);
+    } else {
+        float *y[2] = {gate, up};
+        const weight_t *w[2] = {w_gate, w_up};
+        matmul_multi(y, w, 2, x, n);
+        swiglu(gate, up, (size_t)n * w_gate->rows);
+    }
 }
 
 void widen_row(float *out, const weight_t *w, int row)

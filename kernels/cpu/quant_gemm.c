@@ -3,8 +3,9 @@
  * with cpu_quant_act_bits(8)), then the family's kernels (cpu_quant(): the table of those bits)
  * take the weight rows in their block layout; nothing is dequantized whole.
  *
- * Decode (n = 1): the OpenMP threads split the output rows of all the matrices of the call in
- * contiguous slices (one fork/join for q/k/v or gate/up), one pass over each weight row.
+ * Decode (n = 1): the OpenMP threads split the output rows of all the matrices of the call
+ * (one fork/join for q/k/v or gate/up), each starting on its contiguous slice and taking over
+ * the blocks a slower thread has not reached (rowsteal.h); one pass over each weight row.
  * Prefill (n > 1): all n rows quantized inside the parallel region (each thread a slice of
  * them), then each thread takes a contiguous slice of the output rows (whole 32-row panels).
  * From QG_PACK_MIN rows on the family's packed-panel GEMM runs (qpack_avx512.inc,
@@ -34,6 +35,7 @@
  * llama.cpp on the same machine: SmolLM2-135M Q4_1 prefill ~180 tok/s on 1 thread, about
  * 40-50 GFLOP/s. */
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/rowsteal.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -45,6 +47,8 @@ int cpu_qgemm_mode = 0;
 
 /* Below this many weights a matrix-vector product runs on one thread. */
 #define QMV_PAR_MIN (1 << 15)
+/* Weight bytes per block of rows the decode threads claim (rowsteal.h). */
+#define QMV_BLOCK_BYTES (32u << 10)
 /* Weight bytes per prefill chunk (per thread): the chunk stays in the L2 while every
  * activation row passes over it. */
 #define QG_CHUNK_BYTES (256u << 10)
@@ -140,7 +144,24 @@ static int sgemm_rows(float *y, const float *x, const weight_t *w, int n, int a,
     return 0;
 }
 
+static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int pair_swiglu);
+
 void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
+{
+    qmatmul_impl(y, w, k, x, n, 0);
+}
+
+void qmatvec_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_t *w_up, const float *x)
+{
+    float *y[2] = {gate, up};
+    const weight_t *w[2] = {w_gate, w_up};
+    qmatmul_impl(y, w, 2, x, 1, 1);
+}
+
+/* pair_swiglu (n = 1, k = 2: gate and up of the same rows, matmul_swiglu): the decode blocks are
+ * rows [a, b) of both, and the thread that computed them applies swiglu to them; every path
+ * that does not split that way applies swiglu to the whole after the products. */
+static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int pair_swiglu)
 {
     const cpu_quant_ops *ops = cpu_quant();
     int K = w[0]->cols;
@@ -148,6 +169,7 @@ void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float
         if (w[i]->cols != K || K <= 0 || K % dtype_block(w[i]->dtype)) {
             for (int m = 0; m < k; m++)
                 for (size_t e = 0; e < (size_t)n * w[m]->rows; e++) y[m][e] = __builtin_nanf("");
+            if (pair_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
             return;
         }
     long long total = 0, work = 0;
@@ -187,6 +209,7 @@ void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float
         if (j == nf) {
             if (nf == QMAX_FMT || i >= 64) {   /* more than the call can hold: one at a time */
                 for (int m = 0; m < k; m++) qmatmul_multi(&y[m], &w[m], 1, x, n);
+                if (pair_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
                 return;
             }
             fmt[nf] = f;
@@ -204,12 +227,38 @@ void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float
     uint8_t *act = grow(t_act, &t_act_cap, need);
     if (!act) {
         for (int i = 0; i < k; i++) slow_rows(y[i], x, w[i], n);
+        if (pair_swiglu) swiglu(y[0], y[1], (size_t)w[0]->rows);
         return;
     }
     t_act = act;
     if (n == 1)
         for (int f = 0; f < nf; f++) quant_act_row(ops, fmt[f], act + off[f], x, K);
 
+    if (n == 1 && nt > 1) {   /* decode: the rows split with stealing (rowsteal.h) */
+        if (nt > RS_MAX_THREADS) nt = RS_MAX_THREADS;
+        rowsteal rs;
+        size_t rb = dtype_row_bytes(w[0]->dtype, K) + (pair_swiglu ? dtype_row_bytes(w[1]->dtype, K) : 0);
+        rs_init(&rs, pair_swiglu ? w[0]->rows : total, nt, rb, QMV_BLOCK_BYTES, 8);
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads(), v = t;
+            long long g0, g1;
+            while (rs_next(&rs, t, T, &v, &g0, &g1)) {
+                if (pair_swiglu) {
+                    for (int i = 0; i < 2; i++) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], 1, (int)g0, (int)g1);
+                    swiglu(y[0] + g0, y[1] + g0, (size_t)(g1 - g0));
+                    continue;
+                }
+                long long base = 0;
+                for (int i = 0; i < k && base < g1; i++) {
+                    long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+                    if (a < b) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], 1, (int)(a - base), (int)(b - base));
+                    base += w[i]->rows;
+                }
+            }
+        }
+        return;
+    }
 #pragma omp parallel num_threads(nt)
     {
         int t = omp_get_thread_num(), T = omp_get_num_threads();
@@ -230,4 +279,5 @@ void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float
             base += w[i]->rows;
         }
     }
+    if (pair_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
 }
