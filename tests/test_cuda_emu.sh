@@ -205,7 +205,7 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
     tests/cuda_emu/test_mirror_emu.c >"$OUTD/mirror.log" 2>&1 && ! grep -q warning "$OUTD/mirror.log" &&
     g++ $SAN -o "$OUTD/test_mirror_emu" "$OUTD/test_mirror_emu.o" $(echo "$objs" | tr ' ' '\n' | grep -v "^$CB/main.o$") \
         "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/mirror.log" 2>&1; then
-    MP="h2o streaming local buzz buzz_logn snapkv scissorhands"
+    MP="h2o streaming local buzz buzz_logn snapkv subgen scissorhands"
     [ "$FULL" = 1 ] || MP="h2o snapkv"
     for pol in $MP; do
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" "$pol" >"$TMP/mi" 2>&1

@@ -71,6 +71,10 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
     } else if (tid == 0 && a.n_extra) {
         a.len[g] = L;
     }
+    if (a.q_ring) { /* the snap family's query ring: the group's queries at row position mod rows */
+        float *r = a.q_ring + ((size_t)(a.step[1] % a.q_ring_rows) * a.n_heads + (size_t)g * G) * hd;
+        for (int i = tid; i < G * hd; i += DC_THREADS) r[i] = a.q[(size_t)g * G * hd + i];
+    }
     if (tid == 0) a.counter[g] = 0; /* ready for the next launch (graph replays included) */
 }
 
@@ -161,7 +165,8 @@ cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s)
     if (a->head_dim < 1 || a->head_dim > 1024 || a->split_len < 1 || a->split_len > DC_MAX_SPLIT ||
         a->n_split < 1 || a->G < 1 || a->G > DC_MAX_G || a->n_heads % a->G || (a->rope_cos && a->head_dim % 2) ||
         (a->evict != EV_NONE && (!a->cap || !a->ring || !a->pos || !a->kw || !a->vw || !a->step)) ||
-        ((a->probs_out || a->score) && !a->slog) || a->kv_dt != a->v_dt)
+        ((a->probs_out || a->score) && !a->slog) || a->kv_dt != a->v_dt ||
+        (a->q_ring && (a->q_ring_rows < 1 || !a->step)))
         return cudaErrorInvalidValue;
     const int k = a->k_dt, v = a->v_dt;
     if (k == CU_F32 && v == CU_F32) return step_go<float, float>(*a, s);

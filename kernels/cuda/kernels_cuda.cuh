@@ -91,8 +91,10 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * cache, kv_dt), pos and score. head_scale (device [n_kv_heads] or NULL): per-KV-head scale
  * instead of `scale` (buzz_logn). rope_cos/rope_sin (NULL, or --rope shifted): the query is
  * first rotated at table row L − 1 (its rank). counter: [n_kv_heads] ints, zero before the
- * launch and left zero. head_dim ≤ 1024, split_len ≤ 1024, G ≤ 32, n_split pieces cover the
- * largest capacity + 1. */
+ * launch and left zero. q_ring (NULL, or the snap family's query ring of this layer,
+ * [q_ring_rows][n_heads][head_dim]): the query as given is copied to row step[1] mod q_ring_rows
+ * (eviction/kv_device.h kv_device_query_ring). head_dim ≤ 1024, split_len ≤ 1024, G ≤ 32,
+ * n_split pieces cover the largest capacity + 1. */
 struct attn_step_args {
     const float *q;
     const void *kc, *vc;
@@ -117,6 +119,8 @@ struct attn_step_args {
     const float *rope_cos, *rope_sin;
     float *out, *lse;
     int *counter;
+    float *q_ring;
+    int q_ring_rows;
 };
 cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s);
 

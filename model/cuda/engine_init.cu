@@ -135,6 +135,7 @@ extern "C" void cuda_engine_free(cuda_engine *ce)
     free(ce->dev_allocs);
     free(ce->host_allocs);
     free(ce->layers);
+    free(ce->kv_fresh);
     free(ce);
 }
 
@@ -332,6 +333,20 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
             return -1;
         }
         HALLOC(ce->h_att, (size_t)qdim * sizeof(float));
+    }
+    if (ce->dp.dev_decode) {
+        ce->kv_fresh = (int *)calloc((size_t)n_lh, sizeof(int));
+        if (!ce->kv_fresh) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+        for (int i = 0; i < n_lh; i++) ce->kv_fresh[i] = kv->cap[i] + 1; /* nothing behind yet */
+        ce->h_qring = kv_device_query_ring(kv, &ce->qring_rows);
+        if (ce->h_qring) {
+            DALLOC(ce->qring, (size_t)kv->n_layers * ce->qring_rows * qdim * sizeof(float));
+            CUDA_TRY(cudaMemcpy(ce->qring, ce->h_qring, (size_t)kv->n_layers * ce->qring_rows * qdim * sizeof(float),
+                                cudaMemcpyHostToDevice));
+        }
     }
     if (ce->dp.logit_scale) {
         ce->h_hscale = (float *)(ce->h_step + 2);
