@@ -135,9 +135,36 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->mode = DEV_POLICY_HOST;
         dp->dev_decode = DEV_DECODE_QUIET;
         dp->evict = EV_NONE;
-    } else if (!strcmp(ops->name, "scissorhands") ||
-               !strcmp(ops->name, "l2norm") || !strcmp(ops->name, "hashevict") ||
-               !strcmp(ops->name, "random") || !strcmp(ops->name, "tova") ||
+    } else if (!strcmp(ops->name, "l2norm") || !strcmp(ops->name, "random")) {
+        /* evict-then-attend, one victim per step (POLICIES.md §10.2, §10.4): on the device
+         * (kernels/cuda/attn_decode.cu), the parameters of eviction/policy_l2norm.c and
+         * policy_random.c (evict_protect_init: --l2-/--rnd-sink 4, -recent 10); prefill
+         * host-assisted */
+        const char *pre = !strcmp(ops->name, "l2norm") ? "l2" : "rnd";
+        char fs[32], fr[32];
+        int n_sink, n_recent;
+        snprintf(fs, sizeof fs, "%s-sink", pre);
+        snprintf(fr, sizeof fr, "%s-recent", pre);
+        if (policy_param_int(p, fs, 4, 0, 1 << 20, &n_sink, e, sizeof e) != 0 ||
+            policy_param_int(p, fr, 10, 0, 1 << 20, &n_recent, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        dp->mode = DEV_POLICY_HOST;
+        /* --rope shifted: the victim leaves the ranks of the keys older than it one lower than
+         * in an attention over C + 1 slots with it left out (§1.7), and the rank rotation runs
+         * before the victim is known: the host-assisted path there */
+        dp->dev_decode = p->rope_shifted ? DEV_DECODE_NONE : DEV_DECODE_ALWAYS;
+        dp->evict = pre[0] == 'l' ? EV_L2NORM : EV_RANDOM;
+        dp->n_sink = n_sink;
+        dp->n_recent = n_recent;
+        dp->seed = p->seed;
+    } else if (!strcmp(ops->name, "tova")) {
+        /* layer-wise attend-then-evict (§10.3): on the device; prefill host-assisted */
+        dp->mode = DEV_POLICY_HOST;
+        dp->dev_decode = DEV_DECODE_ALWAYS;
+        dp->evict = EV_TOVA;
+    } else if (!strcmp(ops->name, "scissorhands") || !strcmp(ops->name, "hashevict") ||
                !strcmp(ops->name, "subgen_stream")) {
         /* hooks that only move slots within their regions: replayable on the device */
         dp->mode = DEV_POLICY_HOST;

@@ -41,6 +41,9 @@
 #define L 2
 #define HKV 2
 #define H 4 /* G = 2 */
+/* eviction/policy_common.h EVICT_SINK_DEFAULT / EVICT_RECENT_DEFAULT (internal to eviction/) */
+#define EVICT_SINK_DEFAULT_T 4
+#define EVICT_RECENT_DEFAULT_T 10
 
 static uint64_t rng = 12345;
 static float frand(void)
@@ -688,10 +691,37 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.logit_scale, !strcmp(want[i].name, "buzz_logn"));
         assert_int_equal(dp.relayout, !strncmp(want[i].name, "ada_", 4));
         assert_int_equal(dp.host_attend, !strcmp(want[i].name, "subgen_stream"));
-        /* the prefill-only family decodes on the device between its hooks */
+        /* the prefill-only family decodes on the device between its hooks; l2norm, random
+         * and tova evict on the device */
         int quiet = !strcmp(want[i].name, "snapkv") || !strcmp(want[i].name, "pyramidkv") ||
                     !strcmp(want[i].name, "subgen") || !strncmp(want[i].name, "ada_", 4);
-        assert_int_equal(dp.dev_decode, quiet ? DEV_DECODE_QUIET : DEV_DECODE_NONE);
+        int always = !strcmp(want[i].name, "l2norm") || !strcmp(want[i].name, "random") ||
+                     !strcmp(want[i].name, "tova");
+        assert_int_equal(dp.dev_decode, quiet ? DEV_DECODE_QUIET : always ? DEV_DECODE_ALWAYS : DEV_DECODE_NONE);
+        if (always)
+            assert_int_equal(dp.evict, !strcmp(want[i].name, "l2norm")   ? EV_L2NORM
+                                       : !strcmp(want[i].name, "random") ? EV_RANDOM
+                                                                         : EV_TOVA);
+    }
+    /* l2norm / random: the CPU policies' protections (eviction/policy_common.h defaults) and
+     * seed; --rope shifted stays host-assisted (the ranks move with the victim) */
+    {
+        policy_params r = p;
+        char e2[256];
+        r.seed = 77;
+        assert_int_equal(policy_params_set(&r, policy_find("random"), "rnd-recent", "6", e2, sizeof e2), 0);
+        assert_int_equal(device_policy_plan(policy_find("random"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.n_sink, EVICT_SINK_DEFAULT_T);
+        assert_int_equal(dp.n_recent, 6);
+        assert_true(dp.seed == 77);
+        assert_int_equal(device_policy_plan(policy_find("l2norm"), &p, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.n_recent, EVICT_RECENT_DEFAULT_T);
+        r = p;
+        r.rope_shifted = 1;
+        assert_int_equal(device_policy_plan(policy_find("l2norm"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        assert_int_equal(device_policy_plan(policy_find("tova"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
     }
     /* every registered policy is in the table above; one the plan does not know is refused
      * with a one-line reason naming it */

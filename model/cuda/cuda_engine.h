@@ -41,7 +41,9 @@ typedef struct {
                           as a DEV_POLICY_DEVICE step (one sync per token); the others, the
                           prefill and the mirror's K/V rows stay host-assisted */
     int n_sink;        /* streaming / h2o: protected positions < n_sink */
-    int n_recent;      /* h2o: R most recent protected (new token included) */
+    int n_recent;      /* h2o: R most recent protected (new token included); l2norm, random: the
+                          positions ≥ t − n_recent protected (--l2-recent / --rnd-recent) */
+    unsigned long long seed; /* random: --seed (the counter RNG's key) */
     int mean;          /* h2o --h2o-score mean */
     int want_probs;    /* KV_STAT_DECODE_PROBS */
     int want_colsum;   /* KV_STAT_PREFILL_COLSUM */

@@ -94,8 +94,12 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             s.split_len = ce->split_len, s.n_split = ce->n_split;
             s.part_acc = ce->part_acc, s.part_ml = ce->part_ml;
             s.slog = ce->dp.want_probs ? ce->slog : NULL, s.slog_stride = ce->slog_stride;
-            s.probs_out = !device && ce->dp.want_probs;
-            s.score = device && ce->dp.want_probs ? ce->score : NULL;
+            /* the probabilities: to the host (host steps), left in slog for tova's layer-wise
+             * choice, or added to the scores (h2o, BUZZ) */
+            s.probs_out = ce->dp.want_probs && (!device || ce->dp.evict == EV_TOVA);
+            s.score = device && ce->dp.want_probs && ce->dp.evict != EV_TOVA ? ce->score : NULL;
+            s.knorm = ce->dp.evict == EV_L2NORM ? ce->score : NULL;
+            s.ev_part = ce->ev_part, s.layer = l, s.seed = ce->dp.seed;
             s.evict = device ? ce->dp.evict : EV_NONE; /* 0 for ROUNDS */
             s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
             s.step = ce->step_d;

@@ -279,14 +279,17 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
      * the logits row of a graph step */
     DALLOC(ce->step_d, (size_t)(2 + n_lh) * sizeof(int));
     HALLOC(ce->h_step, (size_t)(2 + n_lh) * sizeof(int));
-    DALLOC(ce->counter_d, (size_t)Hkv * sizeof(int));
-    CUDA_TRY(cudaMemset(ce->counter_d, 0, (size_t)Hkv * sizeof(int)));
+    /* + 1: the layer's counter (EV_TOVA) */
+    DALLOC(ce->counter_d, (size_t)(Hkv + 1) * sizeof(int));
+    CUDA_TRY(cudaMemset(ce->counter_d, 0, (size_t)(Hkv + 1) * sizeof(int)));
     HALLOC(ce->h_logits, (size_t)c->vocab_size * sizeof(float));
     HALLOC(ce->h_len, (size_t)n_lh * sizeof(int));
     ce->split_len = 256;
     ce->n_split = (ce->max_cap + 1 + ce->split_len - 1) / ce->split_len;
     DALLOC(ce->part_acc, (size_t)H * ce->n_split * hd * sizeof(float));
     DALLOC(ce->part_ml, (size_t)H * ce->n_split * 2 * sizeof(float));
+    if (ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_RANDOM)
+        DALLOC(ce->ev_part, (size_t)H * ce->n_split * sizeof(ev_cand));
     ce->slog_stride = ce->max_cap + 1;
     if (ce->dp.want_probs) DALLOC(ce->slog, (size_t)H * ce->slog_stride * sizeof(float));
     ce->cand_stride = ce->max_cap + M;
@@ -392,7 +395,9 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     DALLOC(ce->vc, n_slots * hd * ce->kv_es);
     if (ce->dp.rope_shifted) DALLOC(ce->kr, n_slots * hd * sizeof(float));
     DALLOC(ce->pos, n_slots * sizeof(int32_t));
-    if ((ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O) || ce->dp.mode == DEV_POLICY_ROUNDS)
+    /* per-slot scores (h2o, BUZZ) or key norms (l2norm) */
+    if ((ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O) || ce->dp.mode == DEV_POLICY_ROUNDS ||
+        ce->dp.evict == EV_L2NORM)
         DALLOC(ce->score, n_slots * sizeof(float));
     DALLOC(ce->off, (size_t)n_lh * sizeof(size_t));
     DALLOC(ce->len, (size_t)n_lh * sizeof(int));

@@ -160,6 +160,8 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
                     return -1;
         }
         if (ce_upload_layer_meta(ce, l, err, errlen)) return -1;
+        if (ce->dp.evict == EV_L2NORM) /* the kept keys' norms (the decode victim's key) */
+            LAUNCH(launch_key_norms(ce->kc, ce->kv_dt, off_l, len_l, ce->score, Hkv, hd, ce->st));
         /* after a prefill the slots are in position order: the rings restart at slot 0 */
         CUDA_TRY(cudaMemsetAsync(ce->ring + kv_idx(kv, l, 0), 0, (size_t)Hkv * sizeof(int), ce->st));
         /* output projection (+ bias) and residual, then the MLP */

@@ -9,7 +9,9 @@
 # the passthrough path; "buzz --budget 24" measures BUZZ between its rounds. The prefill-only
 # family (snapkv, pyramidkv, ada_*, subgen) decodes on the device in the reserve (default) and
 # grow modes of --prefill-only-decode: 1 sync per token like full; capped runs its re-compression
-# steps through the host hooks (measured, the host bound).
+# steps through the host hooks (measured, the host bound). l2norm, random (evict-then-attend) and
+# tova (layer-wise) evict on the device: 1 sync; l2norm/random with --rope shifted stay
+# host-assisted (the victim moves the older keys' ranks).
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
@@ -58,6 +60,12 @@ ada_snapkv|--budget 24 --snap-window 8|device
 ada_pyramidkv|--budget 24 --snap-window 8 --prefill-only-decode grow|device
 subgen|--budget 24|device
 subgen|--budget 24 --prefill-only-decode grow|device
+l2norm|--budget 24|device
+l2norm|--budget 24 --kv-dtype f16|device
+random|--budget 24|device
+tova|--budget 24|device
+tova|--budget 24 --rope shifted|shifted
+l2norm|--budget 24 --rope shifted|host
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
 scissorhands|--budget 24|host

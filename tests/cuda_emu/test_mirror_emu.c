@@ -194,7 +194,7 @@ int main(int argc, char **argv)
     }
     /* 2. a stale mirror: decode steps, the host's length of region 0 off by one, then prefill
      * (device-run policies only: for the host-assisted ones the host mirror is the truth) */
-    int host = !planned || dp.mode == DEV_POLICY_HOST;
+    int host = !planned || (dp.mode == DEV_POLICY_HOST && dp.dev_decode != DEV_DECODE_ALWAYS);
     if (ok_run && !host) {
         int rc = engine_decode(&e[1], toks[0], t, err, sizeof err);
         t++;
