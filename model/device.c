@@ -33,8 +33,18 @@
  *                   device gathers the whole layer into the
  *                   new layout (scratch of one layer's arena)
  *                   and takes the new offsets
- *   scissorhands, l2norm, hashevict, random, tova,              host-assisted as above
- *   h2o --h2o-order evict-first
+ *   l2norm,         device, evict-then-attend: each attention   host-assisted as above
+ *   random          piece leaves its best candidate out (the
+ *                   largest key norm, norms in the score
+ *                   array / the smallest counter-RNG key of
+ *                   policy_random.c), the finishing block
+ *                   keeps the winner out, puts the others
+ *                   back, swap-last of the new token into it;
+ *                   --rope shifted: host-assisted (below)
+ *   tova            device: the layer's last finishing group    host-assisted as above
+ *                   averages every head's probabilities and
+ *                   evicts the argmin from every KV head
+ *   scissorhands, hashevict, h2o --h2o-order evict-first        host-assisted as above
  *                   host-assisted: q/k/v and the step's
  *                   probabilities copied back every layer of
  *                   every step, the CPU hooks run, the device
