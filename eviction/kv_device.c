@@ -1,6 +1,7 @@
 /* Host side of a device KV cache: planning its size before allocation and the prefill
  * bookkeeping without K/V. See kv_device.h. */
 #include "eviction/kv_device.h"
+#include "eviction/snap_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -202,4 +203,54 @@ int kv_decode_replay(const int32_t *before, int n0, int t, const int32_t *after,
     memcpy(cand, before, (size_t)n0 * sizeof *cand);
     cand[n0] = t;
     return kv_moves_from_positions(cand, n0 + 1, after, n1, slot_of, n_pos, src) == 0 ? 1 : -1;
+}
+
+/* ---- decode steps a device runs on its own (kv_device.h) ---- */
+
+static int is_snap(const kv_cache *kv) { return kv->ops->pre_attn == snap_pre_attn; }
+
+int kv_decode_quiet(const kv_cache *kv)
+{
+    const int n = kv->n_layers * kv->n_kv_heads;
+    int slack; /* quiet iff len + slack < cap in every region */
+    if (is_snap(kv)) {
+        const snap_state *s = kv->pstate;
+        slack = s->mode == SNAP_CAPPED ? 1 : 0;
+    } else if (!strcmp(kv->ops->name, "subgen")) {
+        slack = 0; /* post_attn acts when len + 1 > cap, i.e. not len + 1 ≤ cap = len < cap */
+    } else {
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (kv->len[i] + slack >= kv->cap[i]) return 0;
+    return 1;
+}
+
+void kv_device_append(kv_cache *kv, int layer, int t)
+{
+    const size_t sb = kv->ops->slot_state_bytes;
+    snap_state *s = is_snap(kv) ? kv->pstate : NULL;
+    for (int g = 0; g < kv->n_kv_heads; g++) {
+        int idx = kv_idx(kv, layer, g), slot = kv->len[idx];
+        size_t o = kv->off[idx] + (size_t)slot;
+        kv->pos[o] = t;
+        if (kv->score) kv->score[o] = 0.0f;
+        if (sb) memset(kv->state + o * sb, 0, sb);
+        kv->len[idx] = slot + 1;
+        if (s) s->ring_pos[((size_t)layer * s->Hkv + g) * s->w_flag + t % s->w_flag] = t;
+    }
+}
+
+float *kv_device_query_ring(kv_cache *kv, int *rows)
+{
+    *rows = 0;
+    if (!is_snap(kv) || !kv->pstate) return NULL;
+    snap_state *s = kv->pstate;
+    *rows = s->w_flag;
+    return s->ring;
+}
+
+void kv_device_reset_state(kv_cache *kv)
+{
+    if (kv->state && kv->ops->slot_state_bytes) memset(kv->state, 0, kv->n_slots * kv->ops->slot_state_bytes);
 }

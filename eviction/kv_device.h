@@ -57,4 +57,30 @@ int kv_moves_from_positions(const int32_t *before, int n0, const int32_t *after,
 int kv_decode_replay(const int32_t *before, int n0, int t, const int32_t *after, int n1,
                      int *slot_of, int n_pos, int32_t *cand, int *src, int *slot);
 
+
+/* ---- Decode steps a device runs on its own for a host-assisted policy (model/device.c) ----
+ * The prefill-only family (snapkv, pyramidkv, ada_snapkv, ada_pyramidkv, subgen; POLICIES.md
+ * §7.6) only appends during decode until a region fills: such steps need no hook on the host.
+ *
+ * kv_decode_quiet: 1 when, for the next decode step, the policy's hooks would only append in
+ * every region (snap family: pre_attn re-compresses at len ≥ cap, post_attn in capped mode at
+ * len + 1 ≥ cap; subgen: post_attn at len + 1 > cap), so a device may append on its own; 0 when a
+ * hook may act somewhere (the step must run the hooks); -1 for a policy outside the family. */
+int kv_decode_quiet(const kv_cache *kv);
+
+/* The host mirror's side of such a step in layer `layer` at position t: every region appends t
+ * (position, score 0, per-slot state zeroed, length + 1, as kv_write) and the policy's own
+ * bookkeeping of the step is done (the snap family's query-ring positions: the queries are the
+ * device's, see kv_device_query_ring). K/V rows are not written (the device holds them). */
+void kv_device_append(kv_cache *kv, int layer, int t);
+
+/* The snap family's ring of the last queries, [n_layers][rows][n_heads][head_dim] f32, row =
+ * position mod rows (the layout a device keeps its copy in); NULL (and *rows = 0) for a policy
+ * without one. */
+float *kv_device_query_ring(kv_cache *kv, int *rows);
+
+/* Zeroes the per-slot policy state of every slot (the state is recomputed from the cached rows
+ * at the next hook: l2norm's norms) — after a device moved slots the host did not follow. */
+void kv_device_reset_state(kv_cache *kv);
+
 #endif

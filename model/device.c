@@ -18,17 +18,37 @@
  *                   buzz_logn: scale · λ(n_keys) per (layer,
  *                   KV head) from the policy's logit_scale hook
  *                   on the host into the attention kernels
- *   scissorhands, l2norm, hashevict, random, tova,              host-assisted: the CPU policy
- *   snapkv, pyramidkv, subgen, h2o --h2o-order evict-first      code on the host mirror (real
- *                   host-assisted: q/k/v and the step's         K/V rows, chunk q/k/v copied
- *                   probabilities copied back every layer of    back), device gather from the
- *                   every step, the CPU hooks run, the device   recovered keep-lists
+ *   snapkv,         device (append, as full) on every step      host-assisted: the CPU policy
+ *   pyramidkv,      where no hook can act (kv_decode_quiet:     code on the host mirror (real
+ *   subgen          no region full; every step of --prefill-    K/V rows, chunk q/k/v copied
+ *   (prefill-only   only-decode reserve and grow), the query    back), device gather from the
+ *   family, §7.6)   into the device's copy of the snap query    recovered keep-lists
+ *                   ring; the host mirror appends by rule. The
+ *                   steps where one can (capped: a region
+ *                   reached C) run host-assisted as below, the
+ *                   mirror's K/V rows and ring brought back
+ *                   first (ce_refresh_mirror)
+ *   ada_snapkv,     as snapkv; when a hook re-partitions a      the same; a re-partitioned
+ *   ada_pyramidkv   layer's regions (kv->cap/off change) the    layer is gathered whole
+ *                   device gathers the whole layer into the
+ *                   new layout (scratch of one layer's arena)
+ *                   and takes the new offsets
+ *   l2norm,         device, evict-then-attend: each attention   host-assisted as above
+ *   random          piece leaves its best candidate out (the
+ *                   largest key norm, norms in the score
+ *                   array / the smallest counter-RNG key of
+ *                   policy_random.c), the finishing block
+ *                   keeps the winner out, puts the others
+ *                   back, swap-last of the new token into it;
+ *                   --rope shifted: host-assisted (below)
+ *   tova            device: the layer's last finishing group    host-assisted as above
+ *                   averages every head's probabilities and
+ *                   evicts the argmin from every KV head
+ *   scissorhands, hashevict, h2o --h2o-order evict-first        host-assisted as above
+ *                   host-assisted: q/k/v and the step's
+ *                   probabilities copied back every layer of
+ *                   every step, the CPU hooks run, the device
  *                   replays their slot moves
- *   ada_snapkv,     host-assisted as above; when a hook         the same; a re-partitioned
- *   ada_pyramidkv   re-partitions a layer's regions (kv->cap/   layer is gathered whole
- *                   off change) the device gathers the whole
- *                   layer into the new layout (scratch of one
- *                   layer's arena) and takes the new offsets
  *   subgen_stream   host-assisted as above, and its own         host-assisted (exact attention
  *                   attention (ops->attend) runs on the host    on the device)
  *                   mirror; the output is uploaded
@@ -117,22 +137,63 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
             return -1;
         }
         dp->mode = score_mode == 0 ? DEV_POLICY_ROUNDS : DEV_POLICY_HOST;
-    } else if (!strcmp(ops->name, "scissorhands") ||
-               !strcmp(ops->name, "l2norm") || !strcmp(ops->name, "hashevict") ||
-               !strcmp(ops->name, "random") || !strcmp(ops->name, "tova") ||
-               !strcmp(ops->name, "snapkv") || !strcmp(ops->name, "pyramidkv") ||
-               !strcmp(ops->name, "subgen") || !strcmp(ops->name, "subgen_stream")) {
+    } else if (!strcmp(ops->name, "snapkv") || !strcmp(ops->name, "pyramidkv") ||
+               !strcmp(ops->name, "subgen")) {
+        /* the prefill-only family (§7.6): host-assisted prefill; decode appends on the device
+         * while no region is full (every step of reserve and grow), the hooks run on the host
+         * on the steps where one may re-compress (capped) */
+        dp->mode = DEV_POLICY_HOST;
+        dp->dev_decode = DEV_DECODE_QUIET;
+        dp->evict = EV_NONE;
+    } else if (!strcmp(ops->name, "l2norm") || !strcmp(ops->name, "random")) {
+        /* evict-then-attend, one victim per step (POLICIES.md §10.2, §10.4): on the device
+         * (kernels/cuda/attn_decode.cu), the parameters of eviction/policy_l2norm.c and
+         * policy_random.c (evict_protect_init: --l2-/--rnd-sink 4, -recent 10); prefill
+         * host-assisted */
+        const char *pre = !strcmp(ops->name, "l2norm") ? "l2" : "rnd";
+        char fs[32], fr[32];
+        int n_sink, n_recent;
+        snprintf(fs, sizeof fs, "%s-sink", pre);
+        snprintf(fr, sizeof fr, "%s-recent", pre);
+        if (policy_param_int(p, fs, 4, 0, 1 << 20, &n_sink, e, sizeof e) != 0 ||
+            policy_param_int(p, fr, 10, 0, 1 << 20, &n_recent, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        dp->mode = DEV_POLICY_HOST;
+        /* --rope shifted: the victim leaves the ranks of the keys older than it one lower than
+         * in an attention over C + 1 slots with it left out (§1.7), and the rank rotation runs
+         * before the victim is known: the host-assisted path there */
+        dp->dev_decode = p->rope_shifted ? DEV_DECODE_NONE : DEV_DECODE_ALWAYS;
+        dp->evict = pre[0] == 'l' ? EV_L2NORM : EV_RANDOM;
+        dp->n_sink = n_sink;
+        dp->n_recent = n_recent;
+        dp->seed = p->seed;
+    } else if (!strcmp(ops->name, "tova")) {
+        /* layer-wise attend-then-evict (§10.3): on the device; prefill host-assisted */
+        dp->mode = DEV_POLICY_HOST;
+        dp->dev_decode = DEV_DECODE_ALWAYS;
+        dp->evict = EV_TOVA;
+    } else if (!strcmp(ops->name, "scissorhands") || !strcmp(ops->name, "hashevict") ||
+               !strcmp(ops->name, "subgen_stream")) {
         /* hooks that only move slots within their regions: replayable on the device */
         dp->mode = DEV_POLICY_HOST;
     } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {
         /* hooks that re-partition a layer's arena among its heads (kv->cap/off change,
-         * eviction/snap_alloc.c snap_relayout): the device gathers the whole layer */
+         * eviction/snap_alloc.c snap_relayout): the device gathers the whole layer; decode as
+         * snapkv (device appends while no region is full) */
         dp->mode = DEV_POLICY_HOST;
         dp->relayout = 1;
+        dp->dev_decode = DEV_DECODE_QUIET;
+        dp->evict = EV_NONE;
     } else {
         snprintf(why, whylen, "policy %s is not ported to the CUDA backend yet", ops->name);
         return -1;
     }
+    /* LLM_CUDA_HOST_DECODE=1: every decode step of a host-assisted policy through the host hooks
+     * (the path before device decode steps; tests/cuda_emu/counts.sh checks its counts fail) */
+    const char *hd = getenv("LLM_CUDA_HOST_DECODE");
+    if (dp->mode == DEV_POLICY_HOST && hd && *hd && strcmp(hd, "0") != 0) dp->dev_decode = DEV_DECODE_NONE;
     if (kv && dp->evict == EV_STREAMING && dp->n_sink >= cap) {
         snprintf(why, whylen, "--sink: %d sink tokens leave no window at capacity %d", dp->n_sink, cap);
         dp->mode = DEV_POLICY_REFUSED;

@@ -109,6 +109,14 @@ ada_snapkv|0.5|--snap-window 4|
 ada_snapkv|0.5|--snap-window 4 --prefill-chunk 7|
 ada_pyramidkv|0.5|--snap-window 4 --rope shifted --prefill-chunk 7|
 ada_snapkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4|
+l2norm|0.5|--prefill-chunk 7|
+l2norm|0.5|--rope shifted --prefill-chunk 7|
+random|0.3|--prefill-chunk 7|
+random|0.5|--rope shifted|
+tova|0.3|--prefill-chunk 7|
+tova|0.5|--rope shifted --prefill-chunk 7|
+subgen|0.4|--prefill-only-decode capped --subgen-recompress 4|
+snapkv|0.5|--prefill-only-decode grow|
 subgen_stream|0.5||lowp
 subgen_stream|0.3|--prefill-chunk 7|lowp
 full|1.0|--kv-dtype f16|lowp
@@ -116,10 +124,13 @@ h2o|0.5|--kv-dtype f16 --prefill-chunk 7|lowp
 buzz|0.5|--kv-dtype bf16|lowp
 snapkv|0.5|--kv-dtype f16|lowp
 scissorhands|0.5|--kv-dtype bf16 --prefill-chunk 7|lowp
+l2norm|0.3|--kv-dtype bf16 --prefill-chunk 7|lowp
+random|0.3|--kv-dtype f16|lowp
+tova|0.5|--kv-dtype f16|lowp
 subgen_stream|0.3|--kv-dtype f16 --prefill-chunk 7|lowp
 full|1.0|--kv-dtype f16 --rope shifted|lowp
 streaming|0.5|--kv-dtype bf16 --rope shifted|lowp'
-[ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;9p;12p;26p')
+[ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;9p;12p;34p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
     parity "stories260K $pol $b $extra" "$MODEL" "$MODEL" "${crit:-f32}" 24 -- -p "$PROMPT" --policy "$pol" --budget "$b" $extra
@@ -205,7 +216,7 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
     tests/cuda_emu/test_mirror_emu.c >"$OUTD/mirror.log" 2>&1 && ! grep -q warning "$OUTD/mirror.log" &&
     g++ $SAN -o "$OUTD/test_mirror_emu" "$OUTD/test_mirror_emu.o" $(echo "$objs" | tr ' ' '\n' | grep -v "^$CB/main.o$") \
         "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/mirror.log" 2>&1; then
-    MP="h2o streaming local buzz buzz_logn snapkv scissorhands"
+    MP="h2o streaming local buzz buzz_logn snapkv subgen scissorhands l2norm random tova"
     [ "$FULL" = 1 ] || MP="h2o snapkv"
     for pol in $MP; do
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" "$pol" >"$TMP/mi" 2>&1

@@ -14,6 +14,8 @@
  *    on the simulated device rows, over long decodes of those policies;
  *  - the length mirror of device policies: after every decode step of full, local, streaming
  *    and h2o, len = min(len + 1, cap) and evictions grow by one exactly when over capacity.
+ *  - the prefill-only family's device decode steps: kv_decode_quiet only where the CPU hooks
+ *    just append, and the mirror kept by kv_device_append equals the CPU cache (§7.6 modes).
  *
  * Kept whole (over ~500 lines): every test replays against the same simulated device (devsim:
  * its allocation, gathers and moves) and the policy runner built on it (run_policy); a split
@@ -39,6 +41,9 @@
 #define L 2
 #define HKV 2
 #define H 4 /* G = 2 */
+/* eviction/policy_common.h EVICT_SINK_DEFAULT / EVICT_RECENT_DEFAULT (internal to eviction/) */
+#define EVICT_SINK_DEFAULT_T 4
+#define EVICT_RECENT_DEFAULT_T 10
 
 static uint64_t rng = 12345;
 static float frand(void)
@@ -555,6 +560,107 @@ static void test_moves_reject(void **st)
     assert_int_equal(kv_decode_replay(b4, 4, 10, odd, 4, slot_of, 16, cand, src5, &slot), -1);
 }
 
+/* The prefill-only family's device decode steps (POLICIES.md §7.6, model/device.c
+ * DEV_DECODE_QUIET): whenever kv_decode_quiet says a step is quiet, the CPU hooks only append
+ * in every region, and the mirror kept by rule (kv_device_append, the queries written into the
+ * ring as the device does) equals the CPU cache; the other steps run the hooks on the mirror
+ * (host-assisted) and it still equals it, so later re-compressions see the same ring. Reserve
+ * and grow are quiet on every step; capped has both kinds. */
+static void quiet_case(const char *name, const char *mode, double budget, int n_prompt, int max_new, int want_loud)
+{
+    kv_cache ref, mir;
+    /* the snap family's window 8 (not 32): reserve keeps its mode at these sizes (C − max_new
+     * ≥ window + 1, else it falls back to capped) */
+    const char *set[] = {"prefill-only-decode", mode, strcmp(name, "subgen") ? "snap-window" : NULL, "8", NULL};
+    char err[256];
+    assert_int_equal(ts_kv_try(&ref, policy_find(name), budget, 0, set, L, HKV, H, D, n_prompt, max_new, err, sizeof err), 0);
+    assert_int_equal(ts_kv_try(&mir, policy_find(name), budget, 0, set, L, HKV, H, D, n_prompt, max_new, err, sizeof err), 0);
+    devsim d;
+    dev_alloc(&d, &mir);
+    char what[96];
+    snprintf(what, sizeof what, "%s %s budget %g", name, mode, budget);
+    host_assisted = 1;
+    prefill_both(&ref, &mir, &d, n_prompt, 0, what);
+    int rows = 0;
+    float *ring = kv_device_query_ring(&mir, &rows);
+    assert_true(!strcmp(name, "subgen") ? ring == NULL : ring != NULL);
+    const int G = H / HKV;
+    int n_quiet = 0, n_loud = 0;
+    float q[HKV][G * D], k[HKV][D], v[HKV][D];
+    for (int t = n_prompt; t < n_prompt + max_new - 1; t++) {
+        int quiet = kv_decode_quiet(&mir);
+        assert_true(quiet == 0 || quiet == 1);
+        n_quiet += quiet;
+        n_loud += !quiet;
+        for (int l = 0; l < L; l++) {
+            int len0[HKV];
+            for (int g = 0; g < HKV; g++) {
+                len0[g] = ref.len[kv_idx(&ref, l, g)];
+                for (int e = 0; e < D; e++) k[g][e] = frand() - 0.5f, v[g][e] = frand();
+                for (int e = 0; e < G * D; e++) q[g][e] = frand() - 0.5f;
+                int sr = kv_decode_slot(&ref, l, g, t, q[g], k[g], v[g]);
+                kv_write(&ref, l, g, sr, t, k[g], v[g]);
+                if (!quiet) {
+                    int sm = kv_decode_slot(&mir, l, g, t, q[g], k[g], v[g]);
+                    kv_write(&mir, l, g, sm, t, k[g], v[g]);
+                }
+            }
+            for (int g = 0; g < HKV; g++) kv_post_attn(&ref, l, g, t, NULL, 0);
+            if (quiet) {
+                /* the CPU only appended: every region grew by one, t in its last slot */
+                for (int g = 0; g < HKV; g++) {
+                    int idx = kv_idx(&ref, l, g);
+                    assert_int_equal(ref.len[idx], len0[g] + 1);
+                    assert_int_equal(ref.pos[ref.off[idx] + len0[g]], t);
+                }
+                kv_device_append(&mir, l, t);
+                for (int g = 0; g < HKV; g++) { /* the device's share: K/V rows, the query ring */
+                    int idx = kv_idx(&mir, l, g);
+                    memcpy((float *)mir.k_data + (mir.off[idx] + len0[g]) * D, k[g], sizeof k[g]);
+                    memcpy((float *)mir.v_data + (mir.off[idx] + len0[g]) * D, v[g], sizeof v[g]);
+                    if (ring) memcpy(ring + (((size_t)l * rows + t % rows) * H + (size_t)g * G) * D, q[g], sizeof q[g]);
+                }
+            } else {
+                for (int g = 0; g < HKV; g++) kv_post_attn(&mir, l, g, t, NULL, 0);
+            }
+        }
+        for (int i = 0; i < L * HKV; i++) {
+            assert_int_equal(ref.len[i], mir.len[i]);
+            assert_int_equal(ref.cap[i], mir.cap[i]);
+            assert_memory_equal(ref.pos + ref.off[i], mir.pos + mir.off[i], ref.len[i] * sizeof(int32_t));
+            assert_memory_equal((float *)ref.k_data + ref.off[i] * D, (float *)mir.k_data + mir.off[i] * D,
+                                ref.len[i] * D * sizeof(float));
+        }
+        assert_int_equal(ref.evictions, mir.evictions);
+    }
+    printf("%s: %d quiet decode steps, %d through the hooks\n", what, n_quiet, n_loud);
+    assert_true(n_quiet > 0);
+    if (want_loud) assert_true(n_loud > 0);
+    else assert_int_equal(n_loud, 0);
+    dev_free(&d);
+    kv_free(&ref);
+    kv_free(&mir);
+}
+
+static void test_decode_quiet(void **st)
+{
+    (void)st;
+    quiet_case("snapkv", "reserve", 0.5, 80, 30, 0);
+    quiet_case("snapkv", "grow", 0.3, 80, 30, 0);
+    quiet_case("snapkv", "capped", 0.4, 80, 60, 1);
+    quiet_case("pyramidkv", "capped", 0.4, 80, 60, 1);
+    quiet_case("ada_snapkv", "reserve", 0.5, 80, 30, 0);
+    quiet_case("ada_pyramidkv", "capped", 0.4, 80, 60, 1);
+    quiet_case("subgen", "reserve", 0.5, 60, 20, 0);
+    quiet_case("subgen", "grow", 0.3, 60, 20, 0);
+    quiet_case("subgen", "capped", 0.4, 60, 60, 1);
+    /* not of the family */
+    kv_cache kv;
+    assert_int_equal(init_kv(&kv, "h2o", 0.5, 40, 20), 0);
+    assert_int_equal(kv_decode_quiet(&kv), -1);
+    kv_free(&kv);
+}
+
 /* Which policy runs where on --device cuda (model/device.c): never a silent fallback. */
 static void test_device_policy_plan(void **st)
 {
@@ -585,6 +691,37 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.logit_scale, !strcmp(want[i].name, "buzz_logn"));
         assert_int_equal(dp.relayout, !strncmp(want[i].name, "ada_", 4));
         assert_int_equal(dp.host_attend, !strcmp(want[i].name, "subgen_stream"));
+        /* the prefill-only family decodes on the device between its hooks; l2norm, random
+         * and tova evict on the device */
+        int quiet = !strcmp(want[i].name, "snapkv") || !strcmp(want[i].name, "pyramidkv") ||
+                    !strcmp(want[i].name, "subgen") || !strncmp(want[i].name, "ada_", 4);
+        int always = !strcmp(want[i].name, "l2norm") || !strcmp(want[i].name, "random") ||
+                     !strcmp(want[i].name, "tova");
+        assert_int_equal(dp.dev_decode, quiet ? DEV_DECODE_QUIET : always ? DEV_DECODE_ALWAYS : DEV_DECODE_NONE);
+        if (always)
+            assert_int_equal(dp.evict, !strcmp(want[i].name, "l2norm")   ? EV_L2NORM
+                                       : !strcmp(want[i].name, "random") ? EV_RANDOM
+                                                                         : EV_TOVA);
+    }
+    /* l2norm / random: the CPU policies' protections (eviction/policy_common.h defaults) and
+     * seed; --rope shifted stays host-assisted (the ranks move with the victim) */
+    {
+        policy_params r = p;
+        char e2[256];
+        r.seed = 77;
+        assert_int_equal(policy_params_set(&r, policy_find("random"), "rnd-recent", "6", e2, sizeof e2), 0);
+        assert_int_equal(device_policy_plan(policy_find("random"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.n_sink, EVICT_SINK_DEFAULT_T);
+        assert_int_equal(dp.n_recent, 6);
+        assert_true(dp.seed == 77);
+        assert_int_equal(device_policy_plan(policy_find("l2norm"), &p, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.n_recent, EVICT_RECENT_DEFAULT_T);
+        r = p;
+        r.rope_shifted = 1;
+        assert_int_equal(device_policy_plan(policy_find("l2norm"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        assert_int_equal(device_policy_plan(policy_find("tova"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
     }
     /* every registered policy is in the table above; one the plan does not know is refused
      * with a one-line reason naming it */
@@ -666,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_check_limit),
         cmocka_unit_test(test_prefill_and_replay),
         cmocka_unit_test(test_moves_reject),
+        cmocka_unit_test(test_decode_quiet),
         cmocka_unit_test(test_device_policy_plan),
         cmocka_unit_test(test_device_resolve),
     };

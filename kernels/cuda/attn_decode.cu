@@ -14,6 +14,72 @@
 #define DC_THREADS 128
 #define DC_MAX_SPLIT 1024 /* split_len limit (shared logits buffer) */
 #define DC_MAX_G 32
+#define RND_STREAM_DECODE 0x524e44444543ULL /* eviction/policy_random.c */
+
+/* eviction/policy_common.c evict_splitmix64 / evict_rng_u01, bit for bit */
+__device__ __forceinline__ unsigned long long ev_splitmix64(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+/* the 53-bit integer behind u = that · 2^-53 (the same order, no double arithmetic) */
+__device__ __forceinline__ unsigned long long ev_rng_key(unsigned long long seed, unsigned long long stream, int layer,
+                                                         int g, long long pos, long long idx)
+{
+    unsigned long long h = ev_splitmix64(stream);
+    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)layer);
+    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)g);
+    h = ev_splitmix64(h ^ (unsigned long long)pos);
+    h = ev_splitmix64(h ^ (unsigned long long)idx);
+    return ev_splitmix64(seed ^ h) >> 11;
+}
+
+/* (v, p) ranks before (bv, bp) as a victim: smaller key, ties → smaller position; j < 0: none */
+__device__ __forceinline__ bool ete_better(unsigned long long v, int p, int j, unsigned long long bv, int bp, int bj)
+{
+    if (j < 0) return false;
+    if (bj < 0) return true;
+    return v < bv || (v == bv && p < bp);
+}
+
+/* the evict-then-attend policies' best candidate among slots [j0, j1) of KV head g (every thread
+ * gets it): key −knorm (l2norm: the largest norm) or u (random); protected: pos < n_sink and
+ * pos ≥ t − n_recent. sv/sp/sj: shared [DC_THREADS]. */
+__device__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, unsigned long long *out_v,
+                             unsigned long long *sv, int *sp, int *sj)
+{
+    const size_t o = a.off[g];
+    const int t = a.step[1], tid = threadIdx.x;
+    unsigned long long bv = 0;
+    int bp = 0, bj = -1;
+    for (int j = j0 + tid; j < j1; j += DC_THREADS) {
+        const int p = a.pos[o + j];
+        if (p < a.n_sink || (long long)p >= (long long)t - a.n_recent) continue;
+        /* l2norm: the largest norm first (norms ≥ 0: their bits order them) */
+        unsigned long long v = a.evict == EV_L2NORM ? 0xffffffffULL - __float_as_uint(a.knorm[o + j])
+                                                    : ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
+        if (ete_better(v, p, j, bv, bp, bj)) bv = v, bp = p, bj = j;
+    }
+    sv[tid] = bv;
+    sp[tid] = bp;
+    sj[tid] = bj;
+    __syncthreads();
+    for (int w = DC_THREADS / 2; w > 0; w >>= 1) {
+        if (tid < w && ete_better(sv[tid + w], sp[tid + w], sj[tid + w], sv[tid], sp[tid], sj[tid])) {
+            sv[tid] = sv[tid + w];
+            sp[tid] = sp[tid + w];
+            sj[tid] = sj[tid + w];
+        }
+        __syncthreads();
+    }
+    const int r = sj[0];
+    *out_v = sv[0];
+    __syncthreads();
+    return r;
+}
+
 
 /* the group's last block: combine, probabilities / scores, eviction, length */
 template <typename TV>
@@ -22,19 +88,50 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
     __shared__ float s_lse[DC_MAX_G];
     __shared__ float sv[DC_THREADS];
     __shared__ int sp[DC_THREADS], sj[DC_THREADS];
+    __shared__ int s_layer_last;
     const int tid = threadIdx.x, G = a.G, hd = a.head_dim, n_split = a.n_split;
     int ns = (L + a.split_len - 1) / a.split_len;
     if (ns > n_split) ns = n_split;
+    const int C0 = a.cap ? a.cap[g] : L;
+    const bool ete = (a.evict == EV_L2NORM || a.evict == EV_RANDOM) && L > C0;
+    /* evict-then-attend: the victim = the best of the pieces' candidates (the group's first head
+     * holds them; every head of the group found the same); the others are put back below */
+    int vs = -1, vj = -1;
+    if (ete) {
+        const ev_cand *ec = (const ev_cand *)a.ev_part + (size_t)g * G * n_split;
+        unsigned long long bv = 0;
+        int bp = 0;
+        for (int s = 0; s < ns; s++) {
+            int j = __ldcg(&ec[s].j);
+            if (j < 0) continue;
+            unsigned long long v = __ldcg(&ec[s].v);
+            int p = a.pos[a.off[g] + j];
+            if (ete_better(v, p, j, bv, bp, vj)) bv = v, bp = p, vj = j, vs = s;
+        }
+    }
     for (int hh = 0; hh < G; hh++) {
         const int h = g * G + hh;
         const float *ml = a.part_ml + (size_t)h * n_split * 2;
+        const ev_cand *ec = ete ? (const ev_cand *)a.ev_part + (size_t)h * n_split : NULL;
         float M = -INFINITY, Ls = 0.0f;
         for (int s = 0; s < ns; s++) M = fmaxf(M, __ldcg(ml + 2 * s));
+        if (ete)
+            for (int s = 0; s < ns; s++)
+                if (s != vs && __ldcg(&ec[s].j) >= 0) M = fmaxf(M, __ldcg(&ec[s].logit));
         for (int s = 0; s < ns; s++) Ls += expf(__ldcg(ml + 2 * s) - M) * __ldcg(ml + 2 * s + 1);
+        if (ete)
+            for (int s = 0; s < ns; s++)
+                if (s != vs && __ldcg(&ec[s].j) >= 0) Ls += expf(__ldcg(&ec[s].logit) - M);
+        const TV *Vg = (const TV *)a.vw + a.off[g] * hd;
         for (int d = tid; d < hd; d += DC_THREADS) {
             float o = 0.0f;
             for (int s = 0; s < ns; s++)
                 o += expf(__ldcg(ml + 2 * s) - M) * __ldcg(a.part_acc + ((size_t)h * n_split + s) * hd + d);
+            if (ete)
+                for (int s = 0; s < ns; s++) {
+                    int j = __ldcg(&ec[s].j);
+                    if (s != vs && j >= 0) o += expf(__ldcg(&ec[s].logit) - M) * to_f32(Vg[(size_t)j * hd + d]);
+                }
             a.out[(size_t)h * hd + d] = ns > 0 ? o / Ls : 0.0f; /* no live slot: a zero output */
         }
         if (tid == 0) {
@@ -57,8 +154,56 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
             if (a.score) a.score[o + j] += acc;
         }
     __syncthreads();
-    const int C = a.cap ? a.cap[g] : L;
-    if (a.evict != EV_NONE && L > C) {
+    const int C = C0;
+    if (a.evict == EV_L2NORM || a.evict == EV_RANDOM) {
+        const size_t hd_ = (size_t)hd;
+        TV *Kw = (TV *)a.kw + o * hd_;
+        if (a.evict == EV_L2NORM && tid == 0) a.knorm[o + L - 1] = cu_key_norm(Kw + (size_t)(L - 1) * hd_, hd);
+        __syncthreads();
+        if (ete) {
+            int victim = vj;
+            if (victim < 0) { /* no candidate (C < sink + recent + 1: the policy rules it out): the oldest */
+                victim = 0;
+                for (int j = 1; j < L - 1; j++)
+                    if (a.pos[o + j] < a.pos[o + victim]) victim = j;
+            }
+            ev_swap_last<TV, DC_THREADS>(Kw, (TV *)a.vw + o * hd_, a.pos + o, a.knorm ? a.knorm + o : NULL, L, victim,
+                                         hd);
+            if (tid == 0) a.len[g] = L - 1;
+        } else if (tid == 0) {
+            a.len[g] = L;
+        }
+    } else if (a.evict == EV_TOVA) {
+        /* layer-wise: the layer's last group to finish evicts from every KV head */
+        const int Hkv = a.n_heads / G;
+        if (tid == 0) a.len[g] = L;
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) s_layer_last = atomicAdd(&a.counter[Hkv], 1) == Hkv - 1;
+        __syncthreads();
+        if (s_layer_last) {
+            __threadfence();
+            if (L > C) {
+                float bv = 0.0f;
+                int bp = 0, bj = -1;
+                const int32_t *P = a.pos + a.off[0];
+                for (int j = tid; j < L; j += DC_THREADS) {
+                    float sum = 0.0f;
+                    for (int h = 0; h < a.n_heads; h++) sum += __ldcg(a.slog + (size_t)h * a.slog_stride + j);
+                    float v = sum / (float)a.n_heads;
+                    if (ev_better(v, P[j], j, bv, bp, bj)) bv = v, bp = P[j], bj = j;
+                }
+                int victim = ev_block_argmin<DC_THREADS>(bv, bp, bj, sv, sp, sj);
+                for (int g2 = 0; g2 < Hkv; g2++) {
+                    const size_t o2 = a.off[g2];
+                    ev_swap_last<TV, DC_THREADS>((TV *)a.kw + o2 * hd, (TV *)a.vw + o2 * hd, a.pos + o2, NULL, L,
+                                                 victim, hd);
+                    if (tid == 0) a.len[g2] = L - 1;
+                }
+            }
+            if (tid == 0) a.counter[Hkv] = 0;
+        }
+    } else if (a.evict != EV_NONE && L > C) {
         const int t = a.step[1];
         const int victim = ev_victim<DC_THREADS>(a.evict, a.pos + o, a.score ? a.score + o : NULL, L, a.ring[g],
                                                  a.n_sink, t - a.n_recent + 1, a.mean, t, sv, sp, sj);
@@ -71,6 +216,10 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
     } else if (tid == 0 && a.n_extra) {
         a.len[g] = L;
     }
+    if (a.q_ring) { /* the snap family's query ring: the group's queries at row position mod rows */
+        float *r = a.q_ring + ((size_t)(a.step[1] % a.q_ring_rows) * a.n_heads + (size_t)g * G) * hd;
+        for (int i = tid; i < G * hd; i += DC_THREADS) r[i] = a.q[(size_t)g * G * hd + i];
+    }
     if (tid == 0) a.counter[g] = 0; /* ready for the next launch (graph replays included) */
 }
 
@@ -81,6 +230,8 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
     extern __shared__ float sm[];
     __shared__ float red[32];
     __shared__ int s_last;
+    __shared__ unsigned long long s_ev_v[DC_THREADS];
+    __shared__ int s_ev_p[DC_THREADS], s_ev_j[DC_THREADS];
     const int hd = a.head_dim, G = a.G;
     float *qs = sm;      /* [head_dim] the (rotated,) pre-scaled query */
     float *sl = sm + hd; /* [split_len] logits, then exp(logit − m) */
@@ -117,12 +268,30 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
             }
         }
         __syncthreads();
+        if (a.evict == EV_L2NORM || a.evict == EV_RANDOM) {
+            /* evict-then-attend, region full: this piece's best candidate (the new token, slot
+             * L − 1, never is one) is left out of its partial and kept aside */
+            ev_cand *ec = (ev_cand *)a.ev_part + (size_t)h * a.n_split + s;
+            if (L > a.cap[g]) {
+                unsigned long long cv = 0;
+                const int cj = ete_candidate(a, g, j0, min(j1, L - 1), &cv, s_ev_v, s_ev_p, s_ev_j);
+                if (tid == 0) {
+                    ec->j = cj;
+                    if (cj >= 0) {
+                        ec->v = cv;
+                        ec->logit = sl[cj - j0];
+                        sl[cj - j0] = -INFINITY;
+                    }
+                }
+                __syncthreads();
+            }
+        }
         float mx = -INFINITY;
         for (int c = tid; c < nj; c += DC_THREADS) mx = fmaxf(mx, sl[c]);
         mx = block_max(mx, red);
         float sum = 0.0f;
         for (int c = tid; c < nj; c += DC_THREADS) {
-            float p = expf(sl[c] - mx);
+            float p = mx == -INFINITY ? 0.0f : expf(sl[c] - mx); /* every slot left out: nothing */
             sl[c] = p;
             sum += p;
         }
@@ -161,7 +330,10 @@ cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s)
     if (a->head_dim < 1 || a->head_dim > 1024 || a->split_len < 1 || a->split_len > DC_MAX_SPLIT ||
         a->n_split < 1 || a->G < 1 || a->G > DC_MAX_G || a->n_heads % a->G || (a->rope_cos && a->head_dim % 2) ||
         (a->evict != EV_NONE && (!a->cap || !a->ring || !a->pos || !a->kw || !a->vw || !a->step)) ||
-        ((a->probs_out || a->score) && !a->slog) || a->kv_dt != a->v_dt)
+        ((a->probs_out || a->score) && !a->slog) || a->kv_dt != a->v_dt ||
+        (a->q_ring && (a->q_ring_rows < 1 || !a->step)) ||
+        ((a->evict == EV_L2NORM || a->evict == EV_RANDOM) && !a->ev_part) || (a->evict == EV_L2NORM && !a->knorm) ||
+        (a->evict == EV_TOVA && (!a->slog || !a->probs_out)))
         return cudaErrorInvalidValue;
     const int k = a->k_dt, v = a->v_dt;
     if (k == CU_F32 && v == CU_F32) return step_go<float, float>(*a, s);

@@ -90,6 +90,29 @@ __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
 
+/* ‖k‖₂ of a stored key [d] as eviction/policy_l2norm.c computes it (squares summed in double in
+ * order, the square root rounded to f32), in float-float arithmetic (no double on the device):
+ * each square exact as hi + lo (fma), summed with error-free additions, the square root refined
+ * once — the f32 result differs from the double one only when the exact value lies within about
+ * 2^-44 of a rounding boundary. */
+template <typename T> __device__ __forceinline__ float cu_key_norm(const T *k, int d)
+{
+    float hi = 0.0f, lo = 0.0f;
+    for (int i = 0; i < d; i++) {
+        const float x = to_f32(k[i]);
+        const float p = x * x, pe = fmaf(x, x, -p); /* x² = p + pe exactly */
+        const float s = hi + p, bb = s - hi;
+        float e = (hi - (s - bb)) + (p - bb); /* hi + p = s + e exactly */
+        e += lo + pe;
+        hi = s + e;
+        lo = e - (hi - s);
+    }
+    if (hi <= 0.0f) return 0.0f;
+    const float r0 = sqrtf(hi);
+    const float corr = (fmaf(-r0, r0, hi) + lo) / (2.0f * r0); /* sqrt(hi + lo) ≈ r0 + corr */
+    return r0 + corr;
+}
+
 template <typename T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
 template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }

@@ -3,6 +3,8 @@
 #ifndef LLM_KERNELS_CUDA_EVICT_MODES_H
 #define LLM_KERNELS_CUDA_EVICT_MODES_H
 
-enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3 };
+/* EV_L2NORM, EV_RANDOM (evict-then-attend) and EV_TOVA (layer-wise) only in the decode step's
+ * attention kernel (attn_decode.cu), not in launch_evict. */
+enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3, EV_L2NORM = 4, EV_RANDOM = 5, EV_TOVA = 6 };
 
 #endif

@@ -91,8 +91,20 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * cache, kv_dt), pos and score. head_scale (device [n_kv_heads] or NULL): per-KV-head scale
  * instead of `scale` (buzz_logn). rope_cos/rope_sin (NULL, or --rope shifted): the query is
  * first rotated at table row L − 1 (its rank). counter: [n_kv_heads] ints, zero before the
- * launch and left zero. head_dim ≤ 1024, split_len ≤ 1024, G ≤ 32, n_split pieces cover the
- * largest capacity + 1. */
+ * launch and left zero ([n_kv_heads + 1] with EV_TOVA: the layer's arrival counter last).
+ * Evict-then-attend (POLICIES.md §1.4, §10.2, §10.4) with EV_L2NORM / EV_RANDOM: when L > cap[g]
+ * the victim — among slots j < L − 1 with n_sink ≤ pos < t − n_recent, the largest key norm
+ * knorm[j] (l2norm) or the smallest u = U(seed; "RNDDEC", layer, g, t, pos) (random, the
+ * counter RNG of eviction/policy_common.c), ties → smaller position — is left out of the
+ * attention (each piece leaves out its own best candidate and keeps it aside in ev_part
+ * [n_heads][n_split]; the finishing block puts back all but the winner's) and then takes the new
+ * token (swap-last); knorm[L − 1] = ‖k_new‖₂ as stored (double sum, as policy_l2norm.c).
+ * EV_TOVA (§10.3): the layer's last finishing group averages the probabilities (in slog) of
+ * all n_heads heads per slot and evicts the argmin over the L slots (ties → smaller position)
+ * from every KV head (same positions in every head). q_ring (NULL, or the snap family's query ring of this layer,
+ * [q_ring_rows][n_heads][head_dim]): the query as given is copied to row step[1] mod q_ring_rows
+ * (eviction/kv_device.h kv_device_query_ring). head_dim ≤ 1024, split_len ≤ 1024, G ≤ 32,
+ * n_split pieces cover the largest capacity + 1. */
 struct attn_step_args {
     const float *q;
     const void *kc, *vc;
@@ -117,7 +129,24 @@ struct attn_step_args {
     const float *rope_cos, *rope_sin;
     float *out, *lse;
     int *counter;
+    float *q_ring;
+    int q_ring_rows;
+    float *knorm;             /* EV_L2NORM: per-slot key norms (the cache's layout) */
+    void *ev_part;            /* EV_L2NORM / EV_RANDOM: [n_heads][n_split] ev_cand (16 bytes) */
+    int layer;                /* EV_RANDOM: the layer (RNG key) */
+    unsigned long long seed;  /* EV_RANDOM: --seed */
 };
+/* one piece's best eviction candidate (EV_L2NORM / EV_RANDOM): key (lower is evicted first),
+ * the logit left out, the slot (-1: none) */
+struct ev_cand {
+    unsigned long long v;
+    float logit;
+    int j;
+};
+/* l2 norms of the live keys of n_kv_heads regions (off, len; the cache kc in kv_dt) into
+ * knorm[off + j]: common.cuh cu_key_norm (eviction/policy_l2norm.c's value) */
+cudaError_t launch_key_norms(const void *kc, int kv_dt, const size_t *off, const int *len, float *knorm,
+                             int n_kv_heads, int head_dim, cudaStream_t s);
 cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s);
 
 /* ---- gemv.cu ---- */

@@ -137,3 +137,27 @@ cudaError_t launch_kv_gather(void *kdst, void *vdst, const void *kc, const void 
     return CU_DISPATCH(kv_dt, gather_go, kdst, vdst, kc, vc, region_off, src, n, n_live, k_new,
                        v_new, kv_stride, col, head_dim, s);
 }
+
+/* grid n_kv_heads, 128 threads: one thread per live row (kernels_cuda.cuh launch_key_norms). */
+template <typename T>
+__global__ void key_norm_kernel(const T *kc, const size_t *off, const int *len, float *knorm, int head_dim)
+{
+    const int g = blockIdx.x;
+    for (int j = threadIdx.x; j < len[g]; j += blockDim.x) {
+        knorm[off[g] + j] = cu_key_norm(kc + (off[g] + (size_t)j) * head_dim, head_dim);
+    }
+}
+
+template <typename T>
+static cudaError_t norm_go(const void *kc, const size_t *off, const int *len, float *knorm, int n_kv_heads,
+                           int head_dim, cudaStream_t s)
+{
+    key_norm_kernel<T><<<n_kv_heads, 128, 0, s>>>((const T *)kc, off, len, knorm, head_dim);
+    return cudaPeekAtLastError();
+}
+
+cudaError_t launch_key_norms(const void *kc, int kv_dt, const size_t *off, const int *len, float *knorm,
+                             int n_kv_heads, int head_dim, cudaStream_t s)
+{
+    return CU_DISPATCH(kv_dt, norm_go, kc, off, len, knorm, n_kv_heads, head_dim, s);
+}

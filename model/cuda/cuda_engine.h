@@ -23,6 +23,10 @@ extern "C" {
 
 /* Where a policy runs on --device cuda (model/device.c device_policy_plan). */
 enum { DEV_POLICY_REFUSED = -1, DEV_POLICY_DEVICE = 0, DEV_POLICY_HOST = 1, DEV_POLICY_ROUNDS = 2 };
+/* Decode steps a DEV_POLICY_HOST policy runs on the device on its own (device_policy.dev_decode):
+ * none; the steps where kv_decode_quiet says no hook can act (the prefill-only family: the device
+ * appends); every step (the policy's decode eviction ported to the device: dp.evict). */
+enum { DEV_DECODE_NONE = 0, DEV_DECODE_QUIET = 1, DEV_DECODE_ALWAYS = 2 };
 
 typedef struct {
     int mode;          /* DEV_POLICY_DEVICE: the decode step never waits on the host;
@@ -32,9 +36,14 @@ typedef struct {
                           every step, the host runs the policy's post_attn only on the steps
                           where a region is over capacity (a BUZZ round), with the scores
                           copied back, and the device replays the moves */
-    int evict;         /* EV_* (DEV_POLICY_DEVICE) */
+    int evict;         /* EV_* (DEV_POLICY_DEVICE, and the device steps of dev_decode) */
+    int dev_decode;    /* DEV_DECODE_* (DEV_POLICY_HOST): the decode steps that run on the device
+                          as a DEV_POLICY_DEVICE step (one sync per token); the others, the
+                          prefill and the mirror's K/V rows stay host-assisted */
     int n_sink;        /* streaming / h2o: protected positions < n_sink */
-    int n_recent;      /* h2o: R most recent protected (new token included) */
+    int n_recent;      /* h2o: R most recent protected (new token included); l2norm, random: the
+                          positions ≥ t − n_recent protected (--l2-recent / --rnd-recent) */
+    unsigned long long seed; /* random: --seed (the counter RNG's key) */
     int mean;          /* h2o --h2o-score mean */
     int want_probs;    /* KV_STAT_DECODE_PROBS */
     int want_colsum;   /* KV_STAT_PREFILL_COLSUM */

@@ -106,6 +106,17 @@ struct cuda_engine {
     int relayout_pending;
     size_t tmp_rows; /* rows of tmpk/tmpv */
     float *h_att;    /* dp.host_attend: [n_heads * head_dim] the host attention's output */
+    /* dp.dev_decode (host-assisted policies with device decode steps): host_step = this step runs
+     * the host hooks; kv_fresh [n_layers·n_kv_heads] = the leading rows of each region whose K/V
+     * the host mirror holds (device steps append or move rows it does not see); rows_stale: some
+     * region's rows or the query ring are behind the device (ce_refresh_mirror brings them back
+     * before the host next reads them). qring: the device copy of the snap family's query ring
+     * (kv_device_query_ring, h_qring its host original, qring_rows rows per layer). */
+    int host_step, rows_stale;
+    int *kv_fresh;
+    float *qring, *h_qring;
+    int qring_rows;
+    void *ev_part; /* EV_L2NORM / EV_RANDOM: [n_heads][n_split] ev_cand, the pieces' candidates */
 };
 
 #define LAUNCH(expr)                                                                           \
@@ -136,5 +147,7 @@ int ce_gather_layer(cuda_engine *ce, int l, const size_t *old_off, const int *sr
 int ce_upload_layer_pos(cuda_engine *ce, int l, char *err, size_t errlen);
 int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen);
 int ce_rounds_append(cuda_engine *ce, int l, int pos);
+int ce_refresh_mirror(cuda_engine *ce, char *err, size_t errlen);
+int ce_upload_qring(cuda_engine *ce, char *err, size_t errlen);
 
 #endif

@@ -17,7 +17,10 @@
  * capacity; cuda_engine_prefill checks it against the device when it next reads the mirror).
  * Host-assisted policies (DEV_POLICY_HOST: their hooks run on the host every layer) and BUZZ's
  * round steps launch the same kernels one by one with the host's work in between (documented
- * exceptions to the one-sync rule: tests/test_cuda_emu.sh measures them). LLM_CUDA_GRAPH=0
+ * exceptions to the one-sync rule: tests/test_cuda_emu.sh measures them). A host-assisted policy
+ * with dp.dev_decode runs its decode steps as device steps instead (the prefill-only family
+ * while no region is full: an append, the mirror appends by rule and its K/V rows and query ring
+ * are brought back before the host next needs them, ce_refresh_mirror). LLM_CUDA_GRAPH=0
  * launches the graph's kernels directly. */
 #include "model/cuda/engine.cuh"
 
@@ -31,7 +34,7 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
     const int dim = c->hidden_size, hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv;
     const int V = c->vocab_size, n_lh = kv->n_layers * kv->n_kv_heads, pos = ce->h_step[1];
     const float scale = 1.0f / sqrtf((float)hd);
-    const int device = ce->dp.mode != DEV_POLICY_HOST, shifted = ce->dp.rope_shifted;
+    const int device = !ce->host_step, shifted = ce->dp.rope_shifted;
     CUDA_TRY(cudaMemcpyAsync(ce->step_d, ce->h_step, (size_t)(2 + n_lh) * sizeof(int), cudaMemcpyHostToDevice,
                              ce->st));
     LAUNCH(launch_embed(ce->embed.data, ce->embed.dt, ce->step_d, 1, dim, ce->x, ce->st));
@@ -91,18 +94,23 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             s.split_len = ce->split_len, s.n_split = ce->n_split;
             s.part_acc = ce->part_acc, s.part_ml = ce->part_ml;
             s.slog = ce->dp.want_probs ? ce->slog : NULL, s.slog_stride = ce->slog_stride;
-            s.probs_out = !device && ce->dp.want_probs;
-            s.score = device && ce->dp.want_probs ? ce->score : NULL;
-            s.evict = ce->dp.mode == DEV_POLICY_DEVICE ? ce->dp.evict : EV_NONE;
+            /* the probabilities: to the host (host steps), left in slog for tova's layer-wise
+             * choice, or added to the scores (h2o, BUZZ) */
+            s.probs_out = ce->dp.want_probs && (!device || ce->dp.evict == EV_TOVA);
+            s.score = device && ce->dp.want_probs && ce->dp.evict != EV_TOVA ? ce->score : NULL;
+            s.knorm = ce->dp.evict == EV_L2NORM ? ce->score : NULL;
+            s.ev_part = ce->ev_part, s.layer = l, s.seed = ce->dp.seed;
+            s.evict = device ? ce->dp.evict : EV_NONE; /* 0 for ROUNDS */
             s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
             s.step = ce->step_d;
             s.kw = ce->kc, s.vw = ce->vc, s.kv_dt = ce->kv_dt, s.pos = ce->pos;
             s.rope_cos = shifted ? ce->rope_cos : NULL, s.rope_sin = shifted ? ce->rope_sin : NULL;
             s.out = ce->att, s.lse = ce->lse, s.counter = ce->counter_d;
+            if (ce->qring) s.q_ring = ce->qring + (size_t)l * ce->qring_rows * H * hd, s.q_ring_rows = ce->qring_rows;
             LAUNCH(launch_attn_step(&s, ce->st));
         }
         if (hooks && ce->dp.mode == DEV_POLICY_ROUNDS && ce_rounds_post_attn(ce, l, pos, err, errlen)) return -1;
-        if (hooks && ce->dp.mode == DEV_POLICY_HOST && ce_host_post_attn(ce, l, pos, err, errlen)) return -1;
+        if (hooks && ce->host_step && ce_host_post_attn(ce, l, pos, err, errlen)) return -1;
         /* o-proj (+ bias) + residual; RMSNorm + gate/up + SwiGLU; down-proj + residual */
         if (ce_linear(ce, ce->x, ce->att, &dl->wo, 1, dl->bo, 1, err, errlen)) return -1;
         memset(&a, 0, sizeof a);
@@ -159,8 +167,16 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     kv_cache *kv = ce->kv;
     const int n_lh = kv->n_layers * kv->n_kv_heads, want = logits != NULL;
     const float scale = 1.0f / sqrtf((float)c->head_dim);
-    /* the device writes and scores the token (DEVICE and ROUNDS), or the host hooks do (HOST) */
-    const int device_policy = ce->dp.mode != DEV_POLICY_HOST;
+    /* the device writes and scores the token (DEVICE and ROUNDS, and HOST's device steps:
+     * dp.dev_decode), or the host hooks do (HOST) */
+    int host_step = ce->dp.mode == DEV_POLICY_HOST;
+    if (host_step && (ce->dp.dev_decode == DEV_DECODE_ALWAYS ||
+                      (ce->dp.dev_decode == DEV_DECODE_QUIET && kv_decode_quiet(kv) == 1)))
+        host_step = 0;
+    /* a host step after device steps: the mirror's positions, rows, ring first */
+    if (host_step && (ce->mirror_stale || ce->rows_stale) && ce_refresh_mirror(ce, err, errlen)) return -1;
+    ce->host_step = host_step;
+    const int device_policy = !host_step;
     int round = 0;
     for (int i = 0; i < n_lh; i++) {
         if (device_policy && kv->len[i] + 1 > kv->cap[i] + 1) {
@@ -178,7 +194,8 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     if (ce->dp.logit_scale && device_policy) /* every layer's scales at len + 1 keys, before the step */
         for (int i = 0; i < n_lh; i++) ce->h_hscale[i] = scale * kv->ops->logit_scale(kv, kv->len[i] + 1);
     const int graph = ce->use_graphs && !ce->dp.host_attend &&
-                      (ce->dp.mode == DEV_POLICY_DEVICE || (ce->dp.mode == DEV_POLICY_ROUNDS && !round));
+                      (ce->dp.mode == DEV_POLICY_DEVICE || (ce->dp.mode == DEV_POLICY_ROUNDS && !round) ||
+                       (ce->dp.mode == DEV_POLICY_HOST && !host_step));
     if (graph) {
         if (!ce->graph[want] && capture_step(ce, want, err, errlen)) return -1;
         CUDA_TRY(cudaGraphLaunch(ce->graph[want], ce->st));
@@ -188,7 +205,19 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     CUDA_TRY(cudaStreamSynchronize(ce->st)); /* the step's one wait: the next token (and logits) */
     *next = ce->h_next[0];
     if (logits) memcpy(logits, ce->h_logits, (size_t)c->vocab_size * sizeof(float));
-    if (ce->dp.mode == DEV_POLICY_DEVICE)
+    if (ce->dp.mode == DEV_POLICY_HOST && !host_step) {
+        if (ce->dp.evict == EV_NONE) {
+            /* an append everywhere: the mirror appends too (positions, the policy's bookkeeping);
+             * the new rows stay on the device until ce_refresh_mirror */
+            for (int i = 0; i < n_lh; i++)
+                if (ce->kv_fresh[i] > kv->len[i]) ce->kv_fresh[i] = kv->len[i];
+            for (int l = 0; l < kv->n_layers; l++) kv_device_append(kv, l, pos);
+        } else {
+            for (int i = 0; i < n_lh; i++) ce->kv_fresh[i] = 0; /* slots moved on the device */
+        }
+        ce->rows_stale = 1;
+    }
+    if (ce->dp.mode == DEV_POLICY_DEVICE || (ce->dp.mode == DEV_POLICY_HOST && !host_step && ce->dp.evict != EV_NONE))
         for (int i = 0; i < n_lh; i++) { /* every region grew by one and was evicted back to capacity */
             kv->len[i]++;
             if (kv->len[i] > kv->cap[i] && ce->dp.evict != EV_NONE) {

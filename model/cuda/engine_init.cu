@@ -135,6 +135,7 @@ extern "C" void cuda_engine_free(cuda_engine *ce)
     free(ce->dev_allocs);
     free(ce->host_allocs);
     free(ce->layers);
+    free(ce->kv_fresh);
     free(ce);
 }
 
@@ -278,14 +279,17 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
      * the logits row of a graph step */
     DALLOC(ce->step_d, (size_t)(2 + n_lh) * sizeof(int));
     HALLOC(ce->h_step, (size_t)(2 + n_lh) * sizeof(int));
-    DALLOC(ce->counter_d, (size_t)Hkv * sizeof(int));
-    CUDA_TRY(cudaMemset(ce->counter_d, 0, (size_t)Hkv * sizeof(int)));
+    /* + 1: the layer's counter (EV_TOVA) */
+    DALLOC(ce->counter_d, (size_t)(Hkv + 1) * sizeof(int));
+    CUDA_TRY(cudaMemset(ce->counter_d, 0, (size_t)(Hkv + 1) * sizeof(int)));
     HALLOC(ce->h_logits, (size_t)c->vocab_size * sizeof(float));
     HALLOC(ce->h_len, (size_t)n_lh * sizeof(int));
     ce->split_len = 256;
     ce->n_split = (ce->max_cap + 1 + ce->split_len - 1) / ce->split_len;
     DALLOC(ce->part_acc, (size_t)H * ce->n_split * hd * sizeof(float));
     DALLOC(ce->part_ml, (size_t)H * ce->n_split * 2 * sizeof(float));
+    if (ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_RANDOM)
+        DALLOC(ce->ev_part, (size_t)H * ce->n_split * sizeof(ev_cand));
     ce->slog_stride = ce->max_cap + 1;
     if (ce->dp.want_probs) DALLOC(ce->slog, (size_t)H * ce->slog_stride * sizeof(float));
     ce->cand_stride = ce->max_cap + M;
@@ -333,6 +337,20 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
         }
         HALLOC(ce->h_att, (size_t)qdim * sizeof(float));
     }
+    if (ce->dp.dev_decode) {
+        ce->kv_fresh = (int *)calloc((size_t)n_lh, sizeof(int));
+        if (!ce->kv_fresh) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+        for (int i = 0; i < n_lh; i++) ce->kv_fresh[i] = kv->cap[i] + 1; /* nothing behind yet */
+        ce->h_qring = kv_device_query_ring(kv, &ce->qring_rows);
+        if (ce->h_qring) {
+            DALLOC(ce->qring, (size_t)kv->n_layers * ce->qring_rows * qdim * sizeof(float));
+            CUDA_TRY(cudaMemcpy(ce->qring, ce->h_qring, (size_t)kv->n_layers * ce->qring_rows * qdim * sizeof(float),
+                                cudaMemcpyHostToDevice));
+        }
+    }
     if (ce->dp.logit_scale) {
         ce->h_hscale = (float *)(ce->h_step + 2);
         ce->hscale_d = (float *)(ce->step_d + 2);
@@ -377,7 +395,9 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     DALLOC(ce->vc, n_slots * hd * ce->kv_es);
     if (ce->dp.rope_shifted) DALLOC(ce->kr, n_slots * hd * sizeof(float));
     DALLOC(ce->pos, n_slots * sizeof(int32_t));
-    if ((ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O) || ce->dp.mode == DEV_POLICY_ROUNDS)
+    /* per-slot scores (h2o, BUZZ) or key norms (l2norm) */
+    if ((ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O) || ce->dp.mode == DEV_POLICY_ROUNDS ||
+        ce->dp.evict == EV_L2NORM)
         DALLOC(ce->score, n_slots * sizeof(float));
     DALLOC(ce->off, (size_t)n_lh * sizeof(size_t));
     DALLOC(ce->len, (size_t)n_lh * sizeof(int));

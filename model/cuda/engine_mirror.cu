@@ -256,7 +256,9 @@ int ce_host_pre_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
     CUDA_TRY(cudaMemcpyAsync(ce->slot_d, ce->h_slots, (size_t)Hkv * sizeof(int), cudaMemcpyHostToDevice, ce->st));
     CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
                              cudaMemcpyHostToDevice, ce->st));
-    if (ce->dp.rope_shifted && ce_upload_layer_pos(ce, l, err, errlen)) return -1;
+    /* the device's positions follow the host's moves where it reads them: the rank rotation of
+     * --rope shifted, device decode steps (dp.dev_decode) and the mirror refresh after them */
+    if ((ce->dp.rope_shifted || ce->dp.dev_decode) && ce_upload_layer_pos(ce, l, err, errlen)) return -1;
     LAUNCH(launch_kv_write(ce->kc, ce->vc, ce->kv_dt, ce->pos, NULL, ce->off + i0, ce->len + i0,
                            ce->slot_d, ce->k, ce->v, Hkv, hd, pos, ce->st));
     /* h_slots is reused by the next layer: wait for its upload */
@@ -325,7 +327,7 @@ int ce_host_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errlen)
     }
     CUDA_TRY(cudaMemcpyAsync(ce->len + i0, kv->len + i0, (size_t)Hkv * sizeof(int),
                              cudaMemcpyHostToDevice, ce->st));
-    if (ce->dp.rope_shifted) return ce_upload_layer_pos(ce, l, err, errlen);
+    if (ce->dp.rope_shifted || ce->dp.dev_decode) return ce_upload_layer_pos(ce, l, err, errlen);
     return 0;
 }
 
@@ -387,3 +389,60 @@ int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errle
     return ce_upload_layer_meta(ce, l, err, errlen);
 }
 
+
+/* After decode steps that kept positions, scores and lengths on the device only (the device
+ * policies, BUZZ between rounds, the device steps of dp.dev_decode): the host mirror reads them
+ * back before a policy's hook or on_prefill uses it, and the lengths it kept by rule must equal
+ * the device's. With dp.dev_decode, also the K/V rows the device wrote or moved since the host
+ * last held them (rows kv_fresh[i].. of each region), the snap family's query ring, and the
+ * per-slot policy state is reset where rows moved (it is recomputed from the rows). */
+int ce_refresh_mirror(cuda_engine *ce, char *err, size_t errlen)
+{
+    kv_cache *kv = ce->kv;
+    const int n_lh = kv->n_layers * kv->n_kv_heads, hd = kv->head_dim;
+    CUDA_TRY(cudaMemcpyAsync(kv->pos, ce->pos, kv->n_slots * sizeof(int32_t), cudaMemcpyDeviceToHost, ce->st));
+    if (ce->score && kv->score)
+        CUDA_TRY(cudaMemcpyAsync(kv->score, ce->score, kv->n_slots * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
+    CUDA_TRY(cudaMemcpyAsync(ce->h_len, ce->len, (size_t)n_lh * sizeof(int), cudaMemcpyDeviceToHost, ce->st));
+    int moved = 0;
+    if (ce->rows_stale) {
+        for (int i = 0; i < n_lh; i++) {
+            size_t from = (size_t)ce->kv_fresh[i], rows = (size_t)kv->cap[i] + 1;
+            if (from >= rows) continue;
+            moved |= from == 0;
+            size_t at = (kv->off[i] + from) * hd * ce->kv_es, bytes = (rows - from) * hd * ce->kv_es;
+            CUDA_TRY(cudaMemcpyAsync((char *)kv->k_data + at, (char *)ce->kc + at, bytes, cudaMemcpyDeviceToHost, ce->st));
+            CUDA_TRY(cudaMemcpyAsync((char *)kv->v_data + at, (char *)ce->vc + at, bytes, cudaMemcpyDeviceToHost, ce->st));
+        }
+        if (ce->qring)
+            CUDA_TRY(cudaMemcpyAsync(ce->h_qring, ce->qring,
+                                     (size_t)kv->n_layers * ce->qring_rows * kv->n_heads * hd * sizeof(float),
+                                     cudaMemcpyDeviceToHost, ce->st));
+    }
+    CUDA_TRY(cudaStreamSynchronize(ce->st));
+    for (int i = 0; i < n_lh; i++)
+        if (ce->h_len[i] != kv->len[i]) {
+            snprintf(err, errlen, "the host mirror of the cache lengths is out of step with the device: region %d "
+                                  "(layer %d, KV head %d) holds %d slots on the device, %d on the host",
+                     i, i / kv->n_kv_heads, i % kv->n_kv_heads, ce->h_len[i], kv->len[i]);
+            return -1;
+        }
+    if (ce->rows_stale) {
+        if (moved) kv_device_reset_state(kv); /* slots moved on the device: per-slot state recomputed */
+        for (int i = 0; i < n_lh; i++) ce->kv_fresh[i] = kv->cap[i] + 1;
+        ce->rows_stale = 0;
+    }
+    ce->mirror_stale = 0;
+    return 0;
+}
+
+/* The snap family's query ring, host → device (after a prefill put the chunk's last queries in
+ * it; decode steps then write it on the device, host-assisted ones on both sides). */
+int ce_upload_qring(cuda_engine *ce, char *err, size_t errlen)
+{
+    const kv_cache *kv = ce->kv;
+    CUDA_TRY(cudaMemcpyAsync(ce->qring, ce->h_qring,
+                             (size_t)kv->n_layers * ce->qring_rows * kv->n_heads * kv->head_dim * sizeof(float),
+                             cudaMemcpyHostToDevice, ce->st));
+    return 0;
+}

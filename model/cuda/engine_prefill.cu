@@ -85,29 +85,6 @@ const float *ce_head_scales(cuda_engine *ce, int l, int extra, float scale, char
     return ce->hscale_d + i0;
 }
 
-/* After decode steps that kept positions, scores and lengths on the device only (the device
- * policies, BUZZ between rounds): the host mirror reads them back before a policy's on_prefill
- * uses it, and the lengths it kept by rule must equal the device's. */
-static int refresh_mirror(cuda_engine *ce, char *err, size_t errlen)
-{
-    kv_cache *kv = ce->kv;
-    const int n_lh = kv->n_layers * kv->n_kv_heads;
-    CUDA_TRY(cudaMemcpyAsync(kv->pos, ce->pos, kv->n_slots * sizeof(int32_t), cudaMemcpyDeviceToHost, ce->st));
-    if (ce->score && kv->score)
-        CUDA_TRY(cudaMemcpyAsync(kv->score, ce->score, kv->n_slots * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaMemcpyAsync(ce->h_len, ce->len, (size_t)n_lh * sizeof(int), cudaMemcpyDeviceToHost, ce->st));
-    CUDA_TRY(cudaStreamSynchronize(ce->st));
-    for (int i = 0; i < n_lh; i++)
-        if (ce->h_len[i] != kv->len[i]) {
-            snprintf(err, errlen, "the host mirror of the cache lengths is out of step with the device: region %d "
-                                  "(layer %d, KV head %d) holds %d slots on the device, %d on the host",
-                     i, i / kv->n_kv_heads, i % kv->n_kv_heads, ce->h_len[i], kv->len[i]);
-            return -1;
-        }
-    ce->mirror_stale = 0;
-    return 0;
-}
-
 extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, int pos0, float *logits_all,
                                    float *logits_last, char *err, size_t errlen)
 {
@@ -120,7 +97,7 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
         snprintf(err, errlen, "prefill: %d tokens, the run state holds 1..%d", n, ce->max_chunk);
         return -1;
     }
-    if (ce->mirror_stale && refresh_mirror(ce, err, errlen)) return -1;
+    if ((ce->mirror_stale || ce->rows_stale) && ce_refresh_mirror(ce, err, errlen)) return -1;
     memcpy(ce->h_tok, tokens, (size_t)n * sizeof(int));
     CUDA_TRY(cudaMemcpyAsync(ce->tok_d, ce->h_tok, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, ce->st));
     LAUNCH(launch_embed(ce->embed.data, ce->embed.dt, ce->tok_d, n, dim, ce->x, ce->st));
@@ -183,6 +160,8 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
                     return -1;
         }
         if (ce_upload_layer_meta(ce, l, err, errlen)) return -1;
+        if (ce->dp.evict == EV_L2NORM) /* the kept keys' norms (the decode victim's key) */
+            LAUNCH(launch_key_norms(ce->kc, ce->kv_dt, off_l, len_l, ce->score, Hkv, hd, ce->st));
         /* after a prefill the slots are in position order: the rings restart at slot 0 */
         CUDA_TRY(cudaMemsetAsync(ce->ring + kv_idx(kv, l, 0), 0, (size_t)Hkv * sizeof(int), ce->st));
         /* output projection (+ bias) and residual, then the MLP */
@@ -190,6 +169,9 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
         if (mlp_block(ce, dl, n, err, errlen)) return -1;
     }
     kv_sample_stats(kv);
+    /* the snap family's query ring took the chunk's last queries on the host: the device copy
+     * follows (decode steps write it on the device, eviction/kv_device.h) */
+    if (ce->qring && ce_upload_qring(ce, err, errlen)) return -1;
 
     /* final norm and LM head: every row in blocks (logits_all), or the last row */
     LAUNCH(launch_rmsnorm(ce->x, ce->final_norm, ce->xb, n, dim, c->rms_norm_eps, ce->st));

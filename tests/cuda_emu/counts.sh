@@ -6,14 +6,19 @@
 # runs, so neither run is a passthrough (eviction.h: a budget covering prompt + max new runs no
 # hook; snapkv raises its capacity to cover its observation window, 32 by default, hence
 # --snap-window 8); --budget 64 covers both runs: those lines (full, buzz, buzz_logn) measure
-# the passthrough path; "buzz --budget 24" measures BUZZ between its rounds.
+# the passthrough path; "buzz --budget 24" measures BUZZ between its rounds. The prefill-only
+# family (snapkv, pyramidkv, ada_*, subgen) decodes on the device in the reserve (default) and
+# grow modes of --prefill-only-decode: 1 sync per token like full; capped runs its re-compression
+# steps through the host hooks (measured, the host bound). l2norm, random (evict-then-attend) and
+# tova (layer-wise) evict on the device: 1 sync; l2norm/random with --rope shifted stay
+# host-assisted (the victim moves the older keys' ranks).
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
 # shifted: the same with the rank rotation's kernel, <= 6L + 10; host: measured, <= 4L + 2 syncs)
 while IFS='|' read -r pol extra kind; do
     [ -n "$pol" ] || continue
-    [ "$FULL" = 1 ] || case "$pol $kind" in "h2o device"|"snapkv host") ;; *) continue ;; esac
+    [ "$FULL" = 1 ] || case "$pol $kind" in "h2o device"|"snapkv device") ;; *) continue ;; esac
     if ! r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy "$pol" $extra); then
         bad "counts $pol $extra: run failed: $(head -2 "$TMP/pe2")"; continue
     fi
@@ -47,10 +52,40 @@ buzz|--budget 64|device
 buzz_logn|--budget 64|device
 h2o|--budget 24 --rope shifted|shifted
 buzz|--budget 24|host
-snapkv|--budget 24 --snap-window 8|host
+snapkv|--budget 24 --snap-window 8|device
+snapkv|--budget 24 --snap-window 8 --prefill-only-decode grow|device
+snapkv|--budget 24 --snap-window 8 --kv-dtype f16 --rope shifted|shifted
+pyramidkv|--budget 24 --snap-window 8|device
+ada_snapkv|--budget 24 --snap-window 8|device
+ada_pyramidkv|--budget 24 --snap-window 8 --prefill-only-decode grow|device
+subgen|--budget 24|device
+subgen|--budget 24 --prefill-only-decode grow|device
+l2norm|--budget 24|device
+l2norm|--budget 24 --kv-dtype f16|device
+random|--budget 24|device
+tova|--budget 24|device
+tova|--budget 24 --rope shifted|shifted
+l2norm|--budget 24 --rope shifted|host
+snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
+subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
 scissorhands|--budget 24|host
 h2o|--budget 24 --h2o-order evict-first|host
 LIST
+
+# the 1-sync check can fail: snapkv with every decode step forced through the host hooks
+# (LLM_CUDA_HOST_DECODE=1, the path before its device decode) must be over it
+export LLM_CUDA_HOST_DECODE=1
+if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy snapkv --budget 24 --snap-window 8); then
+    read -r syncs d2h kern graphs <<<"$r"
+    if python3 -c "import sys; sys.exit(not $syncs > 1)"; then
+        ok "counts snapkv forced through the host hooks: $syncs syncs per token, over the bound of 1 (the check can fail)"
+    else
+        bad "counts snapkv forced through the host hooks: $syncs syncs per token (LLM_CUDA_HOST_DECODE=1 not honoured?)"
+    fi
+else
+    bad "counts snapkv LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
+fi
+unset LLM_CUDA_HOST_DECODE
 
 # graph replay = the same kernels launched one by one, bit for bit; other block/thread orders too
 A=(-m "$G/mix.gguf" --prompt-ids $IDS -n 10 --temp 0 --device cuda --policy h2o --budget 0.5 --json)

@@ -211,6 +211,7 @@ inline int atomicExch(int *p, int v) { int o = *p; *p = v; return o; }
 inline int atomicCAS(int *p, int c, int v) { int o = *p; if (o == c) *p = v; return o; }
 template <typename T> inline T __ldg(const T *p) { return *p; }
 template <typename T> inline T __ldcg(const T *p) { return *p; }
+inline unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, sizeof u); return u; }
 
 inline void emu_fiber_main()
 {

@@ -2,7 +2,10 @@
  * (launch_attn_step: flash-decoding pieces, the last block's combine, probabilities, score
  * accumulation, eviction and length update) against a double-precision reference of
  * kernels/cpu/attention.c attn_decode_head + eviction/policy_h2o.c / local / streaming
- * post_attn + kv_evict_swap_last. */
+ * post_attn + kv_evict_swap_last; l2norm / random (evict-then-attend: the victim of
+ * policy_l2norm.c / policy_random.c, its counter RNG, left out of an attention split into several
+ * pieces; the new key's norm bit for bit) and tova (policy_tova.c post_attn_layer: every head's
+ * probabilities averaged, the argmin evicted from every KV head). */
 
 struct step_case {
     const char *name;
@@ -31,6 +34,39 @@ static int ref_victim2(int mode, const std::vector<int32_t> &P, const std::vecto
     for (int j = 0; j < L; j++)
         if (P[j] >= n_sink && (best < 0 || P[j] < P[best])) best = j;
     return best >= 0 ? best : L - 1;
+}
+
+/* eviction/policy_common.c evict_splitmix64 / evict_rng_u01 (the CPU's random policy) */
+static uint64_t ref_splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+static double ref_rng_u01(uint64_t seed, uint64_t stream, int layer, int g, int64_t pos, int64_t idx)
+{
+    uint64_t h = ref_splitmix64(stream);
+    h = ref_splitmix64(h ^ (uint64_t)(uint32_t)layer);
+    h = ref_splitmix64(h ^ (uint64_t)(uint32_t)g);
+    h = ref_splitmix64(h ^ (uint64_t)pos);
+    h = ref_splitmix64(h ^ (uint64_t)idx);
+    return (double)(ref_splitmix64(seed ^ h) >> 11) * 0x1.0p-53;
+}
+
+/* eviction/policy_l2norm.c l2norm_victim / policy_random.c random_victim over slots j < n
+ * (the new token, slot n, is never a candidate); -1 when every slot is protected */
+static int ref_ete_victim(int mode, const int32_t *P, const float *norm, int n, int sink, int recent, int t, int layer,
+                          int g, uint64_t seed)
+{
+    int best = -1;
+    double bv = 0;
+    for (int j = 0; j < n; j++) {
+        if (P[j] < sink || (int64_t)P[j] >= (int64_t)t - recent) continue;
+        double v = mode == EV_L2NORM ? -(double)norm[j] : ref_rng_u01(seed, 0x524e44444543ULL, layer, g, t, P[j]);
+        if (best < 0 || v < bv || (v == bv && P[j] < P[best])) best = j, bv = v;
+    }
+    return best;
 }
 
 template <typename T> static void test_step(int dt, const step_case &c)
@@ -65,7 +101,17 @@ template <typename T> static void test_step(int dt, const step_case &c)
             seen[p] = 1;
         }
     }
-    std::vector<int> len = c.lens, capv(Hkv, c.cap > 0 ? c.cap : cap_slots), ring(Hkv), counter(Hkv, 0);
+    const bool tova = c.evict == EV_TOVA, ete_mode = c.evict == EV_L2NORM || c.evict == EV_RANDOM;
+    if (tova) /* layer-wise: every KV head holds the same positions in the same slots */
+        for (int g = 1; g < Hkv; g++)
+            for (int j = 0; j < c.lens[g] + c.n_extra; j++) pos[off[g] + j] = pos[off[0] + j];
+    std::vector<float> knorm(slots, 0.0f); /* l2norm: the live slots' norms (ties happen), 0 for the new one */
+    for (int g = 0; g < Hkv; g++)
+        for (int j = 0; j < c.lens[g]; j++) knorm[off[g] + j] = (float)(rng() % 4) * 0.5f + 0.25f;
+    const std::vector<float> knorm0 = knorm;
+    const uint64_t seed = 0x5eed;
+    const int layer = 3;
+    std::vector<int> len = c.lens, capv(Hkv, c.cap > 0 ? c.cap : cap_slots), ring(Hkv), counter(Hkv + 1, 0);
     for (int g = 0; g < Hkv; g++) ring[g] = c.cap > 0 ? (g * 3) % std::max(1, c.cap - c.n_sink) : 0;
     const std::vector<int> ring0 = ring;
     const int rows = 128;
@@ -74,6 +120,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
     for (auto &v : st) v = frand(-1, 1);
     const float scale = 1.0f / sqrtf((float)hd);
     const int n_split = (cap_slots + c.split_len - 1) / c.split_len, slog_stride = cap_slots;
+    std::vector<unsigned char> evp((size_t)H * n_split * sizeof(ev_cand), 0xff);
     std::vector<float> pacc((size_t)H * n_split * hd, NAN), pml((size_t)H * n_split * 2, NAN),
         slog((size_t)H * slog_stride, NAN), out((size_t)H * hd, NAN), lse(H, NAN);
     const std::vector<float> score0 = score;
@@ -91,11 +138,41 @@ template <typename T> static void test_step(int dt, const step_case &c)
     a.kw = kc.data(), a.vw = vc.data(), a.kv_dt = dt, a.pos = pos.data();
     a.rope_cos = c.rope ? ct.data() : NULL, a.rope_sin = c.rope ? st.data() : NULL;
     a.out = out.data(), a.lse = lse.data(), a.counter = counter.data();
+    a.knorm = c.evict == EV_L2NORM ? knorm.data() : NULL, a.ev_part = ete_mode ? evp.data() : NULL;
+    a.layer = layer, a.seed = seed;
     cudaError_t e = launch_attn_step(&a, 0);
+    /* tova: the reference's layer-wise victim from every head's probabilities */
+    int tova_vic = -1;
+    if (tova && c.lens[0] + c.n_extra > capv[0]) {
+        const int L = c.lens[0] + c.n_extra;
+        std::vector<float> avg(L, 0.0f);
+        for (int h = 0; h < H; h++) {
+            const int g = h / G;
+            std::vector<double> s(L);
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < L; j++) {
+                double d = 0;
+                for (int x = 0; x < hd; x++) d += (double)q[(size_t)h * hd + x] * kf[(off[g] + j) * hd + x];
+                s[j] = d * scale;
+                mx = std::max(mx, s[j]);
+            }
+            for (int j = 0; j < L; j++) sum += exp(s[j] - mx);
+            for (int j = 0; j < L; j++) avg[j] += (float)(exp(s[j] - mx) / sum);
+        }
+        for (int j = 0; j < L; j++) {
+            avg[j] /= (float)H;
+            if (tova_vic < 0 || avg[j] < avg[tova_vic] || (avg[j] == avg[tova_vic] && pos0[off[0] + j] < pos0[off[0] + tova_vic]))
+                tova_vic = j;
+        }
+    }
     double eo = 0, el = 0, ep = 0, es = 0;
     bool ok_len = true, ok_rows = true, nan_free = true;
     for (int g = 0; g < Hkv; g++) {
         const int L = c.lens[g] + c.n_extra;
+        /* evict-then-attend: the victim leaves before the attention */
+        const int ete_vic = ete_mode && L > capv[g] ? ref_ete_victim(c.evict, &pos0[off[g]], &knorm0[off[g]], L - 1, c.n_sink,
+                                                                    c.n_recent, t, layer, g, seed)
+                                                    : -1;
         std::vector<double> sc(L, 0.0);
         for (int j = 0; j < L; j++) sc[j] = score0[off[g] + j];
         for (int hh = 0; hh < G; hh++) {
@@ -113,7 +190,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
             for (int j = 0; j < L; j++) {
                 double d = 0;
                 for (int x = 0; x < hd; x++) d += qq[x] * kf[(off[g] + j) * hd + x];
-                s[j] = d * scale;
+                s[j] = j == ete_vic ? -INFINITY : d * scale;
                 mx = std::max(mx, s[j]);
             }
             for (int j = 0; j < L; j++) sum += exp(s[j] - mx);
@@ -137,8 +214,16 @@ template <typename T> static void test_step(int dt, const step_case &c)
         std::vector<int> order(L);
         for (int j = 0; j < L; j++) order[j] = j; /* slot j of the result holds reference row order[j] */
         int Lr = L;
-        if (c.evict != EV_NONE && L > capv[g]) {
-            int vic = ref_victim2(c.evict, P, sc, L, ring0[g], c.n_sink, t - c.n_recent + 1, c.mean, t);
+        std::vector<float> kn(knorm0.begin() + off[g], knorm0.begin() + off[g] + L);
+        if (c.evict == EV_L2NORM && L > 0) { /* the new key's norm, as policy_l2norm.c */
+            double q2 = 0;
+            for (int x = 0; x < hd; x++) q2 += (double)kf[(off[g] + L - 1) * hd + x] * kf[(off[g] + L - 1) * hd + x];
+            kn[L - 1] = (float)sqrt(q2);
+        }
+        if (c.evict != EV_NONE && L > capv[g] && (!ete_mode || ete_vic >= 0) && (!tova || tova_vic >= 0)) {
+            int vic = ete_mode ? ete_vic : tova ? tova_vic
+                    : ref_victim2(c.evict, P, sc, L, ring0[g], c.n_sink, t - c.n_recent + 1, c.mean, t);
+            kn[vic] = kn[L - 1];
             order[vic] = L - 1;
             P[vic] = P[L - 1];
             sc[vic] = sc[L - 1];
@@ -148,12 +233,14 @@ template <typename T> static void test_step(int dt, const step_case &c)
         for (int j = 0; j < Lr; j++) {
             ok_rows &= pos[off[g] + j] == P[j];
             if (c.score) es = std::max(es, fabs(score[off[g] + j] - sc[j]));
+            if (c.evict == EV_L2NORM) ok_rows &= knorm[off[g] + j] == kn[j];
             ok_rows &= !memcmp(&kc[(off[g] + j) * hd], &store<T>(std::vector<float>(kf.begin() + (off[g] + order[j]) * hd,
                                                                                     kf.begin() + (off[g] + order[j] + 1) * hd))[0],
                                 hd * sizeof(T));
         }
         ok_len &= counter[g] == 0;
     }
+    ok_len &= counter[Hkv] == 0;
     char what[256], l[64];
     snprintf(l, sizeof l, "%d", c.lens[0]);
     for (size_t i = 1; i < c.lens.size(); i++) snprintf(l + strlen(l), sizeof l - strlen(l), ",%d", c.lens[i]);
@@ -182,4 +269,15 @@ static void test_steps()
     test_step<float>(CU_F32, {"local evicts", 8, 4, 2, {9, 9}, 1, EV_LOCAL, 9, 0, 0, 0, false, false, false});
     test_step<__half>(CU_F16, {"streaming evicts", 8, 4, 1, {9, 9, 9}, 1, EV_STREAMING, 9, 3, 0, 0, false, false, false});
     test_step<float>(CU_F32, {"under capacity: no eviction", 8, 4, 2, {5, 2}, 1, EV_H2O, 9, 1, 2, 0, true, false, false});
+    /* evict-then-attend (l2norm, random): the victim left out of the attention across several
+     * pieces (the others' candidates put back), swap-last, the new key's norm */
+    test_step<float>(CU_F32, {"l2norm evicts, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_L2NORM, 24, 2, 3, 0, false, false, false});
+    test_step<__half>(CU_F16, {"l2norm F16 one piece", 32, 64, 1, {20, 20}, 1, EV_L2NORM, 20, 4, 10, 0, false, false, false});
+    test_step<float>(CU_F32, {"l2norm under capacity: norm only", 16, 4, 2, {7, 3}, 1, EV_L2NORM, 12, 1, 2, 0, false, false, false});
+    test_step<float>(CU_F32, {"random evicts, many pieces", 16, 4, 2, {30, 30}, 1, EV_RANDOM, 30, 4, 10, 0, false, false, false});
+    test_step<__nv_bfloat16>(CU_BF16, {"random BF16 GQA 4", 24, 8, 4, {17, 17}, 1, EV_RANDOM, 17, 0, 2, 0, false, false, false});
+    test_step<float>(CU_F32, {"random with the rank-rotated query", 32, 8, 2, {12, 12}, 1, EV_RANDOM, 12, 1, 1, 0, false, false, true});
+    /* tova: the layer's head-averaged probabilities, the argmin evicted from every KV head */
+    test_step<float>(CU_F32, {"tova evicts layer-wise", 16, 4, 2, {20, 20, 20}, 1, EV_TOVA, 20, 0, 0, 0, false, true, false});
+    test_step<__half>(CU_F16, {"tova F16 MHA", 16, 8, 1, {9, 9, 9, 9}, 1, EV_TOVA, 9, 0, 0, 0, false, true, false});
 }
