@@ -14,6 +14,11 @@
  * two interleaved rounds, 2026-11-25): 2048 gave 3-5% more than 1024 on every type (Q4_1 14.4-14.7
  * vs 13.5-14.3 GB/s, Q8_0 15.2-16.1 vs 14.7-15.0), 3072 the same as 2048, 4096 less (11-13). */
 #define QPF 2048
+/* and into the L2 (Q6_K, Q8_0 only): same bench, 3 interleaved rounds (2026-11-27), ratio to
+ * F32 in the same run at 896x4864: Q6_K 0.90-0.91 without, 0.94-0.95 with L2 at 4096 (L1 at
+ * 1024 instead: 0.91-0.97); Q8_0 1.00-1.04 → 1.07-1.09; Q4_1 at 4864x896 lost (0.88-0.91 →
+ * 0.87-0.88), so not for the other A32 dtypes. */
+#define QPF_L2 4096
 #define QI static inline __attribute__((always_inline))
 
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
