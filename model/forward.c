@@ -368,11 +368,11 @@ static void decode_attention(engine *e, int l, float scale, int n_threads)
  * none of them slower than the old median, else it goes back at once (one lucky step on a noisy
  * machine costs a step or a few, not an interval). A
  * kept switch probes back after DEC_BACK_PROBE steps; a probe that loses doubles the interval
- * (up to DEC_MAX_INTERVAL). On an idle machine that is one 1-thread step after 64 steps, then
- * after 128, 256, ... The results do not depend on the thread count (every kernel sums in the
+ * (up to DEC_MAX_INTERVAL). On an idle machine that is one 1-thread step after 16 steps, then
+ * after 32, 64, ... The results do not depend on the thread count (every kernel sums in the
  * same order for any split), so switching never changes an output. LLM_ADAPT_THREADS=0 keeps
  * n_threads (=flip alternates, for the tests); LLM_ADAPT_DEBUG=1 prints each decision. */
-#define DEC_FIRST_PROBE 64
+#define DEC_FIRST_PROBE 16
 #define DEC_BACK_PROBE 16
 #define DEC_MAX_INTERVAL 1024
 #define DEC_SWITCH 0.92

@@ -29,10 +29,15 @@ static void matvec_rows(const cpu_simd_ops *s, float *y, const float *x, const w
     }
 }
 
-/* Weight bytes per block of rows the decode threads claim (rowsteal.h): small enough that a
- * slow thread's unclaimed rows are taken over, large enough that a thread's reads stay long
- * sequential streams. */
-#define MV_BLOCK_BYTES (32u << 10)
+/* Weight bytes per block of rows the decode threads claim (rowsteal.h). For F32/F16/BF16 a
+ * block is a thread's whole share, i.e. the static split: measured on stories110M F32, 2
+ * threads, quiet host (bench/threads_ab.py, interleaved against the static-split build): 32 KiB
+ * blocks decoded 15% slower (59-61 vs 69-71 tok/s), 256 KiB 4% slower, whole shares within
+ * 2% (noise). These kernels stream rows with a software prefetch that stops at a block's end, so
+ * short blocks break the stream. A core taken by another process is handled by the decode
+ * thread count instead (model/forward.c decode_threads_*). The block formats keep 32 KiB
+ * blocks (quant_gemm.c QMV_BLOCK_BYTES: SmolLM2 Q4_1 measured no slower). */
+#define MV_BLOCK_BYTES (1u << 30)
 
 /* k matrix-vector products with the same input in one parallel region (one fork/join, not
  * k): the R = Σ rows output rows split over the threads with stealing (rowsteal.h), thread t
