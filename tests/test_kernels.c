@@ -14,10 +14,12 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/rowsteal.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -161,7 +163,86 @@ static void test_widen_is_exact_in_every_family(void **state)
     free(b);
 }
 
+/* narrow_f16 / narrow_bf16 of every family give the scalar bits (f32_to_f16 / f32_to_bf16,
+ * themselves checked above) for every input: random bit patterns (NaNs with payloads, infinities,
+ * subnormals), every binary16 value and the midpoints around it (ties), and the overflow edge;
+ * lengths that leave a scalar tail. */
+static void test_narrow_every_family_matches_scalar_bits(void **state)
+{
+    (void)state;
+    size_t n = 4 * 65536 + 2000003;
+    float *x = malloc(n * 4);
+    uint16_t *a = malloc(n * 2), *b = malloc(n * 2);
+    assert_true(x && a && b);
+    size_t k = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float v = f16_ref((uint16_t)h), w = f16_ref((uint16_t)(h + 1));
+        x[k++] = v;
+        x[k++] = (float)(((double)v + w) / 2);
+        x[k++] = nextafterf(v, INFINITY);
+        x[k++] = nextafterf(v, -INFINITY);
+    }
+    const float edge[] = {65504.0f, 65519.99f, 65520.0f, -65520.0f, 5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f,
+                          1e-45f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 3.3895314e38f, -3.3895314e38f};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) x[k++] = edge[i];
+    while (k < n) {
+        uint32_t u = (uint32_t)((rng = rng * 6364136223846793005ull + 1442695040888963407ull) >> 32);
+        memcpy(&x[k++], &u, 4);
+    }
+    for (int f = 0; f < N_FAMILIES; f++) {
+        const cpu_simd_ops *s = family(FAMILIES[f]);
+        if (!s) continue;
+        for (int dt = 0; dt < 2; dt++)
+            for (size_t len = n; len + 40 > n; len -= 13) {   /* tails of 0..VN-1 elements */
+                (dt ? cpu_simd_scalar.narrow_bf16 : cpu_simd_scalar.narrow_f16)(a, x, len);
+                (dt ? s->narrow_bf16 : s->narrow_f16)(b, x, len);
+                for (size_t i = 0; i < len; i++)
+                    if (a[i] != b[i])
+                        fail_msg("%s narrow_%s(%a) = 0x%04x, scalar 0x%04x", s->name, dt ? "bf16" : "f16", x[i], b[i], a[i]);
+                if (dt == 0) assert_int_equal(a[0], f32_to_f16(x[0]));
+            }
+    }
+    free(x);
+    free(a);
+    free(b);
+}
+
 /* ------------------------------------------------------------------------ matvec */
+
+/* rowsteal.h: for any row count, block size and thread count, the claims of threads running
+ * at once (owners from the front, half the free blocks at a time; others from the back) cover
+ * every row exactly once; with one thread the share is claimed front to back. */
+static void test_rowsteal_claims_every_row_exactly_once(void **state)
+{
+    (void)state;
+    const long long totals[] = {1, 7, 64, 1000, 4099};
+    const size_t blocks[] = {1, 3, 64, 1u << 30};
+    int *hits = calloc(4099, sizeof *hits);
+    assert_non_null(hits);
+    for (size_t a = 0; a < sizeof totals / sizeof totals[0]; a++)
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+            for (int T = 1; T <= 5; T++)
+                for (int rep = 0; rep < 20; rep++) {
+                    long long R = totals[a];
+                    memset(hits, 0, (size_t)R * sizeof *hits);
+                    rowsteal rs;
+                    rs_init(&rs, R, T, 1, blocks[b], 1);
+#pragma omp parallel num_threads(T)
+                    {
+                        int t = omp_get_thread_num(), v = t;
+                        long long g0, g1, last = -1;
+                        while (rs_next(&rs, t, T, &v, &g0, &g1)) {
+                            if (T == 1 && g0 != last + 1) hits[0] = -1000;   /* front to back */
+                            last = g1 - 1;
+                            for (long long r = g0; r < g1; r++) __atomic_add_fetch(&hits[r], 1, __ATOMIC_RELAXED);
+                        }
+                    }
+                    for (long long r = 0; r < R; r++)
+                        if (hits[r] != 1)
+                            fail_msg("rows %lld, block %zu, %d threads: row %lld claimed %d times", R, blocks[b], T, r, hits[r]);
+                }
+    free(hits);
+}
 
 static void test_matvec_every_family_matches_scalar_at_odd_sizes(void **state)
 {
@@ -546,6 +627,8 @@ int main(void)
         cmocka_unit_test(test_f32_to_f16_rounds_like_float16_cast),
         cmocka_unit_test(test_f32_to_bf16_is_round_to_nearest_even),
         cmocka_unit_test(test_widen_is_exact_in_every_family),
+        cmocka_unit_test(test_narrow_every_family_matches_scalar_bits),
+        cmocka_unit_test(test_rowsteal_claims_every_row_exactly_once),
         cmocka_unit_test(test_matvec_every_family_matches_scalar_at_odd_sizes),
         cmocka_unit_test(test_matvec_scalar_is_the_dot_product_of_widened_weights),
         cmocka_unit_test(test_matmul_every_dtype_and_batch_matches_float64),

@@ -29,15 +29,13 @@ static void matvec_rows(const cpu_simd_ops *s, float *y, const float *x, const w
     }
 }
 
-/* Weight bytes per block of rows the decode threads claim (rowsteal.h). For F32/F16/BF16 a
- * block is a thread's whole share, i.e. the static split: measured on stories110M F32, 2
- * threads, quiet host (bench/threads_ab.py, interleaved against the static-split build): 32 KiB
- * blocks decoded 15% slower (59-61 vs 69-71 tok/s), 256 KiB 4% slower, whole shares within
- * 2% (noise). These kernels stream rows with a software prefetch that stops at a block's end, so
- * short blocks break the stream. A core taken by another process is handled by the decode
- * thread count instead (model/forward.c decode_threads_*). The block formats keep 32 KiB
- * blocks (quant_gemm.c QMV_BLOCK_BYTES: SmolLM2 Q4_1 measured no slower). */
-#define MV_BLOCK_BYTES (1u << 30)
+/* Weight bytes per block of rows the decode threads claim (rowsteal.h: the owner of a share
+ * claims half of its free blocks at a time, the others one block from the back). Measured on
+ * stories110M-shape F16/BF16/F32, 2 threads (bench/decode_ab.py under chrt -f 50, 3 rounds
+ * interleaved, 2026-11-27): 32 KiB blocks 70% / 72% / 82% of the bandwidth against whole shares'
+ * 67% / 70% / 82%. With one claim per block (the earlier rowsteal.h) 32 KiB blocks were 10-15%
+ * slower than whole shares: a locked instruction per block drained the memory pipeline. */
+#define MV_BLOCK_BYTES (32u << 10)
 
 /* k matrix-vector products with the same input in one parallel region (one fork/join, not
  * k): the R = Σ rows output rows split over the threads with stealing (rowsteal.h), thread t

@@ -171,18 +171,24 @@ void widen_elems(dtype_t dt, const void *src, float *dst, size_t n)
 
 void narrow_elems(dtype_t dt, const float *src, void *dst, size_t n)
 {
-    uint16_t *h = dst;
     if (dt == DT_F32) memcpy(dst, src, n * sizeof(float));
-    else if (dt == DT_F16)
-        for (size_t i = 0; i < n; i++) h[i] = f32_to_f16(src[i]);
-    else if (dt == DT_BF16)
-        for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(src[i]);
+    else if (dt == DT_F16) cpu_simd()->narrow_f16(dst, src, n);
+    else if (dt == DT_BF16) cpu_simd()->narrow_bf16(dst, src, n);
 }
 
 void round_elems(dtype_t dt, float *x, size_t n)
 {
-    if (dt == DT_F16)
-        for (size_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
-    else if (dt == DT_BF16)
-        for (size_t i = 0; i < n; i++) x[i] = bf16_to_f32(f32_to_bf16(x[i]));
+    if (dt != DT_F16 && dt != DT_BF16) return;
+    const cpu_simd_ops *s = cpu_simd();
+    uint16_t h[256];   /* narrowed and widened back a chunk at a time */
+    for (size_t i = 0; i < n; i += 256) {
+        size_t m = n - i < 256 ? n - i : 256;
+        if (dt == DT_F16) {
+            s->narrow_f16(h, x + i, m);
+            s->widen_f16(x + i, h, m);
+        } else {
+            s->narrow_bf16(h, x + i, m);
+            s->widen_bf16(x + i, h, m);
+        }
+    }
 }

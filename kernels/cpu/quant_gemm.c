@@ -47,7 +47,8 @@ int cpu_qgemm_mode = 0;
 
 /* Below this many weights a matrix-vector product runs on one thread. */
 #define QMV_PAR_MIN (1 << 15)
-/* Weight bytes per block of rows the decode threads claim (rowsteal.h). */
+/* Weight bytes per block of rows the decode threads claim (rowsteal.h; with its guided claims
+ * SmolLM2 Q4_1 2-thread decode went 205 -> 236 tok/s and Qwen2.5-0.5B 48.5 -> 53.7, 2026-11-27). */
 #define QMV_BLOCK_BYTES (32u << 10)
 /* Weight bytes per prefill chunk (per thread): the chunk stays in the L2 while every
  * activation row passes over it. */

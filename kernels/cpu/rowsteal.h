@@ -2,13 +2,15 @@
  * quant_gemm.c's n = 1 path) split over the threads of one parallel region with stealing.
  *
  * Thread t owns the contiguous share [R·t/T, R·(t+1)/T) of the R rows (as a static split) and
- * claims it block by block (an atomic counter per share); when its share is done it claims the
- * next unclaimed blocks of the other shares. On an idle machine every thread reads its own
- * share front to back as before; where a thread runs slower (a core shared with another
- * process, a late wake-up) the others take over the blocks it has not reached, instead of
- * waiting for it at the join. Each output row is still computed whole by one thread with the
- * same kernel, so the results do not depend on who computes it (bit-identical for any thread
- * count and any timing). */
+ * claims it block by block from the front; when its share is done it claims blocks of the other
+ * shares from their back ends. On an idle machine every thread reads its own share front to
+ * back as before, and where one thread runs slower (its memory stream, a core shared with
+ * another process, a late wake-up) the others take the blocks it has not reached instead of
+ * waiting for it at the join. Stealing from the back keeps the owner's stream contiguous: taking
+ * the block right after the owner's (as an earlier version did) wasted the lines the hardware
+ * prefetcher had already fetched for the owner and broke its stream. Each output row is still
+ * computed whole by one thread with the same kernel, so the results do not depend on who
+ * computes it (bit-identical for any thread count and any timing). */
 #ifndef LLM_KERNELS_CPU_ROWSTEAL_H
 #define LLM_KERNELS_CPU_ROWSTEAL_H
 
@@ -20,8 +22,11 @@
 #define RS_MAX_THREADS 64
 
 typedef struct {
-    _Alignas(64) long long next;   /* blocks of this share claimed so far */
-    char pad[64 - sizeof(long long)];
+    /* blocks of this share claimed: from the front (low 32 bits, the owner) and from the back
+     * (high 32 bits, the others); one word, so one atomic add claims and the sum says whether
+     * the block was still free */
+    _Alignas(64) unsigned long long fb;
+    char pad[64 - sizeof(unsigned long long)];
 } rs_counter;
 
 typedef struct {
@@ -39,24 +44,47 @@ static inline void rs_init(rowsteal *rs, long long total, int nt, size_t row_byt
     rs->block = b < align ? align : b;
     rs->total = total;
     rs->nt = nt;
-    for (int t = 0; t < nt && t < RS_MAX_THREADS; t++) rs->c[t].next = 0;
+    for (int t = 0; t < nt && t < RS_MAX_THREADS; t++) rs->c[t].fb = 0;
+}
+
+#define RS_FRONT 1ull
+#define RS_BACK (1ull << 32)
+#define RS_LO(x) ((long long)((x) & 0xffffffffull))
+
+/* Claims blocks of share v for thread t (T threads): its owner (v == t) from the front, half of
+ * the free blocks at a time (guided: a locked instruction drains the core's memory pipeline, so
+ * one per 32 KiB block cost 5-10% of a 2-thread decode; this is about log2 of the blocks), anyone
+ * else one block from the back. 0 when the share has no free block left. */
+static inline int rs_claim(rowsteal *rs, int v, int t, int T, long long *g0, long long *g1)
+{
+    long long s0 = rs->total * v / T, s1 = rs->total * (v + 1) / T;
+    long long nb = (s1 - s0 + rs->block - 1) / rs->block;
+    unsigned long long cur = __atomic_load_n(&rs->c[v].fb, __ATOMIC_RELAXED);
+    for (;;) {
+        long long f = RS_LO(cur), b = (long long)(cur >> 32), free_ = nb - f - b;
+        if (free_ <= 0) return 0;
+        long long take = v == t ? (free_ + 1) / 2 : 1, i0;
+        unsigned long long next = v == t ? cur + (unsigned long long)take * RS_FRONT : cur + RS_BACK;
+        if (!__atomic_compare_exchange_n(&rs->c[v].fb, &cur, next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            continue;                                           /* cur reloaded: try again */
+        i0 = v == t ? f : nb - b - 1;                           /* first block index claimed */
+        *g0 = s0 + i0 * rs->block;
+        *g1 = *g0 + take * rs->block < s1 ? *g0 + take * rs->block : s1;
+        return 1;
+    }
 }
 
 /* The next block for thread t of T (T ≤ rs->nt): rows [*g0, *g1) of the concatenation; 0 when
- * every block is claimed. *victim: the share being worked (start with t). */
+ * every block is claimed. *victim: the share being worked (start with t): its own share first,
+ * then the following ones in turn, from their back ends. */
 static inline int rs_next(rowsteal *rs, int t, int T, int *victim, long long *g0, long long *g1)
 {
     for (int k = 0; k < T; k++) {
-        int v = (*victim + k) % T;   /* own share first, then the following ones in turn */
-        long long s0 = rs->total * v / T, s1 = rs->total * (v + 1) / T;
-        if (s0 + __atomic_load_n(&rs->c[v].next, __ATOMIC_RELAXED) * rs->block >= s1) continue;   /* (a cheap look before the claim) */
-        long long i = __atomic_fetch_add(&rs->c[v].next, 1, __ATOMIC_RELAXED);
-        long long a = s0 + i * rs->block;
-        if (a >= s1) continue;
-        *victim = v;
-        *g0 = a;
-        *g1 = a + rs->block < s1 ? a + rs->block : s1;
-        return 1;
+        int v = (*victim + k) % T;
+        if (rs_claim(rs, v, t, T, g0, g1)) {
+            *victim = v;
+            return 1;
+        }
     }
     return 0;
 }

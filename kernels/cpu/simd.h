@@ -26,6 +26,10 @@ typedef struct {
     /* out[i] = (float)in[i], i < n (exact). */
     void (*widen_f16)(float *out, const uint16_t *in, size_t n);
     void (*widen_bf16)(float *out, const uint16_t *in, size_t n);
+    /* out[i] = in[i] rounded to binary16 / bfloat16 (nearest even; NaN stays NaN), i < n:
+     * bit-identical to f32_to_f16 / f32_to_bf16 (kernels/dtype.c) for every input. */
+    void (*narrow_f16)(uint16_t *out, const float *in, size_t n);
+    void (*narrow_bf16)(uint16_t *out, const float *in, size_t n);
     /* a · b over n floats. */
     float (*dot)(const float *a, const float *b, int n);
     /* y[i] += a * x[i], i < n. */

@@ -65,5 +65,23 @@ T static inline __m256 vload_bf16(const uint16_t *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
 }
 
+/* f32 → binary16 by vcvtps2ph with round-to-nearest-even: the same bits as f32_to_f16 for every
+ * input (overflow to inf, subnormals, NaN quieted with its payload's top bits). */
+T static inline void vstore_f16(uint16_t *p, __m256 v)
+{
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+/* f32 → bfloat16 as f32_to_bf16: (u + 0x7fff + (u >> 16 & 1)) >> 16, NaN: u >> 16 | 0x40. */
+T static inline void vstore_bf16(uint16_t *p, __m256 v)
+{
+    __m256i u = _mm256_castps_si256(v), hi = _mm256_srli_epi32(u, 16);
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), _mm256_and_si256(hi, _mm256_set1_epi32(1)));
+    r = _mm256_srli_epi32(r, 16);
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(r));
+}
+
 #include "kernels/cpu/simd_body.inc"
 #endif

@@ -76,5 +76,20 @@ T static inline void mv_prefetch(const void *p, const char *end)
 }
 #define MV_PREFETCH(p, end) mv_prefetch(p, end)
 
+/* f32 → binary16 / bfloat16, the same bits as f32_to_f16 / f32_to_bf16 (see simd_avx2.c). */
+T static inline void vstore_f16(uint16_t *p, __m512 v)
+{
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+T static inline void vstore_bf16(uint16_t *p, __m512 v)
+{
+    __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+    r = _mm512_srli_epi32(r, 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
+}
+
 #include "kernels/cpu/simd_body.inc"
 #endif

@@ -47,6 +47,16 @@ static void widen_bf16(float *out, const uint16_t *in, size_t n)
     for (size_t i = 0; i < n; i++) out[i] = bf16_to_f32(in[i]);
 }
 
+static void narrow_f16(uint16_t *out, const float *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = f32_to_f16(in[i]);
+}
+
+static void narrow_bf16(uint16_t *out, const float *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = f32_to_bf16(in[i]);
+}
+
 static float dot(const float *a, const float *b, int n)
 {
     float s = 0.0f;
@@ -135,6 +145,8 @@ const cpu_simd_ops cpu_simd_scalar = {
     .matvec_bf16 = matvec_bf16,
     .widen_f16 = widen_f16,
     .widen_bf16 = widen_bf16,
+    .narrow_f16 = narrow_f16,
+    .narrow_bf16 = narrow_bf16,
     .dot = dot,
     .axpy = axpy,
     .exp_sum = exp_sum,
