@@ -52,9 +52,11 @@ cudaError_t launch_round(float *x, int dt, size_t n, cudaStream_t s);
  * q [n] rows of stride q_stride (query heads, post-RoPE, f32); live keys/values of head g:
  * kc/vc + off[g]*head_dim, len[g] slots (storage k_dt / v_dt: both the cache's type, or f32
  * keys — the rank-rotated scratch of --rope shifted — with 16-bit values); the chunk's
- * k_new/v_new [n] rows of stride kv_stride (f32). Query row i of head h (KV head h / G) attends to
+ * k_new/v_new [n] rows of stride kv_stride (f32; with a 16-bit cache, values of the cache's type,
+ * as the engine's launch_round leaves them: the tensor-core kernel reads them as that type). Query row i of head h (KV head h / G) attends to
  * all live slots of its KV head and to chunk tokens 0..i. Tiled (16 query rows × 16 keys),
- * online softmax. out [n] rows of stride out_stride; lse[h * lse_stride + i] = log Σ_j exp(s_ij)
+ * online softmax (with a 16-bit cache and head_dim a multiple of 16 up to 128 on tensor cores:
+ * attn_prefill_uses_tc). out [n] rows of stride out_stride; lse[h * lse_stride + i] = log Σ_j exp(s_ij)
  * with s_ij = scale · q_i·k_j (the row log-sum-exp, for the column-sum pass). head_dim ≤ 256.
  * head_scale (device [n_kv_heads] or NULL): the scale of KV head g's query heads instead of
  * `scale` (a policy's logit scale, buzz_logn: scale · λ(n_keys), POLICIES.md §4.9). */
@@ -63,6 +65,9 @@ cudaError_t launch_attn_prefill(const float *q, int q_stride, const void *kc, in
                                 const float *v_new, int kv_stride, int n, int n_heads, int G,
                                 int head_dim, float scale, float *out, int out_stride, float *lse,
                                 int lse_stride, cudaStream_t s, const float *head_scale = nullptr);
+/* 1 when launch_attn_prefill takes the tensor-core kernel for these storage types and head size
+ * (k_dt == v_dt, CU_F16 or CU_BF16; head_dim a multiple of 16, 16..128). */
+int attn_prefill_uses_tc(int k_dt, int v_dt, int head_dim);
 /* Prefill column sums (POLICIES.md §1.5) without the N×N matrix: a second QKᵀ pass that uses
  * the row LSE: colsum[g * cand_stride + j] = Σ_{h ∈ group g} Σ_i exp(s_ij − lse_hi) over the
  * chunk's rows i that see candidate j (candidates: the live slots of g, then the chunk's

@@ -285,8 +285,9 @@ inline void emu_run(dim3 grid, dim3 block, size_t smem, const std::function<void
         emu_last_error = cudaErrorInvalidConfiguration;
         return;
     }
-    std::vector<float> dyn(smem / sizeof(float) + 1);
-    emu_dyn_smem = dyn.data();
+    /* 128-byte aligned, as the hardware's dynamic shared memory (WMMA needs 32) */
+    std::vector<float> dyn(smem / sizeof(float) + 1 + 32);
+    emu_dyn_smem = dyn.data() + (128 - (uintptr_t)dyn.data() % 128) % 128 / sizeof(float);
     const unsigned T = block.x;
     emu_s.T = T;
     emu_s.f.resize(T);
@@ -390,5 +391,7 @@ inline void emu_launch(G grid_, B block_, size_t smem, cudaStream_t, std::functi
     emu_cnt.direct_launches++;
     emu_run(grid, block, smem, body);
 }
+
+#include "tests/cuda_emu/emu_wmma.h"
 
 #endif

@@ -70,6 +70,8 @@ template <typename T> static void test_prefill(int dt, const char *tname, int hd
     std::vector<T> kc = store<T>(kf), vc = store<T>(vf);
     kf = load(kc);
     vf = load(vc);
+    kn = load(store<T>(kn)); /* the chunk's K/V hold values of the cache type (the engine rounds them) */
+    vn = load(store<T>(vn));
     const float scale = 1.0f / sqrtf((float)hd);
     const int lse_stride = n + 3, cand_stride = cap + n + 2;
     std::vector<float> out((size_t)n * qdim, NAN), lse((size_t)H * lse_stride, NAN),
@@ -340,6 +342,15 @@ int main(int argc, char **argv)
     test_prefill<float>(CU_F32, "F32", 40, 21, {5, 19});
     test_prefill<__half>(CU_F16, "F16", 20, 17, {0, 33});
     test_prefill<__nv_bfloat16>(CU_BF16, "BF16", 64, 5, {16, 1});
+    /* the tensor-core kernel (16-bit caches, head_dim a multiple of 16): several query blocks,
+     * an empty cache, a cache longer than the chunk, head_dim 32..128 */
+    check(attn_prefill_uses_tc(CU_F16, CU_F16, 64) && attn_prefill_uses_tc(CU_BF16, CU_BF16, 128) &&
+              !attn_prefill_uses_tc(CU_F16, CU_F16, 20) && !attn_prefill_uses_tc(CU_F32, CU_F32, 64) &&
+              !attn_prefill_uses_tc(CU_F32, CU_F16, 64) && !attn_prefill_uses_tc(CU_F16, CU_F16, 256),
+          "prefill: tensor cores for 16-bit caches with head_dim 16k <= 128 only", 0);
+    test_prefill<__half>(CU_F16, "F16 (tensor cores)", 64, 70, {0, 37});
+    test_prefill<__half>(CU_F16, "F16 (tensor cores)", 32, 17, {5, 100});
+    test_prefill<__nv_bfloat16>(CU_BF16, "BF16 (tensor cores)", 128, 40, {50, 3});
     test_steps();
     test_evict(EV_LOCAL, "local", 6, 0, 0, 0, 20, 8);
     test_evict(EV_STREAMING, "streaming", 7, 3, 0, 0, 25, 8);
