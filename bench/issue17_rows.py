@@ -12,7 +12,10 @@ interleaved in the same invocation (A B A B ..., medians), so a busy host moves 
     both engines) ÷ llama.cpp's llama-bench pp, 1 and N threads, when bench/llamacpp.sh has built
     it (never built here: 12-15 minutes; the section says how);
   - 2-thread decode while another process keeps one core busy ÷ 1-thread decode (same
-    conditions), SmolLM2 or else the 110M model.
+    conditions), SmolLM2 or else the 110M model;
+  - every policy at budget 1.0 (nothing can be evicted) ÷ full: prefill (512 ids) and decode
+    (-n 64) tok/s, SmolLM2 or else the 110M model, the policies in a rotating order each round
+    (LLM_ADAPT_THREADS=0: the decode thread-count probes would add their own noise).
 The decode ÷ bandwidth rows (BF16 / F16 / F32) come from build/bench/bench_cpu in the same
 `make bench` run (the table above this section).
 """
@@ -38,8 +41,18 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def llm_json(args):
-    out, _ = vs.run_rss([LLM] + args + ["--json"])
+def llm_json(args, env=None):
+    if env:   # run_rss forks and execs: the child inherits os.environ
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+    try:
+        out, _ = vs.run_rss([LLM] + args + ["--json"])
+    finally:
+        for k, v in (old.items() if env else ()):
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return json.loads(out)
 
 
@@ -135,14 +148,53 @@ def rows_busy_core(rounds, threads):
         label, a / b, a, b, "yes" if a / b >= 0.9 else "no")]
 
 
+def policy_names():
+    out = subprocess.run([LLM, "--list-policies"], capture_output=True, text=True).stdout
+    return [ln.split()[0] for ln in out.splitlines() if ln and not ln[0].isspace()]
+
+
+def rows_budget1(rounds, threads):
+    if os.path.exists(SMOL):
+        model, label = SMOL, "SmolLM2 Q4_1"
+    else:
+        (_, model), = vs.models(["110m-f32"])
+        label = "110M F32"
+    pols = policy_names()
+    ids = ",".join(str(1000 + (7919 * i) % 20000) for i in range(512))
+    pre = {p: [] for p in pols}
+    dec = {p: [] for p in pols}
+    for r in range(rounds):
+        order = pols[r % len(pols):] + pols[:r % len(pols)]
+        for pol in order:
+            j = llm_json(["-m", model, "--prompt-ids", ids, "-n", "64", "--ignore-eos", "-t", str(threads),
+                          "--policy", pol, "--budget", "1"], env={"LLM_ADAPT_THREADS": "0"})
+            pre[pol].append(j["timings"]["prefill_tok_s"])
+            dec[pol].append(j["timings"]["decode_tok_s"])
+        log("issue17: budget 1.0 round %d done (%d policies)" % (r + 1, len(pols)))
+    out = []
+    for name, res in (("prefill 512", pre), ("decode", dec)):
+        full = statistics.median(res["full"])
+        ratios = {p: statistics.median(res[p]) / full for p in pols if p != "full"}
+        worst = min(ratios, key=ratios.get)
+        out.append("| %s at budget 1.0 (nothing to evict) ÷ full, every policy (%s, %d threads) | worst %s %.3f× (all: %s) | ≥ 0.95× | %s |" % (
+            name, label, threads, worst, ratios[worst], ", ".join("%s %.2f" % (p, ratios[p]) for p in sorted(ratios)),
+            "yes" if ratios[worst] >= 0.95 else "no"))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--only", choices=["budget1"], help="print only these rows")
     a = ap.parse_args()
     if not os.access(LLM, os.X_OK):
         sys.exit("issue17_rows: %s not built" % LLM)
+    if a.only == "budget1":
+        print("\n".join(rows_budget1(a.rounds, a.threads)))
+        return
     rows = rows_budget(a.rounds, a.threads) + rows_prefill_llamacpp(a.rounds, a.threads) + rows_busy_core(a.rounds, a.threads)
+    rows += rows_budget1(a.rounds, a.threads)
     print("### Issue 17 targets (ratios of interleaved runs in this invocation, medians of %d rounds; bench/issue17_rows.py)\n" % a.rounds)
     print("| figure | measured | goal | met |\n|---|---|---|---|")
     for r in rows:

@@ -127,6 +127,10 @@ typedef struct policy_ops {
     /* Decode attention of the G query heads q [G][head_dim] of group g, replacing the exact
      * attention over the live slots (subgen_stream's estimator, §8.3); out [G][head_dim]. */
     void (*attend)(kv_cache *kv, int layer, int g, const float *q, float scale, float *out);
+    /* 1: attend is exactly the engine's attention while nothing has left the cache
+     * (subgen_stream with an empty sketch), so a run where nothing can be evicted skips it
+     * (passthrough). logit_scale never blocks passthrough: the engine applies it either way. */
+    int attend_exact_when_fits;
     /* Decode, after every group's post_attn: layer-wise eviction (tova, §10.3). probs[h*stride+j]
      * for all n_heads query heads when KV_STAT_DECODE_PROBS. */
     void (*post_attn_layer)(kv_cache *kv, int layer, int t, const float *probs, int stride);
@@ -160,10 +164,11 @@ struct kv_cache {
     size_t sketch_bytes;     /* bytes a policy keeps of K/V-derived data outside the slots
                                 (subgen_stream's clusters and samples, §8.3): counted in every
                                 KV byte figure (kv_bytes_allocated, kv_stats) */
-    int passthrough;         /* every capacity covers prompt + max new and the policy does not
-                                change the attention itself (logit_scale, attend): nothing can
-                                ever be evicted, so no hook runs and no statistic is computed
-                                (issue 17: such a run costs what `full` costs) */
+    int passthrough;         /* every capacity covers prompt + max new and the policy has no
+                                attend of its own (or one that is exact while nothing left the
+                                cache): nothing can ever be evicted, so no hook runs and no
+                                statistic is computed (issue 17: such a run costs what `full`
+                                costs, plus a logit_scale where the policy has one) */
 };
 
 /* Parameter access for policies (in init). The value set by the user, else def. A value that

@@ -78,7 +78,7 @@ int kv_init(kv_cache *kv, const policy_ops *ops, const policy_params *params,
         kv->v32 = malloc(kv->arena_rows * (size_t)head_dim * sizeof(float));
         if (!kv->k32 || !kv->v32) goto oom;
     }
-    kv->passthrough = !ops->logit_scale && !ops->attend && !params->hooks_always;
+    kv->passthrough = (!ops->attend || ops->attend_exact_when_fits) && !params->hooks_always;
     for (int i = 0; i < n_layers * n_kv_heads; i++)
         if (kv->cap[i] < n_prompt + max_new) kv->passthrough = 0;
     if (ops->stats && !kv->passthrough) {

@@ -418,5 +418,6 @@ const policy_ops policy_subgen_stream = {
     .on_prefill = ss_on_prefill,
     .pre_attn = ss_pre_attn,
     .attend = ss_attend,
+    .attend_exact_when_fits = 1,
     .free_state = ss_free,
 };

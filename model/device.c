@@ -86,6 +86,7 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->mode = DEV_POLICY_DEVICE;
         dp->evict = EV_NONE;
         dp->want_probs = dp->want_colsum = 0;
+        dp->host_attend = 0;   /* an attend hook that is exact while nothing leaves the cache */
         return 0;
     }
     if (!strcmp(ops->name, "full")) {

@@ -548,7 +548,7 @@ static int decode_cpu(engine *e, int token, int pos, int T)
                 for (int h = g * G; h < (g + 1) * G; h++) rotate_ranks(e, e->q + (size_t)h * hd, 1, hd, len - 1);
             }
         /* attention over the live slots of each head's KV group (or the policy's own) */
-        if (kv->ops->attend) {
+        if (kv->ops->attend && !kv->passthrough) {
             for (int g = 0; g < Hkv; g++)
                 kv->ops->attend(kv, l, g, e->q + (size_t)g * G * hd, scale, e->att + (size_t)g * G * hd);
         } else {

@@ -290,6 +290,28 @@ static void test_subgen_stream_rejects_a_sketch_larger_than_the_budget(void **st
     ts_expect_init_error(policy_find("subgen_stream"), 20, flags2, 100, 10, "exceed the capacity");
 }
 
+/* Passthrough (issue 17: a run where nothing can be evicted costs what `full` costs): a budget
+ * covering prompt + max new makes subgen_stream (whose attend is exact while its sketch is empty)
+ * and buzz_logn (whose logit scale the engine applies either way) passthrough, with no scores;
+ * one token less and they are not. */
+static void test_subgen_stream_and_buzz_logn_are_passthrough_when_nothing_can_be_evicted(void **state)
+{
+    (void)state;
+    const char *names[] = {"subgen_stream", "buzz_logn"};
+    for (int i = 0; i < 2; i++)
+        for (int b = 0; b < 2; b++) {
+            kv_cache kv;
+            policy_params pp;
+            char err[256];
+            assert_int_equal(ts_params(&pp, policy_find(names[i]), b == 0 ? 30 : 29, 1, NULL, err, sizeof err), 0);
+            pp.hooks_always = 0;   /* as a real run */
+            assert_int_equal(kv_init(&kv, policy_find(names[i]), &pp, 2, 2, 4, TS_D, 20, 10, err, sizeof err), 0);
+            if (kv.passthrough != (b == 0)) fail_msg("%s budget %d: passthrough %d", names[i], 30 - b, kv.passthrough);
+            if (b == 0) assert_null(kv.score);
+            kv_free(&kv);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_subgen_stream_decode_moves_the_oldest_window_token_into_the_sketch),
         cmocka_unit_test(test_subgen_stream_auto_delta_is_the_gonzalez_radius_of_the_sketched_prompt),
         cmocka_unit_test(test_subgen_stream_rejects_a_sketch_larger_than_the_budget),
+        cmocka_unit_test(test_subgen_stream_and_buzz_logn_are_passthrough_when_nothing_can_be_evicted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
