@@ -1,9 +1,10 @@
 /* matvec_seq: how close the decode's matrix-vector products come to the memory bandwidth when
  * nothing else runs between them (issue 17's "decode ÷ bandwidth" row, taken apart).
  *
- *   matvec_seq MODEL_DIR [--dtype f32|f16|bf16] [--threads N] [--reps R]
+ *   matvec_seq MODEL_DIR [--dtype f32|f16|bf16] [--threads N] [--reps R] [--resident 0|1]
  *
- * Loads the model (converted to --dtype, default f16) and times, best of R (default 20):
+ * Loads the model (converted to --dtype, default f16; then, as llm-run does, copied into one
+ * huge-page arena by model_make_resident unless --resident 0) and times, best of R (default 20):
  *   seq   every layer's decode products back to back, as model/forward.c calls them (q/k/v in
  *         one call, o, gate/up + SwiGLU, down: 4 parallel regions a layer), nothing in between;
  *   lm    the LM head alone (one region over the largest matrix);
@@ -58,16 +59,18 @@ int main(int argc, char **argv)
         return 2;
     }
     dtype_t dt = DT_F16;
-    int threads = 0, reps = 20;
+    int threads = 0, reps = 20, resident = 1;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--dtype")) dt = !strcmp(argv[i + 1], "f32") ? DT_F32 : !strcmp(argv[i + 1], "bf16") ? DT_BF16 : DT_F16;
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--resident")) resident = atoi(argv[i + 1]);
     }
     if (threads > 0) omp_set_num_threads(threads);
     model_weights m;
     char err[256];
-    if (model_load(argv[1], &m, err, sizeof err) || model_convert(&m, dt, err, sizeof err)) {
+    if (model_load(argv[1], &m, err, sizeof err) || model_convert(&m, dt, err, sizeof err) ||
+        (resident && model_make_resident(&m, err, sizeof err))) {
         fprintf(stderr, "matvec_seq: %s\n", err);
         return 1;
     }
@@ -108,8 +111,8 @@ int main(int argc, char **argv)
         if (rd < best_rd) best_rd = rd;
     }
     double g_seq = seq_bytes / best_seq / 1e9, g_lm = weight_bytes(&m.lm_head) / best_lm / 1e9, g_rd = bw_n * 4.0 / best_rd / 1e9;
-    printf("%s %s, %d threads, best of %d: read %.2f GB/s | seq %.1f MB in %d regions %.2f GB/s (%.0f%%) | lm %.1f MB %.2f GB/s (%.0f%%)\n",
-           argv[1], dtype_name(dt), omp_get_max_threads(), reps, g_rd, seq_bytes / 1e6, 4 * c->n_layers, g_seq,
+    printf("%s %s%s, %d threads, best of %d: read %.2f GB/s | seq %.1f MB in %d regions %.2f GB/s (%.0f%%) | lm %.1f MB %.2f GB/s (%.0f%%)\n",
+           argv[1], dtype_name(dt), resident ? "" : " (not resident)", omp_get_max_threads(), reps, g_rd, seq_bytes / 1e6, 4 * c->n_layers, g_seq,
            100 * g_seq / g_rd, weight_bytes(&m.lm_head) / 1e6, g_lm, 100 * g_lm / g_rd);
     free(buf);
     free(x), free(a), free(b), free(d), free(e), free(logits);

@@ -214,6 +214,7 @@ typedef struct {
     st_file *files;                  /* one per shard */
     void **owned;                    /* buffers allocated by model_convert */
     int n_owned;
+    int resident;                    /* model_make_resident ran (the arena is in owned) */
 #define MODEL_MAX_KEPT 8
     int n_kept;                      /* model_convert: weights left in their dtype (row length not
                                         a multiple of the target's block) */

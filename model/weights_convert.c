@@ -4,6 +4,9 @@
 #include "model/internal.h"
 
 #include <omp.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -117,14 +120,21 @@ int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen) {
     return 0;
 }
 
-/* Copies w out of the file mapping to arena + *off (64-byte aligned; *off advances), in 8 MiB
+/* Copies w to arena + *off (64-byte aligned; *off advances). Out of the file mapping: in 8 MiB
  * blocks, giving each block's whole pages of the mapping back to the kernel once copied
  * (MADV_DONTNEED): the mapping is never read again for w, so peak RSS stays one copy of the
- * weights plus a block, not two (issue 17: llama.cpp keeps one mapped copy). With arena NULL it
- * only adds w's size to *off (the sizing pass). Already owned (converted): nothing. */
-static void make_resident(const model_weights *m, weight_t *w, char *arena, size_t *off) {
+ * weights plus a block, not two (issue 17: llama.cpp keeps one mapped copy). Out of an owned
+ * buffer (a converted weight, model_convert): the buffer is freed once copied. Converted buffers
+ * are 2 MiB-aligned huge pages only in their whole 2 MiB pages (model_alloc_weight), so a
+ * 768x768 F16 matrix (1.2 MiB) sat in 4 KiB pages: with every matrix in the arena the 2-thread
+ * F16 decode of the 110M shape streamed its layers at the LM head's rate (bench/cpu.md). With
+ * arena NULL it only adds w's size to *off (the sizing pass). */
+static void drop_mappings(const model_weights *m);
+
+static void make_resident(model_weights *m, weight_t *w, char *arena, size_t *off) {
+    int owned = -1;
     for (int i = 0; i < m->n_owned; i++)
-        if (m->owned[i] == w->data) return;
+        if (m->owned[i] && m->owned[i] == w->data) owned = i;
     size_t bytes = weight_bytes(w), at = *off;
     *off += (bytes + 63) & ~(size_t)63;
     if (!arena) return;
@@ -138,7 +148,14 @@ static void make_resident(const model_weights *m, weight_t *w, char *arena, size
             memcpy(out + o, src + o, b1 - o < (1 << 16) ? b1 - o : (1 << 16));
         /* the whole pages inside [src + b0, src + b1): no other tensor shares them */
         uintptr_t lo = ((uintptr_t)src + b0 + page - 1) / page * page, hi = ((uintptr_t)src + b1) / page * page;
-        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        if (owned < 0 && hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
+    if (owned >= 0) {
+        free(m->owned[owned]);
+        m->owned[owned] = NULL;
+#ifdef __GLIBC__
+        malloc_trim(0);   /* a buffer below the mmap threshold: back to the kernel now, not at exit */
+#endif
     }
     w->data = out;
 }
@@ -154,13 +171,15 @@ static void drop_mappings(const model_weights *m) {
     if (m->gguf && m->gguf->map) madvise(m->gguf->map, (m->gguf->size + page - 1) / page * page, MADV_DONTNEED);
 }
 
-/* The matrices decode streams (lm_head and each layer's seven) in one owned huge-page arena,
- * back to back at 64-byte alignment: one allocation rounds up to a 2 MiB page once, where one
- * per matrix rounded each (a 768x768 F32 matrix, 2.25 MiB, took 4 MiB of huge pages: 84 MiB of
- * 578 on stories110M F32). */
+/* The matrices decode streams (lm_head and each layer's seven), mapped or converted, in one
+ * owned huge-page arena, back to back at 64-byte alignment: one allocation rounds up to a 2 MiB
+ * page once, where one per matrix rounded each (a 768x768 F32 matrix, 2.25 MiB, took 4 MiB of
+ * huge pages: 84 MiB of 578 on stories110M F32). A tied embedding follows the LM head. */
 int model_make_resident(model_weights *m, char *err, size_t errlen) {
     int n_layers = m->cfg.n_layers;
+    if (m->resident) return 0;   /* once: the weights are in the arena */
     if (model_reserve_owned(m, 1, err, errlen)) return -1;
+    drop_mappings(m);   /* what the load and the checks read: the copy faults its pages back one block at a time */
     int tied = m->lm_head.data == m->embed.data;
     char *arena = NULL;
     for (int pass = 0; pass < 2; pass++) {
@@ -172,7 +191,7 @@ int model_make_resident(model_weights *m, char *err, size_t errlen) {
             for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) make_resident(m, ws[i], arena, &off);
         }
         if (pass == 0) {
-            if (off == 0) break;   /* everything already owned */
+            if (off == 0) break;
             if (!(arena = model_alloc_weight(off)))
                 return fail(err, errlen, "model_make_resident: out of memory copying %.1f MiB of weights", off / 1048576.0);
         }
@@ -180,6 +199,7 @@ int model_make_resident(model_weights *m, char *err, size_t errlen) {
     if (arena) m->owned[m->n_owned++] = arena;
     if (tied) m->embed = m->lm_head;   /* the embedding is read one row per token: leave it mapped otherwise */
     drop_mappings(m);
+    m->resident = 1;
     return 0;
 }
 

@@ -45,6 +45,7 @@ typedef __m256 vmask;
 #define vbf16_even(v) _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
 #define vbf16_odd(v) _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)))
 #define MV_PREFETCH(p, end) ((void)0)   /* the hardware prefetchers keep up at 8 lanes */
+#define MV_PREFETCH32(p, end) ((void)0)
 
 T static inline float vhsum(__m256 v)
 {

@@ -66,6 +66,7 @@ T static inline __m512 vload_bf16(const uint16_t *p)
  * 92-95%; 3 KiB ahead brought F16 to 93-97% and BF16 (deinterleaved) to 94-98%; 0.5-1 KiB ahead
  * helped less, 4 KiB no more. */
 #define MV_PF 3072
+#define MV_PF32 3072
 T static inline void mv_prefetch(const void *p, const char *end)
 {
     const char *q = (const char *)p + MV_PF;
@@ -75,6 +76,18 @@ T static inline void mv_prefetch(const void *p, const char *end)
     }
 }
 #define MV_PREFETCH(p, end) mv_prefetch(p, end)
+/* f32 rows: four cache lines per 64 weights */
+T static inline void mv_prefetch32(const void *p, const char *end)
+{
+    const char *q = (const char *)p + MV_PF32;
+    if (q + 192 < end) {
+        _mm_prefetch(q, _MM_HINT_T0);
+        _mm_prefetch(q + 64, _MM_HINT_T0);
+        _mm_prefetch(q + 128, _MM_HINT_T0);
+        _mm_prefetch(q + 192, _MM_HINT_T0);
+    }
+}
+#define MV_PREFETCH32(p, end) mv_prefetch32(p, end)
 
 /* f32 → binary16 / bfloat16, the same bits as f32_to_f16 / f32_to_bf16 (see simd_avx2.c). */
 T static inline void vstore_f16(uint16_t *p, __m512 v)
