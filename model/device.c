@@ -11,6 +11,11 @@
  *   streaming       device (sink + ring victim, swap-last)      host keep-list, device gather
  *   h2o             device (score += probs, argmin with ties    host keep-list from device
  *   (attend-first)  to the older token, swap-last)              column sums, device gather
+ *   h2o --h2o-      device, evict-then-attend as l2norm below   as h2o
+ *   order evict-    with the score (/ (t − pos) with mean) as
+ *   first           the key; score += probs after, the new
+ *                   token's score moved into the victim's slot;
+ *                   --rope shifted: host-assisted (below)
  *   buzz,           device: append, score += probs; host: the   host keep-list from device
  *   buzz_logn       CPU post_attn only on round steps (a region column sums, device gather
  *                   over capacity), scores copied back, moves
@@ -44,9 +49,8 @@
  *   tova            device: the layer's last finishing group    host-assisted as above
  *                   averages every head's probabilities and
  *                   evicts the argmin from every KV head
- *   scissorhands, hashevict, h2o --h2o-order evict-first        host-assisted as above
- *                   host-assisted: q/k/v and the step's
- *                   probabilities copied back every layer of
+ *   scissorhands,   host-assisted: q/k/v and the step's        host-assisted as above
+ *   hashevict       probabilities copied back every layer of
  *                   every step, the CPU hooks run, the device
  *                   replays their slot moves
  *   subgen_stream   host-assisted as above, and its own         host-assisted (exact attention
@@ -106,7 +110,9 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->evict = EV_STREAMING;
         dp->n_sink = n_sink;
     } else if (!strcmp(ops->name, "h2o")) {
-        /* the parameters of eviction/policy_h2o.c; evict-first is not ported */
+        /* the parameters of eviction/policy_h2o.c; attend-first: append, attend, evict the
+         * argmin (EV_H2O); evict-first: the argmin of the history up to t − 1 left out of the
+         * attention and overwritten by the new token (EV_H2O_EF, evict-then-attend) */
         int n_sink, n_recent, mean, order;
         if (policy_param_int(p, "h2o-sink", 0, 0, 1 << 24, &n_sink, e, sizeof e) != 0 ||
             policy_param_int(p, "h2o-recent", -1, 0, 1 << 24, &n_recent, e, sizeof e) != 0 ||
@@ -115,13 +121,16 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
             snprintf(why, whylen, "%s", e);
             return -1;
         }
-        if (order != 0) { /* evict-first: the CPU hooks, host-assisted */
+        if (order != 0 && p->rope_shifted) {
+            /* evict-first with --rope shifted: the victim changes the ranks of the keys older
+             * than it, and the rank rotation runs before it is known (as l2norm below): the CPU
+             * hooks, host-assisted */
             dp->mode = DEV_POLICY_HOST;
             return 0;
         }
         if (n_recent < 0) n_recent = cap - cap / 2;
         dp->mode = DEV_POLICY_DEVICE;
-        dp->evict = EV_H2O;
+        dp->evict = order != 0 ? EV_H2O_EF : EV_H2O;
         dp->n_sink = n_sink;
         dp->n_recent = n_recent;
         dp->mean = mean == 1;

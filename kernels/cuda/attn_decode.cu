@@ -45,9 +45,10 @@ __device__ __forceinline__ bool ete_better(unsigned long long v, int p, int j, u
 }
 
 /* the evict-then-attend policies' best candidate among slots [j0, j1) of KV head g (every thread
- * gets it): key −knorm (l2norm: the largest norm) or u (random); protected: pos < n_sink and
- * pos ≥ t − n_recent. sv/sp/sj: shared [DC_THREADS]. */
-__device__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, unsigned long long *out_v,
+ * gets it): key −knorm (l2norm: the largest norm), u (random) or the score (h2o evict-first:
+ * eviction/policy_h2o.c h2o_select_victim over the history up to t − 1, score / (t − pos) with
+ * mean); protected: pos < n_sink and pos ≥ t − n_recent. sv/sp/sj: shared [DC_THREADS]. */
+__device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, unsigned long long *out_v,
                              unsigned long long *sv, int *sp, int *sj)
 {
     const size_t o = a.off[g];
@@ -57,9 +58,12 @@ __device__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, uns
     for (int j = j0 + tid; j < j1; j += DC_THREADS) {
         const int p = a.pos[o + j];
         if (p < a.n_sink || (long long)p >= (long long)t - a.n_recent) continue;
-        /* l2norm: the largest norm first (norms ≥ 0: their bits order them) */
-        unsigned long long v = a.evict == EV_L2NORM ? 0xffffffffULL - __float_as_uint(a.knorm[o + j])
-                                                    : ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
+        /* l2norm: the largest norm first; h2o: the smallest score (norms and scores ≥ 0: their
+         * bits order them) */
+        unsigned long long v;
+        if (a.evict == EV_L2NORM) v = 0xffffffffULL - __float_as_uint(a.knorm[o + j]);
+        else if (a.evict == EV_RANDOM) v = ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
+        else v = __float_as_uint(a.mean ? a.score[o + j] / (float)(t - p) : a.score[o + j]);
         if (ete_better(v, p, j, bv, bp, bj)) bv = v, bp = p, bj = j;
     }
     sv[tid] = bv;
@@ -93,7 +97,7 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
     int ns = (L + a.split_len - 1) / a.split_len;
     if (ns > n_split) ns = n_split;
     const int C0 = a.cap ? a.cap[g] : L;
-    const bool ete = (a.evict == EV_L2NORM || a.evict == EV_RANDOM) && L > C0;
+    const bool ete = EV_IS_ETE(a.evict) && L > C0;
     /* evict-then-attend: the victim = the best of the pieces' candidates (the group's first head
      * holds them; every head of the group found the same); the others are put back below */
     int vs = -1, vj = -1;
@@ -155,7 +159,7 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
         }
     __syncthreads();
     const int C = C0;
-    if (a.evict == EV_L2NORM || a.evict == EV_RANDOM) {
+    if (EV_IS_ETE(a.evict)) {
         const size_t hd_ = (size_t)hd;
         TV *Kw = (TV *)a.kw + o * hd_;
         if (a.evict == EV_L2NORM && tid == 0) a.knorm[o + L - 1] = cu_key_norm(Kw + (size_t)(L - 1) * hd_, hd);
@@ -167,8 +171,10 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
                 for (int j = 1; j < L - 1; j++)
                     if (a.pos[o + j] < a.pos[o + victim]) victim = j;
             }
-            ev_swap_last<TV, DC_THREADS>(Kw, (TV *)a.vw + o * hd_, a.pos + o, a.knorm ? a.knorm + o : NULL, L, victim,
-                                         hd);
+            /* the per-slot value moves with its slot: l2norm's norm, h2o's score (the new
+             * token's: 0 at the append + this step's probabilities, as kv_write + post_attn) */
+            float *S = a.knorm ? a.knorm + o : a.score ? a.score + o : NULL;
+            ev_swap_last<TV, DC_THREADS>(Kw, (TV *)a.vw + o * hd_, a.pos + o, S, L, victim, hd);
             if (tid == 0) a.len[g] = L - 1;
         } else if (tid == 0) {
             a.len[g] = L;
@@ -268,7 +274,7 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
             }
         }
         __syncthreads();
-        if (a.evict == EV_L2NORM || a.evict == EV_RANDOM) {
+        if (EV_IS_ETE(a.evict)) {
             /* evict-then-attend, region full: this piece's best candidate (the new token, slot
              * L − 1, never is one) is left out of its partial and kept aside */
             ev_cand *ec = (ev_cand *)a.ev_part + (size_t)h * a.n_split + s;
@@ -332,7 +338,8 @@ cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s)
         (a->evict != EV_NONE && (!a->cap || !a->ring || !a->pos || !a->kw || !a->vw || !a->step)) ||
         ((a->probs_out || a->score) && !a->slog) || a->kv_dt != a->v_dt ||
         (a->q_ring && (a->q_ring_rows < 1 || !a->step)) ||
-        ((a->evict == EV_L2NORM || a->evict == EV_RANDOM) && !a->ev_part) || (a->evict == EV_L2NORM && !a->knorm) ||
+        (EV_IS_ETE(a->evict) && !a->ev_part) || (a->evict == EV_L2NORM && !a->knorm) ||
+        (a->evict == EV_H2O_EF && !a->score) ||
         (a->evict == EV_TOVA && (!a->slog || !a->probs_out)))
         return cudaErrorInvalidValue;
     const int k = a->k_dt, v = a->v_dt;

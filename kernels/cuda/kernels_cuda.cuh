@@ -99,6 +99,10 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * attention (each piece leaves out its own best candidate and keeps it aside in ev_part
  * [n_heads][n_split]; the finishing block puts back all but the winner's) and then takes the new
  * token (swap-last); knorm[L − 1] = ‖k_new‖₂ as stored (double sum, as policy_l2norm.c).
+ * EV_H2O_EF (h2o --h2o-order evict-first, eviction/policy_h2o.c pre_attn): the same with the
+ * candidates' key score[j] (score[j] / (t − pos) when mean: the queries up to t − 1), the
+ * smallest evicted; score (required) then gets the step's probabilities of the C slots attended,
+ * and the victim's slot the new token's score (0 from the append + its probability).
  * EV_TOVA (§10.3): the layer's last finishing group averages the probabilities (in slog) of
  * all n_heads heads per slot and evicts the argmin over the L slots (ties → smaller position)
  * from every KV head (same positions in every head). q_ring (NULL, or the snap family's query ring of this layer,
@@ -132,7 +136,7 @@ struct attn_step_args {
     float *q_ring;
     int q_ring_rows;
     float *knorm;             /* EV_L2NORM: per-slot key norms (the cache's layout) */
-    void *ev_part;            /* EV_L2NORM / EV_RANDOM: [n_heads][n_split] ev_cand (16 bytes) */
+    void *ev_part;            /* EV_L2NORM / EV_RANDOM / EV_H2O_EF: [n_heads][n_split] ev_cand */
     int layer;                /* EV_RANDOM: the layer (RNG key) */
     unsigned long long seed;  /* EV_RANDOM: --seed */
 };

@@ -116,7 +116,7 @@ struct cuda_engine {
     int *kv_fresh;
     float *qring, *h_qring;
     int qring_rows;
-    void *ev_part; /* EV_L2NORM / EV_RANDOM: [n_heads][n_split] ev_cand, the pieces' candidates */
+    void *ev_part; /* evict-then-attend (EV_IS_ETE): [n_heads][n_split] ev_cand, the pieces' candidates */
 };
 
 #define LAUNCH(expr)                                                                           \

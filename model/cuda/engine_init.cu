@@ -288,7 +288,7 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     ce->n_split = (ce->max_cap + 1 + ce->split_len - 1) / ce->split_len;
     DALLOC(ce->part_acc, (size_t)H * ce->n_split * hd * sizeof(float));
     DALLOC(ce->part_ml, (size_t)H * ce->n_split * 2 * sizeof(float));
-    if (ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_RANDOM)
+    if (EV_IS_ETE(ce->dp.evict))
         DALLOC(ce->ev_part, (size_t)H * ce->n_split * sizeof(ev_cand));
     ce->slog_stride = ce->max_cap + 1;
     if (ce->dp.want_probs) DALLOC(ce->slog, (size_t)H * ce->slog_stride * sizeof(float));
@@ -396,7 +396,8 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     if (ce->dp.rope_shifted) DALLOC(ce->kr, n_slots * hd * sizeof(float));
     DALLOC(ce->pos, n_slots * sizeof(int32_t));
     /* per-slot scores (h2o, BUZZ) or key norms (l2norm) */
-    if ((ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O) || ce->dp.mode == DEV_POLICY_ROUNDS ||
+    if ((ce->dp.mode == DEV_POLICY_DEVICE && (ce->dp.evict == EV_H2O || ce->dp.evict == EV_H2O_EF)) ||
+        ce->dp.mode == DEV_POLICY_ROUNDS ||
         ce->dp.evict == EV_L2NORM)
         DALLOC(ce->score, n_slots * sizeof(float));
     DALLOC(ce->off, (size_t)n_lh * sizeof(size_t));

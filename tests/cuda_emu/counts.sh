@@ -10,7 +10,8 @@
 # family (snapkv, pyramidkv, ada_*, subgen) decodes on the device in the reserve (default) and
 # grow modes of --prefill-only-decode: 1 sync per token like full; capped runs its re-compression
 # steps through the host hooks (measured, the host bound). l2norm, random (evict-then-attend) and
-# tova (layer-wise) evict on the device: 1 sync; l2norm/random with --rope shifted stay
+# tova (layer-wise) evict on the device: 1 sync, and so does h2o --h2o-order evict-first
+# (evict-then-attend like l2norm); l2norm/random/h2o evict-first with --rope shifted stay
 # host-assisted (the victim moves the older keys' ranks).
 
 L260=5 # stories260K's layers
@@ -51,6 +52,8 @@ h2o|--budget 24 --h2o-score mean --kv-dtype f16|device
 buzz|--budget 64|device
 buzz_logn|--budget 64|device
 h2o|--budget 24 --rope shifted|shifted
+h2o|--budget 24 --h2o-order evict-first|device
+h2o|--budget 24 --h2o-order evict-first --h2o-score mean --kv-dtype f16|device
 buzz|--budget 24|host
 snapkv|--budget 24 --snap-window 8|device
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode grow|device
@@ -69,7 +72,7 @@ l2norm|--budget 24 --rope shifted|host
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
 scissorhands|--budget 24|host
-h2o|--budget 24 --h2o-order evict-first|host
+h2o|--budget 24 --h2o-order evict-first --rope shifted|host
 LIST
 
 # the 1-sync check can fail: snapkv with every decode step forced through the host hooks

@@ -54,16 +54,20 @@ static double ref_rng_u01(uint64_t seed, uint64_t stream, int layer, int g, int6
     return (double)(ref_splitmix64(seed ^ h) >> 11) * 0x1.0p-53;
 }
 
-/* eviction/policy_l2norm.c l2norm_victim / policy_random.c random_victim over slots j < n
- * (the new token, slot n, is never a candidate); -1 when every slot is protected */
+/* eviction/policy_l2norm.c l2norm_victim / policy_random.c random_victim / policy_h2o.c
+ * h2o_select_victim (evict-first: recent_from t − recent, mean over the queries up to t − 1) over
+ * slots j < n (the new token, slot n, is never a candidate); -1 when every slot is protected.
+ * norm: the key norms (l2norm) or the scores (h2o). */
 static int ref_ete_victim(int mode, const int32_t *P, const float *norm, int n, int sink, int recent, int t, int layer,
-                          int g, uint64_t seed)
+                          int g, uint64_t seed, int mean = 0)
 {
     int best = -1;
     double bv = 0;
     for (int j = 0; j < n; j++) {
         if (P[j] < sink || (int64_t)P[j] >= (int64_t)t - recent) continue;
-        double v = mode == EV_L2NORM ? -(double)norm[j] : ref_rng_u01(seed, 0x524e44444543ULL, layer, g, t, P[j]);
+        double v = mode == EV_L2NORM ? -(double)norm[j]
+                 : mode == EV_H2O_EF ? (double)(mean ? norm[j] / (float)(t - 1 - P[j] + 1) : norm[j])
+                                     : ref_rng_u01(seed, 0x524e44444543ULL, layer, g, t, P[j]);
         if (best < 0 || v < bv || (v == bv && P[j] < P[best])) best = j, bv = v;
     }
     return best;
@@ -101,7 +105,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
             seen[p] = 1;
         }
     }
-    const bool tova = c.evict == EV_TOVA, ete_mode = c.evict == EV_L2NORM || c.evict == EV_RANDOM;
+    const bool tova = c.evict == EV_TOVA, ete_mode = EV_IS_ETE(c.evict);
     if (tova) /* layer-wise: every KV head holds the same positions in the same slots */
         for (int g = 1; g < Hkv; g++)
             for (int j = 0; j < c.lens[g] + c.n_extra; j++) pos[off[g] + j] = pos[off[0] + j];
@@ -170,8 +174,9 @@ template <typename T> static void test_step(int dt, const step_case &c)
     for (int g = 0; g < Hkv; g++) {
         const int L = c.lens[g] + c.n_extra;
         /* evict-then-attend: the victim leaves before the attention */
-        const int ete_vic = ete_mode && L > capv[g] ? ref_ete_victim(c.evict, &pos0[off[g]], &knorm0[off[g]], L - 1, c.n_sink,
-                                                                    c.n_recent, t, layer, g, seed)
+        const float *key0 = c.evict == EV_H2O_EF ? &score0[off[g]] : &knorm0[off[g]];
+        const int ete_vic = ete_mode && L > capv[g] ? ref_ete_victim(c.evict, &pos0[off[g]], key0, L - 1, c.n_sink,
+                                                                    c.n_recent, t, layer, g, seed, c.mean)
                                                     : -1;
         std::vector<double> sc(L, 0.0);
         for (int j = 0; j < L; j++) sc[j] = score0[off[g] + j];
@@ -277,6 +282,10 @@ static void test_steps()
     test_step<float>(CU_F32, {"random evicts, many pieces", 16, 4, 2, {30, 30}, 1, EV_RANDOM, 30, 4, 10, 0, false, false, false});
     test_step<__nv_bfloat16>(CU_BF16, {"random BF16 GQA 4", 24, 8, 4, {17, 17}, 1, EV_RANDOM, 17, 0, 2, 0, false, false, false});
     test_step<float>(CU_F32, {"random with the rank-rotated query", 32, 8, 2, {12, 12}, 1, EV_RANDOM, 12, 1, 1, 0, false, false, true});
+    /* h2o --h2o-order evict-first: the lowest score of the history left out, scores after */
+    test_step<float>(CU_F32, {"h2o evict-first, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_H2O_EF, 24, 2, 6, 0, true, false, false});
+    test_step<__half>(CU_F16, {"h2o evict-first mean F16", 16, 8, 1, {40, 40}, 1, EV_H2O_EF, 40, 0, 20, 1, true, false, false});
+    test_step<float>(CU_F32, {"h2o evict-first under capacity", 8, 4, 2, {5, 2}, 1, EV_H2O_EF, 9, 1, 2, 0, true, false, false});
     /* tova: the layer's head-averaged probabilities, the argmin evicted from every KV head */
     test_step<float>(CU_F32, {"tova evicts layer-wise", 16, 4, 2, {20, 20, 20}, 1, EV_TOVA, 20, 0, 0, 0, false, true, false});
     test_step<__half>(CU_F16, {"tova F16 MHA", 16, 8, 1, {9, 9, 9, 9}, 1, EV_TOVA, 9, 0, 0, 0, false, true, false});

@@ -105,8 +105,8 @@ static int same_cache(const kv_cache *a, const kv_cache *b, int rows, char *msg,
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_mirror_emu MODEL_DIR POLICY\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_mirror_emu MODEL_DIR POLICY [NAME=VALUE...]\n");
         return 2;
     }
     char err[512], msg[600];
@@ -130,6 +130,17 @@ int main(int argc, char **argv)
     pp.budget = 1;
     pp.budget_tokens = 16;
     pp.kv_dtype = DT_F32;
+    /* the policy's parameters: NAME=VALUE arguments after the policy (e.g. h2o-order=evict-first) */
+    for (int i = 3; i < argc && pp.n_set < POLICY_MAX_SET; i++) {
+        const char *eq = strchr(argv[i], '=');
+        if (!eq || eq - argv[i] >= (int)sizeof pp.set[0].name || strlen(eq + 1) >= sizeof pp.set[0].value) {
+            fprintf(stderr, "expected NAME=VALUE, got '%s'\n", argv[i]);
+            return 2;
+        }
+        snprintf(pp.set[pp.n_set].name, sizeof pp.set[0].name, "%.*s", (int)(eq - argv[i]), argv[i]);
+        snprintf(pp.set[pp.n_set].value, sizeof pp.set[0].value, "%s", eq + 1);
+        pp.set[pp.n_set++].origin = argv[i];
+    }
     kv_cache kv[2];
     engine e[2];
     memset(e, 0, sizeof e);
