@@ -16,10 +16,11 @@
  *   first           the key; score += probs after, the new
  *                   token's score moved into the victim's slot;
  *                   --rope shifted: host-assisted (below)
- *   buzz,           device: append, score += probs; host: the   host keep-list from device
- *   buzz_logn       CPU post_attn only on round steps (a region column sums, device gather
+ *   buzz,           device: append, score += probs (--buzz-score host keep-list from device
+ *   buzz_logn       current: score = probs); host: the CPU      column sums, device gather
+ *                   post_attn only on round steps (a region
  *                   over capacity), scores copied back, moves
- *                   replayed (--buzz-score current: as below);
+ *                   replayed;
  *                   buzz_logn: scale · λ(n_keys) per (layer,
  *                   KV head) from the policy's logit_scale hook
  *                   on the host into the attention kernels
@@ -137,15 +138,16 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
     } else if (!strcmp(ops->name, "buzz") || !strcmp(ops->name, "buzz_logn")) {
         /* A round (or the degenerate streaming compaction) fires exactly when a region holds
          * more than its capacity (cap = min(k + w + T, run), eviction/policy_buzz.c), and
-         * between rounds post_attn only adds the step's probabilities to the scores: the device
-         * does that, the host acts on round steps. --buzz-score current replaces the scores
-         * every step: the per-step host path. */
+         * between rounds post_attn only adds the step's probabilities to the scores (--buzz-score
+         * current: replaces the scores with them): the device does that, the host acts on round
+         * steps. */
         int score_mode;
         if (policy_param_enum(p, "buzz-score", "accum|current", 0, &score_mode, e, sizeof e) != 0) {
             snprintf(why, whylen, "%s", e);
             return -1;
         }
-        dp->mode = score_mode == 0 ? DEV_POLICY_ROUNDS : DEV_POLICY_HOST;
+        dp->mode = DEV_POLICY_ROUNDS;
+        dp->score_set = score_mode == 1;
     } else if (!strcmp(ops->name, "snapkv") || !strcmp(ops->name, "pyramidkv") ||
                !strcmp(ops->name, "subgen")) {
         /* the prefill-only family (§7.6): host-assisted prefill; decode appends on the device

@@ -155,7 +155,7 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
                 if (a.probs_out) *p = pr;
                 acc += pr;
             }
-            if (a.score) a.score[o + j] += acc;
+            if (a.score) a.score[o + j] = a.score_set ? acc : a.score[o + j] + acc;
         }
     __syncthreads();
     const int C = C0;

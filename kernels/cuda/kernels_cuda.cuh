@@ -85,7 +85,7 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * and lse [n_heads] (log Σ_j exp(s_j), s_j = scale · q·k_j; L = 0: out 0, lse −inf); when
  * slog is given, the logits slog[h * slog_stride + j], turned into the probabilities
  * p_h(j) = exp(s_j − lse_h) when probs_out; score (may be NULL) += Σ_{h ∈ group} p_h(j) in head
- * order (H2O/BUZZ); then with evict ≠ EV_NONE, a region over its capacity cap[g] loses its victim
+ * order (H2O/BUZZ; with score_set, = instead of +=: BUZZ --buzz-score current); then with evict ≠ EV_NONE, a region over its capacity cap[g] loses its victim
  * (kernels/cuda/evict.cuh: ring[g] for local/streaming, the lowest score outside the n_sink
  * sinks and the n_recent most recent positions for h2o, t = step[1]) by swap-last in kw/vw (the
  * cache, kv_dt), pos and score. head_scale (device [n_kv_heads] or NULL): per-KV-head scale
@@ -139,6 +139,7 @@ struct attn_step_args {
     void *ev_part;            /* EV_L2NORM / EV_RANDOM / EV_H2O_EF: [n_heads][n_split] ev_cand */
     int layer;                /* EV_RANDOM: the layer (RNG key) */
     unsigned long long seed;  /* EV_RANDOM: --seed */
+    int score_set;            /* 1: score = Σ_{h ∈ group} p_h(j) (buzz --buzz-score current), not += */
 };
 /* one piece's best eviction candidate (EV_L2NORM / EV_RANDOM): key (lower is evicted first),
  * the logit left out, the slot (-1: none) */

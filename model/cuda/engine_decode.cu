@@ -102,6 +102,7 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             s.ev_part = ce->ev_part, s.layer = l, s.seed = ce->dp.seed;
             s.evict = device ? ce->dp.evict : EV_NONE; /* 0 for ROUNDS */
             s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
+            s.score_set = ce->dp.score_set;
             s.step = ce->step_d;
             s.kw = ce->kc, s.vw = ce->vc, s.kv_dt = ce->kv_dt, s.pos = ce->pos;
             s.rope_cos = shifted ? ce->rope_cos : NULL, s.rope_sin = shifted ? ce->rope_sin : NULL;

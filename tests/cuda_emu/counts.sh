@@ -55,6 +55,7 @@ h2o|--budget 24 --rope shifted|shifted
 h2o|--budget 24 --h2o-order evict-first|device
 h2o|--budget 24 --h2o-order evict-first --h2o-score mean --kv-dtype f16|device
 buzz|--budget 24|host
+buzz|--budget 24 --buzz-score current|host
 snapkv|--budget 24 --snap-window 8|device
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode grow|device
 snapkv|--budget 24 --snap-window 8 --kv-dtype f16 --rope shifted|shifted

@@ -73,6 +73,9 @@ static int ref_ete_victim(int mode, const int32_t *P, const float *norm, int n, 
     return best;
 }
 
+/* 1: the scores are replaced by the step's probabilities (score_set, buzz --buzz-score current) */
+static int g_score_set = 0;
+
 template <typename T> static void test_step(int dt, const step_case &c)
 {
     const int Hkv = (int)c.lens.size(), G = c.G, H = Hkv * G, hd = c.hd, half = hd / 2;
@@ -143,7 +146,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
     a.rope_cos = c.rope ? ct.data() : NULL, a.rope_sin = c.rope ? st.data() : NULL;
     a.out = out.data(), a.lse = lse.data(), a.counter = counter.data();
     a.knorm = c.evict == EV_L2NORM ? knorm.data() : NULL, a.ev_part = ete_mode ? evp.data() : NULL;
-    a.layer = layer, a.seed = seed;
+    a.layer = layer, a.seed = seed, a.score_set = g_score_set;
     cudaError_t e = launch_attn_step(&a, 0);
     /* tova: the reference's layer-wise victim from every head's probabilities */
     int tova_vic = -1;
@@ -179,7 +182,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
                                                                     c.n_recent, t, layer, g, seed, c.mean)
                                                     : -1;
         std::vector<double> sc(L, 0.0);
-        for (int j = 0; j < L; j++) sc[j] = score0[off[g] + j];
+        for (int j = 0; j < L; j++) sc[j] = g_score_set ? 0.0 : score0[off[g] + j];
         for (int hh = 0; hh < G; hh++) {
             const int h = g * G + hh;
             std::vector<double> qq(hd), s(L);
@@ -282,6 +285,11 @@ static void test_steps()
     test_step<float>(CU_F32, {"random evicts, many pieces", 16, 4, 2, {30, 30}, 1, EV_RANDOM, 30, 4, 10, 0, false, false, false});
     test_step<__nv_bfloat16>(CU_BF16, {"random BF16 GQA 4", 24, 8, 4, {17, 17}, 1, EV_RANDOM, 17, 0, 2, 0, false, false, false});
     test_step<float>(CU_F32, {"random with the rank-rotated query", 32, 8, 2, {12, 12}, 1, EV_RANDOM, 12, 1, 1, 0, false, false, true});
+    /* buzz --buzz-score current: the scores replaced by the step's probabilities */
+    g_score_set = 1;
+    test_step<float>(CU_F32, {"score-set (buzz current) GQA 2", 16, 4, 2, {13, 9}, 1, EV_NONE, 0, 0, 0, 0, true, false, false});
+    test_step<__half>(CU_F16, {"score-set (buzz current) F16", 32, 8, 1, {20}, 1, EV_NONE, 0, 0, 0, 0, true, false, false});
+    g_score_set = 0;
     /* h2o --h2o-order evict-first: the lowest score of the history left out, scores after */
     test_step<float>(CU_F32, {"h2o evict-first, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_H2O_EF, 24, 2, 6, 0, true, false, false});
     test_step<__half>(CU_F16, {"h2o evict-first mean F16", 16, 8, 1, {40, 40}, 1, EV_H2O_EF, 40, 0, 20, 1, true, false, false});
