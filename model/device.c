@@ -50,8 +50,14 @@
  *   tova            device: the layer's last finishing group    host-assisted as above
  *                   averages every head's probabilities and
  *                   evicts the argmin from every KV head
- *   scissorhands,   host-assisted: q/k/v and the step's        host-assisted as above
- *   hashevict       probabilities copied back every layer of
+ *   scissorhands    device, evict-then-attend as l2norm with    host-assisted as above
+ *                   the slot's importance as the key; the
+ *                   kernel pushes every slot's indicator into
+ *                   its history (per-slot state on the device,
+ *                   the prompt's first entry from the host);
+ *                   --rope shifted: host-assisted (below)
+ *   hashevict       host-assisted: q/k/v and the step's         host-assisted as above
+ *                   probabilities copied back every layer of
  *                   every step, the CPU hooks run, the device
  *                   replays their slot moves
  *   subgen_stream   host-assisted as above, and its own         host-assisted (exact attention
@@ -185,8 +191,26 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->mode = DEV_POLICY_HOST;
         dp->dev_decode = DEV_DECODE_ALWAYS;
         dp->evict = EV_TOVA;
-    } else if (!strcmp(ops->name, "scissorhands") || !strcmp(ops->name, "hashevict") ||
-               !strcmp(ops->name, "subgen_stream")) {
+    } else if (!strcmp(ops->name, "scissorhands")) {
+        /* evict-then-attend with per-slot histories (POLICIES.md §10.1): on the device as
+         * l2norm, the key the slot's importance, the histories pushed by the attention kernel
+         * (EV_SH); the parameters of eviction/policy_scissorhands.c (--sh-hist 400, --sh-sink /
+         * --sh-recent: evict_protect_init's defaults); prefill host-assisted, --rope shifted
+         * host-assisted (as l2norm) */
+        int n_sink, n_recent, hist;
+        if (policy_param_int(p, "sh-hist", 400, 1, EV_SH_MAX_HIST, &hist, e, sizeof e) != 0 ||
+            policy_param_int(p, "sh-sink", 4, 0, 1 << 20, &n_sink, e, sizeof e) != 0 ||
+            policy_param_int(p, "sh-recent", 10, 0, 1 << 20, &n_recent, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        dp->mode = DEV_POLICY_HOST;
+        dp->dev_decode = p->rope_shifted ? DEV_DECODE_NONE : DEV_DECODE_ALWAYS;
+        dp->evict = EV_SH;
+        dp->n_sink = n_sink;
+        dp->n_recent = n_recent;
+        dp->sh_hist = hist;
+    } else if (!strcmp(ops->name, "hashevict") || !strcmp(ops->name, "subgen_stream")) {
         /* hooks that only move slots within their regions: replayable on the device */
         dp->mode = DEV_POLICY_HOST;
     } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {

@@ -696,17 +696,18 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.logit_scale, !strcmp(want[i].name, "buzz_logn"));
         assert_int_equal(dp.relayout, !strncmp(want[i].name, "ada_", 4));
         assert_int_equal(dp.host_attend, !strcmp(want[i].name, "subgen_stream"));
-        /* the prefill-only family decodes on the device between its hooks; l2norm, random
-         * and tova evict on the device */
+        /* the prefill-only family decodes on the device between its hooks; l2norm, random,
+         * scissorhands and tova evict on the device */
         int quiet = !strcmp(want[i].name, "snapkv") || !strcmp(want[i].name, "pyramidkv") ||
                     !strcmp(want[i].name, "subgen") || !strncmp(want[i].name, "ada_", 4);
         int always = !strcmp(want[i].name, "l2norm") || !strcmp(want[i].name, "random") ||
-                     !strcmp(want[i].name, "tova");
+                     !strcmp(want[i].name, "tova") || !strcmp(want[i].name, "scissorhands");
         assert_int_equal(dp.dev_decode, quiet ? DEV_DECODE_QUIET : always ? DEV_DECODE_ALWAYS : DEV_DECODE_NONE);
         if (always)
-            assert_int_equal(dp.evict, !strcmp(want[i].name, "l2norm")   ? EV_L2NORM
-                                       : !strcmp(want[i].name, "random") ? EV_RANDOM
-                                                                         : EV_TOVA);
+            assert_int_equal(dp.evict, !strcmp(want[i].name, "l2norm")         ? EV_L2NORM
+                                       : !strcmp(want[i].name, "random")       ? EV_RANDOM
+                                       : !strcmp(want[i].name, "scissorhands") ? EV_SH
+                                                                               : EV_TOVA);
     }
     /* l2norm / random: the CPU policies' protections (eviction/policy_common.h defaults) and
      * seed; --rope shifted stays host-assisted (the ranks move with the victim) */
@@ -725,8 +726,17 @@ static void test_device_policy_plan(void **st)
         r.rope_shifted = 1;
         assert_int_equal(device_policy_plan(policy_find("l2norm"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        assert_int_equal(device_policy_plan(policy_find("scissorhands"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
         assert_int_equal(device_policy_plan(policy_find("tova"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        /* scissorhands: --sh-hist and the protections of policy_scissorhands.c */
+        r = p;
+        assert_int_equal(policy_params_set(&r, policy_find("scissorhands"), "sh-hist", "7", e2, sizeof e2), 0);
+        assert_int_equal(device_policy_plan(policy_find("scissorhands"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.sh_hist, 7);
+        assert_int_equal(dp.n_sink, EVICT_SINK_DEFAULT_T);
+        assert_int_equal(dp.n_recent, EVICT_RECENT_DEFAULT_T);
     }
     /* every registered policy is in the table above; one the plan does not know is refused
      * with a one-line reason naming it */

@@ -36,6 +36,30 @@ __device__ __forceinline__ unsigned long long ev_rng_key(unsigned long long seed
     return ev_splitmix64(seed ^ h) >> 11;
 }
 
+/* scissorhands' importance of a slot's history e (EV_SH_WORDS words) as an ordered key:
+ * ones / max(1, min(n_push, hist)) as a float — correctly rounded, and two different ratios of
+ * numerators and denominators ≤ 448 differ by ≥ 1/448², far above float rounding, so the floats
+ * order them as policy_scissorhands.c's exact integer comparison does (equal ratios: equal) */
+__device__ __forceinline__ unsigned long long sh_key(const unsigned long long *e, int hist)
+{
+    const unsigned *w = (const unsigned *)(e + 7);
+    unsigned rec = min(w[0], (unsigned)hist);
+    return __float_as_uint((float)w[1] / (float)(rec ? rec : 1u));
+}
+
+/* policy_scissorhands.c ring_push: indicator `bit` into the ring of `hist` entries of history e */
+__device__ __forceinline__ void sh_push(unsigned long long *e, unsigned hist, bool bit)
+{
+    unsigned *w = (unsigned *)(e + 7);
+    const unsigned np = w[0], i = np % hist;
+    const unsigned long long m = 1ULL << (i % 64);
+    const bool old = (e[i / 64] & m) != 0;
+    if (bit) e[i / 64] |= m;
+    else e[i / 64] &= ~m;
+    w[1] = w[1] + (unsigned)bit - (unsigned)old;
+    w[0] = np + 1;
+}
+
 /* (v, p) ranks before (bv, bp) as a victim: smaller key, ties → smaller position; j < 0: none */
 __device__ __forceinline__ bool ete_better(unsigned long long v, int p, int j, unsigned long long bv, int bp, int bj)
 {
@@ -63,7 +87,8 @@ __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int
         unsigned long long v;
         if (a.evict == EV_L2NORM) v = 0xffffffffULL - __float_as_uint(a.knorm[o + j]);
         else if (a.evict == EV_RANDOM) v = ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
-        else v = __float_as_uint(a.mean ? a.score[o + j] / (float)(t - p) : a.score[o + j]);
+        else if (a.evict == EV_H2O_EF) v = __float_as_uint(a.mean ? a.score[o + j] / (float)(t - p) : a.score[o + j]);
+        else v = sh_key(a.sstate + (o + j) * EV_SH_WORDS, a.sh_hist);
         if (ete_better(v, p, j, bv, bp, bj)) bv = v, bp = p, bj = j;
     }
     sv[tid] = bv;
@@ -164,17 +189,40 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
         TV *Kw = (TV *)a.kw + o * hd_;
         if (a.evict == EV_L2NORM && tid == 0) a.knorm[o + L - 1] = cu_key_norm(Kw + (size_t)(L - 1) * hd_, hd);
         __syncthreads();
+        int victim = -1;
         if (ete) {
-            int victim = vj;
+            victim = vj;
             if (victim < 0) { /* no candidate (C < sink + recent + 1: the policy rules it out): the oldest */
                 victim = 0;
                 for (int j = 1; j < L - 1; j++)
                     if (a.pos[o + j] < a.pos[o + victim]) victim = j;
             }
+        }
+        if (a.evict == EV_SH) {
+            /* scissorhands' post_attn over the n slots live after the step: the new token's
+             * history starts empty (kv_write), every slot pushes [Σ_h p_h(j) / G ≥ 1 / n] */
+            const float thr = 1.0f / (float)(ete ? L - 1 : L);
+            unsigned long long *St = a.sstate + o * EV_SH_WORDS;
+            for (int j = tid; j < L; j += DC_THREADS) {
+                if (j == victim) continue;
+                unsigned long long *e = St + (size_t)j * EV_SH_WORDS;
+                if (j == L - 1)
+                    for (int w = 0; w < EV_SH_WORDS; w++) e[w] = 0ULL;
+                float acc = 0.0f;
+                for (int hh = 0; hh < G; hh++)
+                    acc += expf(__ldcg(a.slog + (size_t)(g * G + hh) * a.slog_stride + j) - s_lse[hh]);
+                sh_push(e, (unsigned)a.sh_hist, acc / (float)G >= thr);
+            }
+            __syncthreads();
+        }
+        if (ete) {
             /* the per-slot value moves with its slot: l2norm's norm, h2o's score (the new
-             * token's: 0 at the append + this step's probabilities, as kv_write + post_attn) */
+             * token's: 0 at the append + this step's probabilities, as kv_write + post_attn),
+             * scissorhands' history */
             float *S = a.knorm ? a.knorm + o : a.score ? a.score + o : NULL;
             ev_swap_last<TV, DC_THREADS>(Kw, (TV *)a.vw + o * hd_, a.pos + o, S, L, victim, hd);
+            if (a.evict == EV_SH && tid < EV_SH_WORDS && victim != L - 1)
+                a.sstate[(o + victim) * EV_SH_WORDS + tid] = a.sstate[(o + L - 1) * EV_SH_WORDS + tid];
             if (tid == 0) a.len[g] = L - 1;
         } else if (tid == 0) {
             a.len[g] = L;
@@ -340,6 +388,7 @@ cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s)
         (a->q_ring && (a->q_ring_rows < 1 || !a->step)) ||
         (EV_IS_ETE(a->evict) && !a->ev_part) || (a->evict == EV_L2NORM && !a->knorm) ||
         (a->evict == EV_H2O_EF && !a->score) ||
+        (a->evict == EV_SH && (!a->sstate || !a->slog || a->sh_hist < 1 || a->sh_hist > EV_SH_MAX_HIST)) ||
         (a->evict == EV_TOVA && (!a->slog || !a->probs_out)))
         return cudaErrorInvalidValue;
     const int k = a->k_dt, v = a->v_dt;

@@ -103,6 +103,12 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * candidates' key score[j] (score[j] / (t − pos) when mean: the queries up to t − 1), the
  * smallest evicted; score (required) then gets the step's probabilities of the C slots attended,
  * and the victim's slot the new token's score (0 from the append + its probability).
+ * EV_SH (scissorhands, eviction/policy_scissorhands.c): the key is the slot's importance
+ * ones / max(1, min(n_push, sh_hist)) from sstate (the least important evicted); after the
+ * attention every live slot (the new one's state zeroed first) pushes the indicator
+ * [Σ_h p_h(j) / G ≥ 1 / n] (n: the live slots after the step) into its ring, and the new
+ * token's state moves into the victim's slot. The prompt tokens' first entry is the host's
+ * (kv_device_prepare_decode) before the first device step.
  * EV_TOVA (§10.3): the layer's last finishing group averages the probabilities (in slog) of
  * all n_heads heads per slot and evicts the argmin over the L slots (ties → smaller position)
  * from every KV head (same positions in every head). q_ring (NULL, or the snap family's query ring of this layer,
@@ -135,11 +141,14 @@ struct attn_step_args {
     int *counter;
     float *q_ring;
     int q_ring_rows;
-    float *knorm;             /* EV_L2NORM: per-slot key norms (the cache's layout) */
+    float *knorm;             /* EV_L2NORM: per-slot key norms (the cache's layout); EV_SH: the
+                                 scores, only moved with their slots */
     void *ev_part;            /* EV_L2NORM / EV_RANDOM / EV_H2O_EF: [n_heads][n_split] ev_cand */
     int layer;                /* EV_RANDOM: the layer (RNG key) */
     unsigned long long seed;  /* EV_RANDOM: --seed */
     int score_set;            /* 1: score = Σ_{h ∈ group} p_h(j) (buzz --buzz-score current), not += */
+    unsigned long long *sstate; /* EV_SH: [slots][EV_SH_WORDS] scissorhands' per-slot history */
+    int sh_hist;              /* EV_SH: --sh-hist (1..EV_SH_MAX_HIST) */
 };
 /* one piece's best eviction candidate (EV_L2NORM / EV_RANDOM): key (lower is evicted first),
  * the logit left out, the slot (-1: none) */

@@ -117,6 +117,12 @@ struct cuda_engine {
     float *qring, *h_qring;
     int qring_rows;
     void *ev_part; /* evict-then-attend (EV_IS_ETE): [n_heads][n_split] ev_cand, the pieces' candidates */
+    /* EV_SH device steps: scissorhands' per-slot histories ([n_slots][EV_SH_WORDS], the host
+     * mirror's kv->state bytes); sstate_dirty: the mirror's are newer (a prefill ran), uploaded
+     * before the next device step (kv_device_prepare_decode first); ce_refresh_mirror takes
+     * them back */
+    unsigned long long *sstate;
+    int sstate_dirty;
 };
 
 #define LAUNCH(expr)                                                                           \

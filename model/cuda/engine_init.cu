@@ -337,6 +337,15 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
         }
         HALLOC(ce->h_att, (size_t)qdim * sizeof(float));
     }
+    if (ce->dp.evict == EV_SH && ce->dp.dev_decode) {
+        if (kv->ops->slot_state_bytes != EV_SH_WORDS * sizeof(unsigned long long)) {
+            snprintf(err, errlen, "policy %s: %zu bytes of per-slot state, the device kernel keeps %zu", kv->ops->name,
+                     kv->ops->slot_state_bytes, (size_t)EV_SH_WORDS * sizeof(unsigned long long));
+            return -1;
+        }
+        DALLOC(ce->sstate, kv->n_slots * EV_SH_WORDS * sizeof(unsigned long long));
+        ce->sstate_dirty = 1;
+    }
     if (ce->dp.dev_decode) {
         ce->kv_fresh = (int *)calloc((size_t)n_lh, sizeof(int));
         if (!ce->kv_fresh) {
@@ -395,10 +404,10 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     DALLOC(ce->vc, n_slots * hd * ce->kv_es);
     if (ce->dp.rope_shifted) DALLOC(ce->kr, n_slots * hd * sizeof(float));
     DALLOC(ce->pos, n_slots * sizeof(int32_t));
-    /* per-slot scores (h2o, BUZZ) or key norms (l2norm) */
+    /* per-slot scores (h2o, BUZZ, scissorhands: moved with the slots) or key norms (l2norm) */
     if ((ce->dp.mode == DEV_POLICY_DEVICE && (ce->dp.evict == EV_H2O || ce->dp.evict == EV_H2O_EF)) ||
         ce->dp.mode == DEV_POLICY_ROUNDS ||
-        ce->dp.evict == EV_L2NORM)
+        ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_SH)
         DALLOC(ce->score, n_slots * sizeof(float));
     DALLOC(ce->off, (size_t)n_lh * sizeof(size_t));
     DALLOC(ce->len, (size_t)n_lh * sizeof(int));

@@ -67,12 +67,14 @@ subgen|--budget 24 --prefill-only-decode grow|device
 l2norm|--budget 24|device
 l2norm|--budget 24 --kv-dtype f16|device
 random|--budget 24|device
+scissorhands|--budget 24|device
+scissorhands|--budget 24 --sh-hist 5 --kv-dtype bf16|device
 tova|--budget 24|device
 tova|--budget 24 --rope shifted|shifted
 l2norm|--budget 24 --rope shifted|host
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
-scissorhands|--budget 24|host
+scissorhands|--budget 24 --rope shifted|host
 h2o|--budget 24 --h2o-order evict-first --rope shifted|host
 LIST
 

@@ -50,6 +50,8 @@ static int cmp_int(const void *a, const void *b)
  * writing into the victim's slot, the CPU may move the last slot there: slot order differs) */
 /* The K and V rows of position p in region (l, g) of a and b (f32 caches) within 1e-4 of the
  * row's largest magnitude (the backends' rounding differs; a wrong row is far off). */
+static int g_states; /* also the per-slot policy state, byte for byte (scissorhands' histories) */
+
 static int same_rows(const kv_cache *a, const kv_cache *b, int l, int g, char *msg, size_t n)
 {
     const int i = kv_idx(a, l, g), d = a->head_dim;
@@ -58,6 +60,11 @@ static int same_rows(const kv_cache *a, const kv_cache *b, int l, int g, char *m
         int ja = 0;
         while (ja < a->len[i] && pa[ja] != pb[jb]) ja++;
         if (ja == a->len[i]) continue; /* the positions check reports it */
+        if (g_states && memcmp(kv_slot_state(a, l, g, ja), kv_slot_state(b, l, g, jb), a->ops->slot_state_bytes)) {
+            snprintf(msg, n, "layer %d head %d: the per-slot state of position %d differs (CPU slot %d, mirror slot %d)",
+                     l, g, pb[jb], ja, jb);
+            return 0;
+        }
         for (int kvsel = 0; kvsel < 2; kvsel++) {
             const float *ra = (const float *)(kvsel ? a->v_data : a->k_data) + (a->off[i] + (size_t)ja) * d;
             const float *rb = (const float *)(kvsel ? b->v_data : b->k_data) + (b->off[i] + (size_t)jb) * d;
@@ -99,7 +106,8 @@ static int same_cache(const kv_cache *a, const kv_cache *b, int rows, char *msg,
                 }
             if (rows && !same_rows(a, b, l, g, msg, n)) return 0;
         }
-    snprintf(msg, n, "%d regions equal%s", a->n_layers * a->n_kv_heads, rows ? " (positions, K/V rows)" : "");
+    snprintf(msg, n, "%d regions equal%s", a->n_layers * a->n_kv_heads,
+             rows ? g_states ? " (positions, K/V rows, per-slot histories)" : " (positions, K/V rows)" : "");
     return 1;
 }
 
@@ -167,6 +175,8 @@ int main(int argc, char **argv)
     char why[256];
     int planned = device_policy_plan(ops, &pp, &kv[1], &dp, why, sizeof why) == 0;
     const int mirror_rows = planned && dp.mode == DEV_POLICY_HOST;
+    /* scissorhands: the histories the device kept come back to the mirror */
+    g_states = planned && dp.evict == EV_SH && dp.dev_decode != DEV_DECODE_NONE;
     /* the same sequence on both; logits row r after each step */
     double worst = 0;
     int t = 0, r = 0, ok_run = 1, ok_cache1 = 1;
