@@ -10,9 +10,10 @@
 # family (snapkv, pyramidkv, ada_*, subgen) decodes on the device in the reserve (default) and
 # grow modes of --prefill-only-decode: 1 sync per token like full; capped runs its re-compression
 # steps through the host hooks (measured, the host bound). l2norm, random (evict-then-attend) and
-# tova (layer-wise) evict on the device: 1 sync, and so does h2o --h2o-order evict-first
-# (evict-then-attend like l2norm); l2norm/random/h2o evict-first with --rope shifted stay
-# host-assisted (the victim moves the older keys' ranks).
+# tova (layer-wise) evict on the device: 1 sync, and so do h2o --h2o-order evict-first and
+# scissorhands (evict-then-attend like l2norm); l2norm/random/h2o evict-first/scissorhands with
+# --rope shifted stay host-assisted (the victim moves the older keys' ranks). buzz
+# --buzz-score current runs BUZZ's rounds path (the scores replaced on the device).
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;

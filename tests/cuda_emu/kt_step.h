@@ -4,8 +4,11 @@
  * kernels/cpu/attention.c attn_decode_head + eviction/policy_h2o.c / local / streaming
  * post_attn + kv_evict_swap_last; l2norm / random (evict-then-attend: the victim of
  * policy_l2norm.c / policy_random.c, its counter RNG, left out of an attention split into several
- * pieces; the new key's norm bit for bit) and tova (policy_tova.c post_attn_layer: every head's
- * probabilities averaged, the argmin evicted from every KV head). */
+ * pieces; the new key's norm bit for bit), h2o --h2o-order evict-first (the lowest score of the
+ * history left out, the scores after), scissorhands (policy_scissorhands.c: the least important
+ * slot left out, every slot's indicator pushed into its history, compared byte for byte), the
+ * score_set flag of buzz --buzz-score current, and tova (policy_tova.c post_attn_layer: every
+ * head's probabilities averaged, the argmin evicted from every KV head). */
 
 struct step_case {
     const char *name;
@@ -75,6 +78,30 @@ static int ref_ete_victim(int mode, const int32_t *P, const float *norm, int n, 
 
 /* 1: the scores are replaced by the step's probabilities (score_set, buzz --buzz-score current) */
 static int g_score_set = 0;
+/* EV_SH: --sh-hist of the case */
+static int g_sh_hist = 400;
+
+/* eviction/policy_scissorhands.c's sh_slot (the device's EV_SH_WORDS words) and its ring_push /
+ * less_important, as the reference of EV_SH */
+struct ref_sh {
+    uint64_t ring[7];
+    uint32_t n_push, ones;
+};
+static void ref_sh_push(ref_sh *e, int hist, int bit)
+{
+    uint32_t i = e->n_push % (uint32_t)hist;
+    uint64_t m = 1ULL << (i % 64);
+    int old = (e->ring[i / 64] & m) != 0;
+    if (bit) e->ring[i / 64] |= m;
+    else e->ring[i / 64] &= ~m;
+    e->ones += (uint32_t)bit - (uint32_t)old;
+    e->n_push++;
+}
+static int ref_sh_less(const ref_sh *a, const ref_sh *b, int hist)
+{
+    uint64_t ra = std::min<uint64_t>(a->n_push, hist), rb = std::min<uint64_t>(b->n_push, hist);
+    return (uint64_t)a->ones * std::max<uint64_t>(rb, 1) < (uint64_t)b->ones * std::max<uint64_t>(ra, 1);
+}
 
 template <typename T> static void test_step(int dt, const step_case &c)
 {
@@ -116,6 +143,20 @@ template <typename T> static void test_step(int dt, const step_case &c)
     for (int g = 0; g < Hkv; g++)
         for (int j = 0; j < c.lens[g]; j++) knorm[off[g] + j] = (float)(rng() % 4) * 0.5f + 0.25f;
     const std::vector<float> knorm0 = knorm;
+    /* EV_SH: random histories (n_push 1 .. 3·hist, the live ring bits random, ones their count),
+     * garbage in the new token's slot (the kernel starts it empty) */
+    std::vector<ref_sh> sst(slots);
+    for (size_t i = 0; i < slots; i++) {
+        ref_sh &e = sst[i];
+        memset(&e, 0, sizeof e);
+        e.n_push = 1 + rng() % (3 * g_sh_hist);
+        const int live = std::min<int>(e.n_push, g_sh_hist);
+        for (int b = 0; b < live; b++)
+            if (rng() % 3 == 0) e.ring[b / 64] |= 1ULL << (b % 64), e.ones++;
+    }
+    for (int g = 0; g < Hkv; g++)
+        if (c.n_extra) sst[off[g] + c.lens[g]].ones = 77, sst[off[g] + c.lens[g]].n_push = 5;
+    const std::vector<ref_sh> sst0 = sst;
     const uint64_t seed = 0x5eed;
     const int layer = 3;
     std::vector<int> len = c.lens, capv(Hkv, c.cap > 0 ? c.cap : cap_slots), ring(Hkv), counter(Hkv + 1, 0);
@@ -139,13 +180,14 @@ template <typename T> static void test_step(int dt, const step_case &c)
     a.off = off.data(), a.len = len.data(), a.cap = capv.data(), a.ring = ring.data();
     a.n_extra = c.n_extra, a.n_heads = H, a.G = G, a.head_dim = hd, a.scale = scale;
     a.split_len = c.split_len, a.n_split = n_split, a.part_acc = pacc.data(), a.part_ml = pml.data();
-    a.slog = c.score || c.probs_out ? slog.data() : NULL, a.slog_stride = slog_stride, a.probs_out = c.probs_out;
+    a.slog = c.score || c.probs_out || c.evict == EV_SH ? slog.data() : NULL, a.slog_stride = slog_stride, a.probs_out = c.probs_out;
     a.score = c.score ? score.data() : NULL;
     a.evict = c.evict, a.n_sink = c.n_sink, a.n_recent = c.n_recent, a.mean = c.mean, a.step = stepv;
     a.kw = kc.data(), a.vw = vc.data(), a.kv_dt = dt, a.pos = pos.data();
     a.rope_cos = c.rope ? ct.data() : NULL, a.rope_sin = c.rope ? st.data() : NULL;
     a.out = out.data(), a.lse = lse.data(), a.counter = counter.data();
-    a.knorm = c.evict == EV_L2NORM ? knorm.data() : NULL, a.ev_part = ete_mode ? evp.data() : NULL;
+    a.knorm = c.evict == EV_L2NORM || c.evict == EV_SH ? knorm.data() : NULL, a.ev_part = ete_mode ? evp.data() : NULL;
+    a.sstate = c.evict == EV_SH ? (unsigned long long *)sst.data() : NULL, a.sh_hist = g_sh_hist;
     a.layer = layer, a.seed = seed, a.score_set = g_score_set;
     cudaError_t e = launch_attn_step(&a, 0);
     /* tova: the reference's layer-wise victim from every head's probabilities */
@@ -173,14 +215,24 @@ template <typename T> static void test_step(int dt, const step_case &c)
         }
     }
     double eo = 0, el = 0, ep = 0, es = 0;
-    bool ok_len = true, ok_rows = true, nan_free = true;
+    bool ok_len = true, ok_rows = true, nan_free = true, ok_sh = true;
     for (int g = 0; g < Hkv; g++) {
         const int L = c.lens[g] + c.n_extra;
         /* evict-then-attend: the victim leaves before the attention */
         const float *key0 = c.evict == EV_H2O_EF ? &score0[off[g]] : &knorm0[off[g]];
-        const int ete_vic = ete_mode && L > capv[g] ? ref_ete_victim(c.evict, &pos0[off[g]], key0, L - 1, c.n_sink,
-                                                                    c.n_recent, t, layer, g, seed, c.mean)
-                                                    : -1;
+        int ete_vic = ete_mode && L > capv[g] && c.evict != EV_SH
+                          ? ref_ete_victim(c.evict, &pos0[off[g]], key0, L - 1, c.n_sink, c.n_recent, t, layer, g, seed, c.mean)
+                          : -1;
+        if (c.evict == EV_SH && L > capv[g]) /* policy_scissorhands.c pre_attn: the least important */
+            for (int j = 0; j < L - 1; j++) {
+                const int32_t p = pos0[off[g] + j];
+                if (p < c.n_sink || (int64_t)p >= (int64_t)t - c.n_recent) continue;
+                const ref_sh *e = &sst0[off[g] + j], *b = ete_vic >= 0 ? &sst0[off[g] + ete_vic] : NULL;
+                if (!b || ref_sh_less(e, b, g_sh_hist) ||
+                    (!ref_sh_less(b, e, g_sh_hist) && p < pos0[off[g] + ete_vic]))
+                    ete_vic = j;
+            }
+        std::vector<double> psum(L, 0.0); /* Σ_h p_h(j) over the group */
         std::vector<double> sc(L, 0.0);
         for (int j = 0; j < L; j++) sc[j] = g_score_set ? 0.0 : score0[off[g] + j];
         for (int hh = 0; hh < G; hh++) {
@@ -214,6 +266,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
             for (int j = 0; j < L; j++) {
                 double p = exp(s[j] - lref);
                 sc[j] += p;
+                psum[j] += p;
                 if (c.probs_out) ep = std::max(ep, fabs(slog[(size_t)h * slog_stride + j] - p));
             }
         }
@@ -228,10 +281,22 @@ template <typename T> static void test_step(int dt, const step_case &c)
             for (int x = 0; x < hd; x++) q2 += (double)kf[(off[g] + L - 1) * hd + x] * kf[(off[g] + L - 1) * hd + x];
             kn[L - 1] = (float)sqrt(q2);
         }
+        /* scissorhands' post_attn: the new token's history starts empty, every live slot pushes
+         * [Σ_h p_h(j) / G ≥ 1 / n], n = the live slots after the step */
+        std::vector<ref_sh> sh(sst0.begin() + off[g], sst0.begin() + off[g] + L);
+        if (c.evict == EV_SH) {
+            const int n_after = ete_vic >= 0 ? L - 1 : L;
+            for (int j = 0; j < L; j++) {
+                if (j == ete_vic) continue;
+                if (j == L - 1) memset(&sh[j], 0, sizeof sh[j]);
+                ref_sh_push(&sh[j], g_sh_hist, (float)psum[j] / (float)G >= 1.0f / (float)n_after);
+            }
+        }
         if (c.evict != EV_NONE && L > capv[g] && (!ete_mode || ete_vic >= 0) && (!tova || tova_vic >= 0)) {
             int vic = ete_mode ? ete_vic : tova ? tova_vic
                     : ref_victim2(c.evict, P, sc, L, ring0[g], c.n_sink, t - c.n_recent + 1, c.mean, t);
             kn[vic] = kn[L - 1];
+            sh[vic] = sh[L - 1];
             order[vic] = L - 1;
             P[vic] = P[L - 1];
             sc[vic] = sc[L - 1];
@@ -241,7 +306,8 @@ template <typename T> static void test_step(int dt, const step_case &c)
         for (int j = 0; j < Lr; j++) {
             ok_rows &= pos[off[g] + j] == P[j];
             if (c.score) es = std::max(es, fabs(score[off[g] + j] - sc[j]));
-            if (c.evict == EV_L2NORM) ok_rows &= knorm[off[g] + j] == kn[j];
+            if (c.evict == EV_L2NORM || c.evict == EV_SH) ok_rows &= knorm[off[g] + j] == kn[j];
+            if (c.evict == EV_SH) ok_sh &= !memcmp(&sst[off[g] + j], &sh[j], sizeof sh[j]);
             ok_rows &= !memcmp(&kc[(off[g] + j) * hd], &store<T>(std::vector<float>(kf.begin() + (off[g] + order[j]) * hd,
                                                                                     kf.begin() + (off[g] + order[j] + 1) * hd))[0],
                                 hd * sizeof(T));
@@ -260,6 +326,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
     if (c.probs_out) check(ep < 1e-6, (w + ": probabilities").c_str(), ep);
     if (c.score) check(es < 1e-5, (w + ": scores").c_str(), es);
     check(ok_len && ok_rows, (w + ": lengths, positions, K rows after eviction, counters reset").c_str(), 0);
+    if (c.evict == EV_SH) check(ok_sh, (w + ": scissorhands histories (victim, pushes, moved)").c_str(), 0);
 }
 
 static void test_steps()
@@ -290,6 +357,12 @@ static void test_steps()
     test_step<float>(CU_F32, {"score-set (buzz current) GQA 2", 16, 4, 2, {13, 9}, 1, EV_NONE, 0, 0, 0, 0, true, false, false});
     test_step<__half>(CU_F16, {"score-set (buzz current) F16", 32, 8, 1, {20}, 1, EV_NONE, 0, 0, 0, 0, true, false, false});
     g_score_set = 0;
+    /* scissorhands: the least important slot left out, every slot's indicator pushed */
+    test_step<float>(CU_F32, {"scissorhands, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_SH, 24, 2, 3, 0, false, false, false});
+    g_sh_hist = 5; /* short rings: importance ties, ring wrap-around */
+    test_step<__half>(CU_F16, {"scissorhands hist 5 F16 GQA 4", 16, 8, 4, {30, 30}, 1, EV_SH, 30, 4, 10, 0, false, false, false});
+    test_step<float>(CU_F32, {"scissorhands under capacity", 8, 4, 2, {5, 2}, 1, EV_SH, 9, 1, 2, 0, false, false, false});
+    g_sh_hist = 400;
     /* h2o --h2o-order evict-first: the lowest score of the history left out, scores after */
     test_step<float>(CU_F32, {"h2o evict-first, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_H2O_EF, 24, 2, 6, 0, true, false, false});
     test_step<__half>(CU_F16, {"h2o evict-first mean F16", 16, 8, 1, {40, 40}, 1, EV_H2O_EF, 40, 0, 20, 1, true, false, false});
