@@ -253,7 +253,9 @@ float *kv_device_query_ring(kv_cache *kv, int *rows)
 
 void kv_device_prepare_decode(kv_cache *kv)
 {
-    if (!strcmp(kv->ops->name, "scissorhands") && !kv->passthrough) scissorhands_prompt_history_all(kv);
+    if (kv->passthrough) return;
+    if (!strcmp(kv->ops->name, "scissorhands")) scissorhands_prompt_history_all(kv);
+    if (!strcmp(kv->ops->name, "hashevict")) hashevict_refresh_all(kv);
 }
 
 void kv_device_reset_state(kv_cache *kv)

@@ -115,6 +115,11 @@ int subgen_gonzalez(const float *const *X, int n, int d, int k, int first, int *
  * the decode hooks itself (eviction/kv_device.h kv_device_prepare_decode). */
 void scissorhands_prompt_history_all(kv_cache *kv);
 
+/* hashevict (policy_hashevict.c), for a device that runs its decode rule: brings every region's
+ * per-slot state up to date as its hooks do lazily (the codes of slots written since, the
+ * stashed prefill accumulators). (hashevict_device_proj: eviction/kv_device.h.) */
+void hashevict_refresh_all(kv_cache *kv);
+
 /* free() of every argument: a policy state's arrays, then the state itself. */
 #define EVICT_FREE(...)                                                                            \
     evict_free_all((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))

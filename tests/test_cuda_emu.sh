@@ -134,7 +134,12 @@ random|0.3|--kv-dtype f16|lowp
 tova|0.5|--kv-dtype f16|lowp
 subgen_stream|0.3|--kv-dtype f16 --prefill-chunk 7|lowp
 full|1.0|--kv-dtype f16 --rope shifted|lowp
-streaming|0.5|--kv-dtype bf16 --rope shifted|lowp'
+streaming|0.5|--kv-dtype bf16 --rope shifted|lowp
+hashevict|0.3|--prefill-chunk 7|
+hashevict|0.5|--hash-probe key --hash-bits 64|
+hashevict|0.5|--hash-accum mean|
+hashevict|0.5|--rope shifted|
+hashevict|0.4|--kv-dtype f16 --hash-bits 8|lowp'
 [ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;37p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
@@ -222,7 +227,8 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
     g++ $SAN -o "$OUTD/test_mirror_emu" "$OUTD/test_mirror_emu.o" $(echo "$objs" | tr ' ' '\n' | grep -v "^$CB/main.o$") \
         "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/mirror.log" 2>&1; then
     # POLICY[:NAME=VALUE]: the policy and one of its parameters
-    MP="h2o h2o:h2o-order=evict-first streaming local buzz buzz:buzz-score=current buzz_logn snapkv subgen scissorhands l2norm random tova"
+    MP="h2o h2o:h2o-order=evict-first streaming local buzz buzz:buzz-score=current buzz_logn snapkv subgen scissorhands
+        scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key l2norm random tova"
     [ "$FULL" = 1 ] || MP="h2o snapkv"
     for pol in $MP; do
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol/:/ } >"$TMP/mi" 2>&1

@@ -697,16 +697,18 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.relayout, !strncmp(want[i].name, "ada_", 4));
         assert_int_equal(dp.host_attend, !strcmp(want[i].name, "subgen_stream"));
         /* the prefill-only family decodes on the device between its hooks; l2norm, random,
-         * scissorhands and tova evict on the device */
+         * scissorhands, hashevict and tova evict on the device */
         int quiet = !strcmp(want[i].name, "snapkv") || !strcmp(want[i].name, "pyramidkv") ||
                     !strcmp(want[i].name, "subgen") || !strncmp(want[i].name, "ada_", 4);
         int always = !strcmp(want[i].name, "l2norm") || !strcmp(want[i].name, "random") ||
-                     !strcmp(want[i].name, "tova") || !strcmp(want[i].name, "scissorhands");
+                     !strcmp(want[i].name, "tova") || !strcmp(want[i].name, "scissorhands") ||
+                     !strcmp(want[i].name, "hashevict");
         assert_int_equal(dp.dev_decode, quiet ? DEV_DECODE_QUIET : always ? DEV_DECODE_ALWAYS : DEV_DECODE_NONE);
         if (always)
             assert_int_equal(dp.evict, !strcmp(want[i].name, "l2norm")         ? EV_L2NORM
                                        : !strcmp(want[i].name, "random")       ? EV_RANDOM
                                        : !strcmp(want[i].name, "scissorhands") ? EV_SH
+                                       : !strcmp(want[i].name, "hashevict")    ? EV_HASH
                                                                                : EV_TOVA);
     }
     /* l2norm / random: the CPU policies' protections (eviction/policy_common.h defaults) and
@@ -737,6 +739,24 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.sh_hist, 7);
         assert_int_equal(dp.n_sink, EVICT_SINK_DEFAULT_T);
         assert_int_equal(dp.n_recent, EVICT_RECENT_DEFAULT_T);
+        /* hashevict: --hash-bits, --hash-probe; --hash-accum mean and --rope shifted stay on the
+         * host (running means over every rule evaluation; the ranks) */
+        r = p;
+        assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-bits", "9", e2, sizeof e2), 0);
+        assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-probe", "key", e2, sizeof e2), 0);
+        assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.he_bits, 9);
+        assert_int_equal(dp.he_probe, 1);
+        assert_int_equal(dp.evict, EV_HASH);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-accum", "mean", e2, sizeof e2), 0);
+        assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.mode, DEV_POLICY_HOST);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        r = p;
+        r.rope_shifted = 1;
+        assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
     }
     /* every registered policy is in the table above; one the plan does not know is refused
      * with a one-line reason naming it */

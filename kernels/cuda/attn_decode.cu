@@ -60,6 +60,16 @@ __device__ __forceinline__ void sh_push(unsigned long long *e, unsigned hist, bo
     w[0] = np + 1;
 }
 
+/* eviction/policy_hashevict.c hashevict_code, one bit: [Σ_i R[b][i] · x[i] ≥ 0], summed in fp32
+ * in order with separate roundings (no fused multiply-add: the CPU's sequence) */
+template <typename T> __device__ __forceinline__ bool he_bit(const float *R, int d, int b, const T *x)
+{
+    const float *r = R + (size_t)b * d;
+    float s = 0.0f;
+    for (int i = 0; i < d; i++) s = __fadd_rn(s, __fmul_rn(r[i], to_f32(x[i])));
+    return s >= 0.0f;
+}
+
 /* (v, p) ranks before (bv, bp) as a victim: smaller key, ties → smaller position; j < 0: none */
 __device__ __forceinline__ bool ete_better(unsigned long long v, int p, int j, unsigned long long bv, int bp, int bj)
 {
@@ -73,7 +83,7 @@ __device__ __forceinline__ bool ete_better(unsigned long long v, int p, int j, u
  * eviction/policy_h2o.c h2o_select_victim over the history up to t − 1, score / (t − pos) with
  * mean); protected: pos < n_sink and pos ≥ t − n_recent. sv/sp/sj: shared [DC_THREADS]. */
 __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, unsigned long long *out_v,
-                             unsigned long long *sv, int *sp, int *sj)
+                             unsigned long long *sv, int *sp, int *sj, const unsigned long long *he_codes, int he_nq)
 {
     const size_t o = a.off[g];
     const int t = a.step[1], tid = threadIdx.x;
@@ -88,7 +98,13 @@ __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int
         if (a.evict == EV_L2NORM) v = 0xffffffffULL - __float_as_uint(a.knorm[o + j]);
         else if (a.evict == EV_RANDOM) v = ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
         else if (a.evict == EV_H2O_EF) v = __float_as_uint(a.mean ? a.score[o + j] / (float)(t - p) : a.score[o + j]);
-        else v = sh_key(a.sstate + (o + j) * EV_SH_WORDS, a.sh_hist);
+        else if (a.evict == EV_SH) v = sh_key(a.sstate + (o + j) * EV_SH_WORDS, a.sh_hist);
+        else { /* hashevict: the largest Hamming distance to the probe codes (summed) first */
+            const unsigned long long code = a.sstate[(o + j) * EV_HASH_WORDS];
+            unsigned dist = 0;
+            for (int i = 0; i < he_nq; i++) dist += (unsigned)__popcll(code ^ he_codes[i]);
+            v = 0xffffffffULL - dist;
+        }
         if (ete_better(v, p, j, bv, bp, bj)) bv = v, bp = p, bj = j;
     }
     sv[tid] = bv;
@@ -118,6 +134,7 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
     __shared__ float sv[DC_THREADS];
     __shared__ int sp[DC_THREADS], sj[DC_THREADS];
     __shared__ int s_layer_last;
+    __shared__ unsigned char s_hb[64]; /* EV_HASH: the new key's code bits */
     const int tid = threadIdx.x, G = a.G, hd = a.head_dim, n_split = a.n_split;
     int ns = (L + a.split_len - 1) / a.split_len;
     if (ns > n_split) ns = n_split;
@@ -198,6 +215,22 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
                     if (a.pos[o + j] < a.pos[o + victim]) victim = j;
             }
         }
+        if (a.evict == EV_HASH) {
+            /* hashevict: the new key's code (the CPU computes it from the stored key at its next
+             * hook, refresh_slots); the rest of its state empty */
+            for (int b = tid; b < a.he_bits; b += DC_THREADS) s_hb[b] = he_bit(a.he_R, hd, b, Kw + (size_t)(L - 1) * hd_);
+            __syncthreads();
+            if (tid == 0) {
+                unsigned long long c = 0;
+                for (int b = 0; b < a.he_bits; b++)
+                    if (s_hb[b]) c |= 1ULL << b;
+                unsigned long long *e = a.sstate + (o + L - 1) * EV_HASH_WORDS;
+                e[0] = c;
+                e[1] = 0ULL;
+                e[2] = 1ULL << 32; /* age 0, valid 1 */
+            }
+            __syncthreads();
+        }
         if (a.evict == EV_SH) {
             /* scissorhands' post_attn over the n slots live after the step: the new token's
              * history starts empty (kv_write), every slot pushes [Σ_h p_h(j) / G ≥ 1 / n] */
@@ -221,8 +254,8 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
              * scissorhands' history */
             float *S = a.knorm ? a.knorm + o : a.score ? a.score + o : NULL;
             ev_swap_last<TV, DC_THREADS>(Kw, (TV *)a.vw + o * hd_, a.pos + o, S, L, victim, hd);
-            if (a.evict == EV_SH && tid < EV_SH_WORDS && victim != L - 1)
-                a.sstate[(o + victim) * EV_SH_WORDS + tid] = a.sstate[(o + L - 1) * EV_SH_WORDS + tid];
+            const int nw = a.evict == EV_SH ? EV_SH_WORDS : a.evict == EV_HASH ? EV_HASH_WORDS : 0;
+            if (tid < nw && victim != L - 1) a.sstate[(o + victim) * nw + tid] = a.sstate[(o + L - 1) * nw + tid];
             if (tid == 0) a.len[g] = L - 1;
         } else if (tid == 0) {
             a.len[g] = L;
@@ -286,6 +319,8 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
     __shared__ int s_last;
     __shared__ unsigned long long s_ev_v[DC_THREADS];
     __shared__ int s_ev_p[DC_THREADS], s_ev_j[DC_THREADS];
+    __shared__ unsigned long long s_he_code[EV_HASH_MAX_G];
+    __shared__ unsigned char s_he_bit[EV_HASH_MAX_G * 64];
     const int hd = a.head_dim, G = a.G;
     float *qs = sm;      /* [head_dim] the (rotated,) pre-scaled query */
     float *sl = sm + hd; /* [split_len] logits, then exp(logit − m) */
@@ -328,7 +363,27 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
             ev_cand *ec = (ev_cand *)a.ev_part + (size_t)h * a.n_split + s;
             if (L > a.cap[g]) {
                 unsigned long long cv = 0;
-                const int cj = ete_candidate(a, g, j0, min(j1, L - 1), &cv, s_ev_v, s_ev_p, s_ev_j);
+                int he_nq = 0;
+                if (a.evict == EV_HASH) {
+                    /* hashevict's probe codes: the group's G queries (as given, rotated, unscaled),
+                     * or the new key as stored (slot L − 1), --hash-probe key */
+                    he_nq = a.he_probe ? 1 : G;
+                    const int bits = a.he_bits;
+                    for (int pi = tid; pi < he_nq * bits; pi += DC_THREADS) {
+                        const int hh = pi / bits, b = pi % bits;
+                        s_he_bit[hh * 64 + b] = a.he_probe ? he_bit(a.he_R, hd, b, K + (size_t)(L - 1) * hd)
+                                                           : he_bit(a.he_R, hd, b, a.q + (size_t)(g * G + hh) * hd);
+                    }
+                    __syncthreads();
+                    if (tid < he_nq) {
+                        unsigned long long c = 0;
+                        for (int b = 0; b < bits; b++)
+                            if (s_he_bit[tid * 64 + b]) c |= 1ULL << b;
+                        s_he_code[tid] = c;
+                    }
+                    __syncthreads();
+                }
+                const int cj = ete_candidate(a, g, j0, min(j1, L - 1), &cv, s_ev_v, s_ev_p, s_ev_j, s_he_code, he_nq);
                 if (tid == 0) {
                     ec->j = cj;
                     if (cj >= 0) {
@@ -389,6 +444,8 @@ cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s)
         (EV_IS_ETE(a->evict) && !a->ev_part) || (a->evict == EV_L2NORM && !a->knorm) ||
         (a->evict == EV_H2O_EF && !a->score) ||
         (a->evict == EV_SH && (!a->sstate || !a->slog || a->sh_hist < 1 || a->sh_hist > EV_SH_MAX_HIST)) ||
+        (a->evict == EV_HASH && (!a->sstate || !a->he_R || a->he_bits < 1 || a->he_bits > 64 ||
+                                 (!a->he_probe && a->G > EV_HASH_MAX_G))) ||
         (a->evict == EV_TOVA && (!a->slog || !a->probs_out)))
         return cudaErrorInvalidValue;
     const int k = a->k_dt, v = a->v_dt;

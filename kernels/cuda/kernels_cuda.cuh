@@ -109,6 +109,11 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * [Σ_h p_h(j) / G ≥ 1 / n] (n: the live slots after the step) into its ring, and the new
  * token's state moves into the victim's slot. The prompt tokens' first entry is the host's
  * (kv_device_prepare_decode) before the first device step.
+ * EV_HASH (hashevict --hash-accum none, eviction/policy_hashevict.c): the key is the slot's
+ * SimHash code's Hamming distance to the step's probe codes (the G queries, or the new key with
+ * he_probe), summed, the largest evicted; codes are he_R · x ≥ 0 per bit, summed in fp32 in
+ * order; the new key's code (as stored) goes into its state (sstate, EV_HASH_WORDS per slot),
+ * which moves into the victim's slot.
  * EV_TOVA (§10.3): the layer's last finishing group averages the probabilities (in slog) of
  * all n_heads heads per slot and evicts the argmin over the L slots (ties → smaller position)
  * from every KV head (same positions in every head). q_ring (NULL, or the snap family's query ring of this layer,
@@ -149,6 +154,8 @@ struct attn_step_args {
     int score_set;            /* 1: score = Σ_{h ∈ group} p_h(j) (buzz --buzz-score current), not += */
     unsigned long long *sstate; /* EV_SH: [slots][EV_SH_WORDS] scissorhands' per-slot history */
     int sh_hist;              /* EV_SH: --sh-hist (1..EV_SH_MAX_HIST) */
+    const float *he_R;        /* EV_HASH: this layer's projection [he_bits][head_dim] */
+    int he_bits, he_probe;    /* EV_HASH: --hash-bits (1..64); 1: --hash-probe key */
 };
 /* one piece's best eviction candidate (EV_L2NORM / EV_RANDOM): key (lower is evicted first),
  * the logit left out, the slot (-1: none) */

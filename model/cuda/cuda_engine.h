@@ -48,6 +48,7 @@ typedef struct {
     int score_set;     /* buzz --buzz-score current: the step's probabilities replace the
                           scores instead of adding to them */
     int sh_hist;       /* scissorhands --sh-hist (EV_SH) */
+    int he_bits, he_probe; /* hashevict --hash-bits, --hash-probe key (1) (EV_HASH) */
     int want_probs;    /* KV_STAT_DECODE_PROBS */
     int want_colsum;   /* KV_STAT_PREFILL_COLSUM */
     int rope_shifted;  /* --rope shifted: keys stored before RoPE, rotated by rank in the

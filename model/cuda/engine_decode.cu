@@ -107,6 +107,8 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
             s.score_set = ce->dp.score_set;
             s.sstate = ce->sstate, s.sh_hist = ce->dp.sh_hist;
+            s.he_R = ce->he_R ? ce->he_R + (size_t)l * ce->dp.he_bits * hd : NULL;
+            s.he_bits = ce->dp.he_bits, s.he_probe = ce->dp.he_probe;
             s.step = ce->step_d;
             s.kw = ce->kc, s.vw = ce->vc, s.kv_dt = ce->kv_dt, s.pos = ce->pos;
             s.rope_cos = shifted ? ce->rope_cos : NULL, s.rope_sin = shifted ? ce->rope_sin : NULL;
@@ -183,10 +185,10 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     ce->host_step = host_step;
     const int device_policy = !host_step;
     if (device_policy && ce->sstate && ce->sstate_dirty) {
-        /* scissorhands: the prompt tokens' first history entry on the host, then every slot's
-         * history to the device (once after each prefill) */
+        /* scissorhands: the prompt tokens' first history entry, hashevict: the codes, on the
+         * host; then every slot's state to the device (once after each prefill) */
         kv_device_prepare_decode(kv);
-        CUDA_TRY(cudaMemcpyAsync(ce->sstate, kv->state, kv->n_slots * EV_SH_WORDS * sizeof(unsigned long long),
+        CUDA_TRY(cudaMemcpyAsync(ce->sstate, kv->state, kv->n_slots * ce->sstate_words * sizeof(unsigned long long),
                                  cudaMemcpyHostToDevice, ce->st));
         ce->sstate_dirty = 0;
     }

@@ -337,14 +337,26 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
         }
         HALLOC(ce->h_att, (size_t)qdim * sizeof(float));
     }
-    if (ce->dp.evict == EV_SH && ce->dp.dev_decode) {
-        if (kv->ops->slot_state_bytes != EV_SH_WORDS * sizeof(unsigned long long)) {
+    if ((ce->dp.evict == EV_SH || ce->dp.evict == EV_HASH) && ce->dp.dev_decode) {
+        ce->sstate_words = ce->dp.evict == EV_SH ? EV_SH_WORDS : EV_HASH_WORDS;
+        if (kv->ops->slot_state_bytes != ce->sstate_words * sizeof(unsigned long long)) {
             snprintf(err, errlen, "policy %s: %zu bytes of per-slot state, the device kernel keeps %zu", kv->ops->name,
-                     kv->ops->slot_state_bytes, (size_t)EV_SH_WORDS * sizeof(unsigned long long));
+                     kv->ops->slot_state_bytes, (size_t)ce->sstate_words * sizeof(unsigned long long));
             return -1;
         }
-        DALLOC(ce->sstate, kv->n_slots * EV_SH_WORDS * sizeof(unsigned long long));
+        DALLOC(ce->sstate, kv->n_slots * ce->sstate_words * sizeof(unsigned long long));
         ce->sstate_dirty = 1;
+    }
+    if (ce->dp.evict == EV_HASH && ce->dp.dev_decode) {
+        int bits = 0;
+        const float *R = hashevict_device_proj(kv, &bits);
+        if (!R || bits != ce->dp.he_bits) {
+            snprintf(err, errlen, "policy %s: no projections for the device", kv->ops->name);
+            return -1;
+        }
+        const size_t rb = (size_t)kv->n_layers * bits * kv->head_dim * sizeof(float);
+        DALLOC(ce->he_R, rb);
+        CUDA_TRY(cudaMemcpy(ce->he_R, R, rb, cudaMemcpyHostToDevice));
     }
     if (ce->dp.dev_decode) {
         ce->kv_fresh = (int *)calloc((size_t)n_lh, sizeof(int));

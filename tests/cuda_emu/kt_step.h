@@ -80,6 +80,20 @@ static int ref_ete_victim(int mode, const int32_t *P, const float *norm, int n, 
 static int g_score_set = 0;
 /* EV_SH: --sh-hist of the case */
 static int g_sh_hist = 400;
+/* EV_HASH: --hash-bits and --hash-probe key (1) of the case */
+static int g_he_bits = 16, g_he_probe = 0;
+
+/* eviction/policy_hashevict.c hashevict_code: bit b = [Σ_i R[b][i] x[i] ≥ 0], fp32 in order */
+static uint64_t ref_he_code(const float *R, int bits, int d, const float *x)
+{
+    uint64_t code = 0;
+    for (int b = 0; b < bits; b++) {
+        float s = 0.0f;
+        for (int i = 0; i < d; i++) s += R[(size_t)b * d + i] * x[i];
+        if (s >= 0.0f) code |= 1ULL << b;
+    }
+    return code;
+}
 
 /* eviction/policy_scissorhands.c's sh_slot (the device's EV_SH_WORDS words) and its ring_push /
  * less_important, as the reference of EV_SH */
@@ -157,6 +171,15 @@ template <typename T> static void test_step(int dt, const step_case &c)
     for (int g = 0; g < Hkv; g++)
         if (c.n_extra) sst[off[g] + c.lens[g]].ones = 77, sst[off[g] + c.lens[g]].n_push = 5;
     const std::vector<ref_sh> sst0 = sst;
+    /* EV_HASH: random codes (he_slot: code, acc, age | valid << 32), a projection */
+    std::vector<uint64_t> hst((size_t)slots * 3, 0);
+    for (size_t i = 0; i < slots; i++) {
+        hst[i * 3] = (((uint64_t)rng() << 32) ^ rng()) & (g_he_bits == 64 ? ~0ULL : (1ULL << g_he_bits) - 1);
+        hst[i * 3 + 2] = 1ULL << 32;
+    }
+    const std::vector<uint64_t> hst0 = hst;
+    std::vector<float> heR((size_t)g_he_bits * hd);
+    for (auto &x : heR) x = frand(-1, 1);
     const uint64_t seed = 0x5eed;
     const int layer = 3;
     std::vector<int> len = c.lens, capv(Hkv, c.cap > 0 ? c.cap : cap_slots), ring(Hkv), counter(Hkv + 1, 0);
@@ -187,7 +210,9 @@ template <typename T> static void test_step(int dt, const step_case &c)
     a.rope_cos = c.rope ? ct.data() : NULL, a.rope_sin = c.rope ? st.data() : NULL;
     a.out = out.data(), a.lse = lse.data(), a.counter = counter.data();
     a.knorm = c.evict == EV_L2NORM || c.evict == EV_SH ? knorm.data() : NULL, a.ev_part = ete_mode ? evp.data() : NULL;
-    a.sstate = c.evict == EV_SH ? (unsigned long long *)sst.data() : NULL, a.sh_hist = g_sh_hist;
+    a.sstate = c.evict == EV_SH ? (unsigned long long *)sst.data() : c.evict == EV_HASH ? (unsigned long long *)hst.data() : NULL;
+    a.sh_hist = g_sh_hist;
+    a.he_R = heR.data(), a.he_bits = g_he_bits, a.he_probe = g_he_probe;
     a.layer = layer, a.seed = seed, a.score_set = g_score_set;
     cudaError_t e = launch_attn_step(&a, 0);
     /* tova: the reference's layer-wise victim from every head's probabilities */
@@ -220,7 +245,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
         const int L = c.lens[g] + c.n_extra;
         /* evict-then-attend: the victim leaves before the attention */
         const float *key0 = c.evict == EV_H2O_EF ? &score0[off[g]] : &knorm0[off[g]];
-        int ete_vic = ete_mode && L > capv[g] && c.evict != EV_SH
+        int ete_vic = ete_mode && L > capv[g] && c.evict != EV_SH && c.evict != EV_HASH
                           ? ref_ete_victim(c.evict, &pos0[off[g]], key0, L - 1, c.n_sink, c.n_recent, t, layer, g, seed, c.mean)
                           : -1;
         if (c.evict == EV_SH && L > capv[g]) /* policy_scissorhands.c pre_attn: the least important */
@@ -232,6 +257,20 @@ template <typename T> static void test_step(int dt, const step_case &c)
                     (!ref_sh_less(b, e, g_sh_hist) && p < pos0[off[g] + ete_vic]))
                     ete_vic = j;
             }
+        if (c.evict == EV_HASH && L > capv[g]) { /* policy_hashevict.c hashevict_victim */
+            std::vector<uint64_t> pc;
+            if (g_he_probe) pc.push_back(ref_he_code(heR.data(), g_he_bits, hd, &kf[(off[g] + L - 1) * hd]));
+            else
+                for (int hh = 0; hh < G; hh++) pc.push_back(ref_he_code(heR.data(), g_he_bits, hd, &q[(size_t)(g * G + hh) * hd]));
+            uint32_t bd = 0;
+            for (int j = 0; j < L - 1; j++) {
+                const int32_t p = pos0[off[g] + j];
+                if (p < c.n_sink || (int64_t)p >= (int64_t)t - c.n_recent) continue;
+                uint32_t dd = 0;
+                for (uint64_t x : pc) dd += (uint32_t)__builtin_popcountll(hst0[(off[g] + j) * 3] ^ x);
+                if (ete_vic < 0 || dd > bd || (dd == bd && p < pos0[off[g] + ete_vic])) ete_vic = j, bd = dd;
+            }
+        }
         std::vector<double> psum(L, 0.0); /* Σ_h p_h(j) over the group */
         std::vector<double> sc(L, 0.0);
         for (int j = 0; j < L; j++) sc[j] = g_score_set ? 0.0 : score0[off[g] + j];
@@ -292,11 +331,19 @@ template <typename T> static void test_step(int dt, const step_case &c)
                 ref_sh_push(&sh[j], g_sh_hist, (float)psum[j] / (float)G >= 1.0f / (float)n_after);
             }
         }
+        /* hashevict: the new key's code as stored, its state otherwise empty */
+        std::vector<uint64_t> hs(hst0.begin() + off[g] * 3, hst0.begin() + (off[g] + L) * 3);
+        if (c.evict == EV_HASH && L > 0) {
+            hs[(L - 1) * 3] = ref_he_code(heR.data(), g_he_bits, hd, &kf[(off[g] + L - 1) * hd]);
+            hs[(L - 1) * 3 + 1] = 0;
+            hs[(L - 1) * 3 + 2] = 1ULL << 32;
+        }
         if (c.evict != EV_NONE && L > capv[g] && (!ete_mode || ete_vic >= 0) && (!tova || tova_vic >= 0)) {
             int vic = ete_mode ? ete_vic : tova ? tova_vic
                     : ref_victim2(c.evict, P, sc, L, ring0[g], c.n_sink, t - c.n_recent + 1, c.mean, t);
             kn[vic] = kn[L - 1];
             sh[vic] = sh[L - 1];
+            for (int w = 0; w < 3; w++) hs[vic * 3 + w] = hs[(L - 1) * 3 + w];
             order[vic] = L - 1;
             P[vic] = P[L - 1];
             sc[vic] = sc[L - 1];
@@ -308,6 +355,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
             if (c.score) es = std::max(es, fabs(score[off[g] + j] - sc[j]));
             if (c.evict == EV_L2NORM || c.evict == EV_SH) ok_rows &= knorm[off[g] + j] == kn[j];
             if (c.evict == EV_SH) ok_sh &= !memcmp(&sst[off[g] + j], &sh[j], sizeof sh[j]);
+            if (c.evict == EV_HASH) ok_sh &= !memcmp(&hst[(off[g] + j) * 3], &hs[j * 3], 3 * sizeof(uint64_t));
             ok_rows &= !memcmp(&kc[(off[g] + j) * hd], &store<T>(std::vector<float>(kf.begin() + (off[g] + order[j]) * hd,
                                                                                     kf.begin() + (off[g] + order[j] + 1) * hd))[0],
                                 hd * sizeof(T));
@@ -327,6 +375,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
     if (c.score) check(es < 1e-5, (w + ": scores").c_str(), es);
     check(ok_len && ok_rows, (w + ": lengths, positions, K rows after eviction, counters reset").c_str(), 0);
     if (c.evict == EV_SH) check(ok_sh, (w + ": scissorhands histories (victim, pushes, moved)").c_str(), 0);
+    if (c.evict == EV_HASH) check(ok_sh, (w + ": hashevict codes (victim, the new key's code, moved)").c_str(), 0);
 }
 
 static void test_steps()
@@ -363,6 +412,14 @@ static void test_steps()
     test_step<__half>(CU_F16, {"scissorhands hist 5 F16 GQA 4", 16, 8, 4, {30, 30}, 1, EV_SH, 30, 4, 10, 0, false, false, false});
     test_step<float>(CU_F32, {"scissorhands under capacity", 8, 4, 2, {5, 2}, 1, EV_SH, 9, 1, 2, 0, false, false, false});
     g_sh_hist = 400;
+    /* hashevict: the farthest code from the probes left out, the new key's code stored */
+    test_step<float>(CU_F32, {"hashevict query probes, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_HASH, 24, 2, 3, 0, false, false, false});
+    g_he_bits = 64, g_he_probe = 1;
+    test_step<__half>(CU_F16, {"hashevict 64 bits key probe F16", 32, 8, 4, {30, 30}, 1, EV_HASH, 30, 4, 10, 0, false, false, false});
+    g_he_bits = 3, g_he_probe = 0; /* 3 bits: distance ties */
+    test_step<float>(CU_F32, {"hashevict 3 bits GQA 4", 16, 8, 4, {20, 20}, 1, EV_HASH, 20, 1, 2, 0, false, false, false});
+    test_step<float>(CU_F32, {"hashevict under capacity", 8, 4, 2, {5, 2}, 1, EV_HASH, 9, 1, 2, 0, false, false, false});
+    g_he_bits = 16;
     /* h2o --h2o-order evict-first: the lowest score of the history left out, scores after */
     test_step<float>(CU_F32, {"h2o evict-first, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_H2O_EF, 24, 2, 6, 0, true, false, false});
     test_step<__half>(CU_F16, {"h2o evict-first mean F16", 16, 8, 1, {40, 40}, 1, EV_H2O_EF, 40, 0, 20, 1, true, false, false});

@@ -50,7 +50,7 @@ static int cmp_int(const void *a, const void *b)
  * writing into the victim's slot, the CPU may move the last slot there: slot order differs) */
 /* The K and V rows of position p in region (l, g) of a and b (f32 caches) within 1e-4 of the
  * row's largest magnitude (the backends' rounding differs; a wrong row is far off). */
-static int g_states; /* also the per-slot policy state, byte for byte (scissorhands' histories) */
+static int g_states; /* also the per-slot policy state, byte for byte (scissorhands, hashevict) */
 
 static int same_rows(const kv_cache *a, const kv_cache *b, int l, int g, char *msg, size_t n)
 {
@@ -107,7 +107,7 @@ static int same_cache(const kv_cache *a, const kv_cache *b, int rows, char *msg,
             if (rows && !same_rows(a, b, l, g, msg, n)) return 0;
         }
     snprintf(msg, n, "%d regions equal%s", a->n_layers * a->n_kv_heads,
-             rows ? g_states ? " (positions, K/V rows, per-slot histories)" : " (positions, K/V rows)" : "");
+             rows ? g_states ? " (positions, K/V rows, per-slot state)" : " (positions, K/V rows)" : "");
     return 1;
 }
 
@@ -175,8 +175,9 @@ int main(int argc, char **argv)
     char why[256];
     int planned = device_policy_plan(ops, &pp, &kv[1], &dp, why, sizeof why) == 0;
     const int mirror_rows = planned && dp.mode == DEV_POLICY_HOST;
-    /* scissorhands: the histories the device kept come back to the mirror */
-    g_states = planned && dp.evict == EV_SH && dp.dev_decode != DEV_DECODE_NONE;
+    /* scissorhands' histories, hashevict's codes (the device's equal to the CPU's bit for bit):
+     * the per-slot state the device kept comes back to the mirror */
+    g_states = planned && (dp.evict == EV_SH || dp.evict == EV_HASH) && dp.dev_decode != DEV_DECODE_NONE;
     /* the same sequence on both; logits row r after each step */
     double worst = 0;
     int t = 0, r = 0, ok_run = 1, ok_cache1 = 1;
