@@ -1,6 +1,7 @@
 /* Host side of a device KV cache: planning its size before allocation and the prefill
  * bookkeeping without K/V. See kv_device.h. */
 #include "eviction/kv_device.h"
+#include "eviction/policy_common.h"
 #include "eviction/snap_internal.h"
 
 #include <math.h>
@@ -248,6 +249,13 @@ float *kv_device_query_ring(kv_cache *kv, int *rows)
     snap_state *s = kv->pstate;
     *rows = s->w_flag;
     return s->ring;
+}
+
+void kv_device_prepare_decode(kv_cache *kv)
+{
+    if (kv->passthrough) return;
+    if (!strcmp(kv->ops->name, "scissorhands")) scissorhands_prompt_history_all(kv);
+    if (!strcmp(kv->ops->name, "hashevict")) hashevict_refresh_all(kv);
 }
 
 void kv_device_reset_state(kv_cache *kv)

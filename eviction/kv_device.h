@@ -79,6 +79,17 @@ void kv_device_append(kv_cache *kv, int layer, int t);
  * without one. */
 float *kv_device_query_ring(kv_cache *kv, int *rows);
 
+/* Before a device runs decode steps on its own after the host last ran the policy's hooks or a
+ * prefill: the per-slot state the hooks would create lazily at their next call is created now, on
+ * the host mirror, so the device can take the mirror's state (scissorhands: the prompt tokens'
+ * first history entry; hashevict: the codes of the slots written since). Nothing for other
+ * policies. */
+void kv_device_prepare_decode(kv_cache *kv);
+
+/* hashevict's projections [n_layers][bits][head_dim] (fp32, the policy's own, policy_hashevict.c)
+ * and their bits, for a device that computes its codes; NULL before its init. */
+const float *hashevict_device_proj(const kv_cache *kv, int *bits);
+
 /* Zeroes the per-slot policy state of every slot (the state is recomputed from the cached rows
  * at the next hook: l2norm's norms) — after a device moved slots the host did not follow. */
 void kv_device_reset_state(kv_cache *kv);

@@ -109,6 +109,17 @@ double evict_dist2(const float *x, const float *y, int d);
 int subgen_gonzalez(const float *const *X, int n, int d, int k, int first, int *centers, double *radius,
                     double *dist);
 
+/* scissorhands (policy_scissorhands.c): gives every kept prompt token of every region that has no
+ * history yet its prefill entry [colsum_j / (N − j) ≥ 1/N], as its decode hooks do lazily at the
+ * first hook after a prefill (nothing else changes the scores before it) — for a device that runs
+ * the decode hooks itself (eviction/kv_device.h kv_device_prepare_decode). */
+void scissorhands_prompt_history_all(kv_cache *kv);
+
+/* hashevict (policy_hashevict.c), for a device that runs its decode rule: brings every region's
+ * per-slot state up to date as its hooks do lazily (the codes of slots written since, the
+ * stashed prefill accumulators). (hashevict_device_proj: eviction/kv_device.h.) */
+void hashevict_refresh_all(kv_cache *kv);
+
 /* free() of every argument: a policy state's arrays, then the state itself. */
 #define EVICT_FREE(...)                                                                            \
     evict_free_all((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))

@@ -13,6 +13,7 @@
  * key (valid flag) at the next hook; the mean accumulators of the simulated prompt are stashed in
  * pstate by on_prefill and applied to the gathered slots at the next hook. */
 #include "eviction/policy_common.h"
+#include "eviction/kv_device.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +33,8 @@ typedef struct {
     uint32_t valid; /* code computed (a freshly written slot has zeroed state) */
 } he_slot;
 
+/* the CUDA decode step keeps these bytes as 3 words (kernels/cuda/evict_modes.h EV_HASH_WORDS) */
+_Static_assert(sizeof(he_slot) == 24, "he_slot layout shared with kernels/cuda");
 typedef struct {
     uint64_t acc;
     uint32_t age;
@@ -226,6 +229,22 @@ static void refresh_slots(kv_cache *kv, he_state *s, int layer, int g)
             e->valid = 1;
         }
     }
+}
+
+void hashevict_refresh_all(kv_cache *kv)
+{
+    he_state *s = kv->pstate;
+    if (!s) return;
+    for (int l = 0; l < kv->n_layers; l++)
+        for (int g = 0; g < kv->n_kv_heads; g++) refresh_slots(kv, s, l, g);
+}
+
+const float *hashevict_device_proj(const kv_cache *kv, int *bits)
+{
+    const he_state *s = kv->pstate;
+    if (!s) return NULL;
+    *bits = s->bits;
+    return s->R;
 }
 
 /* Probe codes of one step: the G query codes (probe query) or the incoming key's (probe key).

@@ -28,6 +28,8 @@ typedef struct {
     uint32_t n_push;         /* indicators pushed since the slot was written */
     uint32_t ones;           /* set bits among the last min(n_push, hist) */
 } sh_slot;
+/* the CUDA decode step keeps these bytes as 8 words (kernels/cuda/evict_modes.h EV_SH_WORDS) */
+_Static_assert(sizeof(sh_slot) == 64 && SH_MAX_HIST == 448, "sh_slot layout shared with kernels/cuda");
 
 typedef struct {
     int hist, sink, recent, G;
@@ -133,6 +135,14 @@ static void prompt_history(kv_cache *kv, const sh_state *s, int layer, int g)
         double mean = (double)score[j] / s->G / (double)(N - P[j]);
         ring_push(e, s->hist, mean >= 1.0 / N);
     }
+}
+
+void scissorhands_prompt_history_all(kv_cache *kv)
+{
+    const sh_state *s = kv->pstate;
+    if (!s) return;
+    for (int l = 0; l < kv->n_layers; l++)
+        for (int g = 0; g < kv->n_kv_heads; g++) prompt_history(kv, s, l, g);
 }
 
 /* Decode, before attention: append while there is room; once full, the least important

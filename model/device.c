@@ -11,10 +11,16 @@
  *   streaming       device (sink + ring victim, swap-last)      host keep-list, device gather
  *   h2o             device (score += probs, argmin with ties    host keep-list from device
  *   (attend-first)  to the older token, swap-last)              column sums, device gather
- *   buzz,           device: append, score += probs; host: the   host keep-list from device
- *   buzz_logn       CPU post_attn only on round steps (a region column sums, device gather
+ *   h2o --h2o-      device, evict-then-attend as l2norm below   as h2o
+ *   order evict-    with the score (/ (t − pos) with mean) as
+ *   first           the key; score += probs after, the new
+ *                   token's score moved into the victim's slot;
+ *                   --rope shifted: host-assisted (below)
+ *   buzz,           device: append, score += probs (--buzz-score host keep-list from device
+ *   buzz_logn       current: score = probs); host: the CPU      column sums, device gather
+ *                   post_attn only on round steps (a region
  *                   over capacity), scores copied back, moves
- *                   replayed (--buzz-score current: as below);
+ *                   replayed;
  *                   buzz_logn: scale · λ(n_keys) per (layer,
  *                   KV head) from the policy's logit_scale hook
  *                   on the host into the attention kernels
@@ -44,13 +50,23 @@
  *   tova            device: the layer's last finishing group    host-assisted as above
  *                   averages every head's probabilities and
  *                   evicts the argmin from every KV head
- *   scissorhands, hashevict, h2o --h2o-order evict-first        host-assisted as above
- *                   host-assisted: q/k/v and the step's
- *                   probabilities copied back every layer of
+ *   scissorhands    device, evict-then-attend as l2norm with    host-assisted as above
+ *                   the slot's importance as the key; the
+ *                   kernel pushes every slot's indicator into
+ *                   its history (per-slot state on the device,
+ *                   the prompt's first entry from the host);
+ *                   --rope shifted: host-assisted (below)
+ *   hashevict       device (--hash-accum none), evict-then-    host-assisted as above
+ *                   attend as l2norm with the Hamming distance
+ *                   of the slot's SimHash code to the probe
+ *                   codes as the key (codes per-slot state on
+ *                   the device); --hash-accum mean, --rope
+ *                   shifted: host-assisted (below)
+ *   subgen_stream   host-assisted: q/k/v and the step's         host-assisted (exact attention
+ *                   probabilities copied back every layer of    on the device)
  *                   every step, the CPU hooks run, the device
- *                   replays their slot moves
- *   subgen_stream   host-assisted as above, and its own         host-assisted (exact attention
- *                   attention (ops->attend) runs on the host    on the device)
+ *                   replays their slot moves; its own
+ *                   attention (ops->attend) runs on the host
  *                   mirror; the output is uploaded
  *
  *   --rope shifted (POLICIES.md §1.7), every policy above but subgen_stream (which refuses it on
@@ -107,7 +123,9 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->evict = EV_STREAMING;
         dp->n_sink = n_sink;
     } else if (!strcmp(ops->name, "h2o")) {
-        /* the parameters of eviction/policy_h2o.c; evict-first is not ported */
+        /* the parameters of eviction/policy_h2o.c; attend-first: append, attend, evict the
+         * argmin (EV_H2O); evict-first: the argmin of the history up to t − 1 left out of the
+         * attention and overwritten by the new token (EV_H2O_EF, evict-then-attend) */
         int n_sink, n_recent, mean, order;
         if (policy_param_int(p, "h2o-sink", 0, 0, 1 << 24, &n_sink, e, sizeof e) != 0 ||
             policy_param_int(p, "h2o-recent", -1, 0, 1 << 24, &n_recent, e, sizeof e) != 0 ||
@@ -116,28 +134,32 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
             snprintf(why, whylen, "%s", e);
             return -1;
         }
-        if (order != 0) { /* evict-first: the CPU hooks, host-assisted */
+        if (order != 0 && p->rope_shifted) {
+            /* evict-first with --rope shifted: the victim changes the ranks of the keys older
+             * than it, and the rank rotation runs before it is known (as l2norm below): the CPU
+             * hooks, host-assisted */
             dp->mode = DEV_POLICY_HOST;
             return 0;
         }
         if (n_recent < 0) n_recent = cap - cap / 2;
         dp->mode = DEV_POLICY_DEVICE;
-        dp->evict = EV_H2O;
+        dp->evict = order != 0 ? EV_H2O_EF : EV_H2O;
         dp->n_sink = n_sink;
         dp->n_recent = n_recent;
         dp->mean = mean == 1;
     } else if (!strcmp(ops->name, "buzz") || !strcmp(ops->name, "buzz_logn")) {
         /* A round (or the degenerate streaming compaction) fires exactly when a region holds
          * more than its capacity (cap = min(k + w + T, run), eviction/policy_buzz.c), and
-         * between rounds post_attn only adds the step's probabilities to the scores: the device
-         * does that, the host acts on round steps. --buzz-score current replaces the scores
-         * every step: the per-step host path. */
+         * between rounds post_attn only adds the step's probabilities to the scores (--buzz-score
+         * current: replaces the scores with them): the device does that, the host acts on round
+         * steps. */
         int score_mode;
         if (policy_param_enum(p, "buzz-score", "accum|current", 0, &score_mode, e, sizeof e) != 0) {
             snprintf(why, whylen, "%s", e);
             return -1;
         }
-        dp->mode = score_mode == 0 ? DEV_POLICY_ROUNDS : DEV_POLICY_HOST;
+        dp->mode = DEV_POLICY_ROUNDS;
+        dp->score_set = score_mode == 1;
     } else if (!strcmp(ops->name, "snapkv") || !strcmp(ops->name, "pyramidkv") ||
                !strcmp(ops->name, "subgen")) {
         /* the prefill-only family (§7.6): host-assisted prefill; decode appends on the device
@@ -175,8 +197,50 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->mode = DEV_POLICY_HOST;
         dp->dev_decode = DEV_DECODE_ALWAYS;
         dp->evict = EV_TOVA;
-    } else if (!strcmp(ops->name, "scissorhands") || !strcmp(ops->name, "hashevict") ||
-               !strcmp(ops->name, "subgen_stream")) {
+    } else if (!strcmp(ops->name, "scissorhands")) {
+        /* evict-then-attend with per-slot histories (POLICIES.md §10.1): on the device as
+         * l2norm, the key the slot's importance, the histories pushed by the attention kernel
+         * (EV_SH); the parameters of eviction/policy_scissorhands.c (--sh-hist 400, --sh-sink /
+         * --sh-recent: evict_protect_init's defaults); prefill host-assisted, --rope shifted
+         * host-assisted (as l2norm) */
+        int n_sink, n_recent, hist;
+        if (policy_param_int(p, "sh-hist", 400, 1, EV_SH_MAX_HIST, &hist, e, sizeof e) != 0 ||
+            policy_param_int(p, "sh-sink", 4, 0, 1 << 20, &n_sink, e, sizeof e) != 0 ||
+            policy_param_int(p, "sh-recent", 10, 0, 1 << 20, &n_recent, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        dp->mode = DEV_POLICY_HOST;
+        dp->dev_decode = p->rope_shifted ? DEV_DECODE_NONE : DEV_DECODE_ALWAYS;
+        dp->evict = EV_SH;
+        dp->n_sink = n_sink;
+        dp->n_recent = n_recent;
+        dp->sh_hist = hist;
+    } else if (!strcmp(ops->name, "hashevict")) {
+        /* evict-then-attend by SimHash distance (POLICIES.md §9): --hash-accum none on the
+         * device as l2norm, the key the Hamming distance of the slot's code to the step's probe
+         * codes (EV_HASH; codes as per-slot state, the policy's projections uploaded);
+         * --hash-accum mean (running means over every rule evaluation) and --rope shifted
+         * host-assisted; prefill host-assisted */
+        int bits, n_sink, n_recent, probe, accum;
+        if (policy_param_int(p, "hash-bits", 16, 1, 64, &bits, e, sizeof e) != 0 ||
+            policy_param_int(p, "hash-sink", 4, 0, 1 << 20, &n_sink, e, sizeof e) != 0 ||
+            policy_param_int(p, "hash-recent", 10, 0, 1 << 20, &n_recent, e, sizeof e) != 0 ||
+            policy_param_enum(p, "hash-probe", "query|key", 0, &probe, e, sizeof e) != 0 ||
+            policy_param_enum(p, "hash-accum", "none|mean", 0, &accum, e, sizeof e) != 0) {
+            snprintf(why, whylen, "%s", e);
+            return -1;
+        }
+        dp->mode = DEV_POLICY_HOST;
+        if (accum == 0 && !p->rope_shifted) {
+            dp->dev_decode = DEV_DECODE_ALWAYS;
+            dp->evict = EV_HASH;
+            dp->n_sink = n_sink;
+            dp->n_recent = n_recent;
+            dp->he_bits = bits;
+            dp->he_probe = probe == 1;
+        }
+    } else if (!strcmp(ops->name, "subgen_stream")) {
         /* hooks that only move slots within their regions: replayable on the device */
         dp->mode = DEV_POLICY_HOST;
     } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {

@@ -94,6 +94,8 @@ streaming|0.5||
 h2o|0.5|--h2o-score mean --prefill-chunk 7|
 buzz|0.5|--prefill-chunk 7|
 h2o|0.5|--h2o-order evict-first|
+h2o|0.3|--h2o-order evict-first --h2o-score mean --prefill-chunk 7|
+h2o|0.5|--h2o-order evict-first --rope shifted|
 snapkv|0.5||
 scissorhands|0.5|--prefill-chunk 7|
 full|1.0|--rope shifted|
@@ -105,6 +107,7 @@ scissorhands|0.5|--rope shifted|
 buzz_logn|0.5||
 buzz_logn|0.5|--prefill-chunk 7 --rope shifted|
 buzz_logn|0.5|--buzz-score current|
+buzz|0.4|--buzz-score current --prefill-chunk 7|
 ada_snapkv|0.5|--snap-window 4|
 ada_snapkv|0.5|--snap-window 4 --prefill-chunk 7|
 ada_pyramidkv|0.5|--snap-window 4 --rope shifted --prefill-chunk 7|
@@ -121,7 +124,9 @@ subgen_stream|0.5||lowp
 subgen_stream|0.3|--prefill-chunk 7|lowp
 full|1.0|--kv-dtype f16|lowp
 h2o|0.5|--kv-dtype f16 --prefill-chunk 7|lowp
+h2o|0.4|--kv-dtype f16 --h2o-order evict-first|lowp
 buzz|0.5|--kv-dtype bf16|lowp
+buzz|0.5|--kv-dtype f16 --buzz-score current|lowp
 snapkv|0.5|--kv-dtype f16|lowp
 scissorhands|0.5|--kv-dtype bf16 --prefill-chunk 7|lowp
 l2norm|0.3|--kv-dtype bf16 --prefill-chunk 7|lowp
@@ -129,8 +134,13 @@ random|0.3|--kv-dtype f16|lowp
 tova|0.5|--kv-dtype f16|lowp
 subgen_stream|0.3|--kv-dtype f16 --prefill-chunk 7|lowp
 full|1.0|--kv-dtype f16 --rope shifted|lowp
-streaming|0.5|--kv-dtype bf16 --rope shifted|lowp'
-[ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;9p;12p;34p')
+streaming|0.5|--kv-dtype bf16 --rope shifted|lowp
+hashevict|0.3|--prefill-chunk 7|
+hashevict|0.5|--hash-probe key --hash-bits 64|
+hashevict|0.5|--hash-accum mean|
+hashevict|0.5|--rope shifted|
+hashevict|0.4|--kv-dtype f16 --hash-bits 8|lowp'
+[ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;37p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
     parity "stories260K $pol $b $extra" "$MODEL" "$MODEL" "${crit:-f32}" 24 -- -p "$PROMPT" --policy "$pol" --budget "$b" $extra
@@ -216,10 +226,12 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
     tests/cuda_emu/test_mirror_emu.c >"$OUTD/mirror.log" 2>&1 && ! grep -q warning "$OUTD/mirror.log" &&
     g++ $SAN -o "$OUTD/test_mirror_emu" "$OUTD/test_mirror_emu.o" $(echo "$objs" | tr ' ' '\n' | grep -v "^$CB/main.o$") \
         "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/mirror.log" 2>&1; then
-    MP="h2o streaming local buzz buzz_logn snapkv subgen scissorhands l2norm random tova"
+    # POLICY[:NAME=VALUE]: the policy and one of its parameters
+    MP="h2o h2o:h2o-order=evict-first streaming local buzz buzz:buzz-score=current buzz_logn snapkv subgen scissorhands
+        scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key l2norm random tova"
     [ "$FULL" = 1 ] || MP="h2o snapkv"
     for pol in $MP; do
-        timeout 600 "$OUTD/test_mirror_emu" "$MODEL" "$pol" >"$TMP/mi" 2>&1
+        timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol/:/ } >"$TMP/mi" 2>&1
         rc=$?
         while read -r line; do
             case $line in ok*) ok "mirror $pol: ${line#ok }" ;; FAIL*) bad "mirror $pol: ${line#FAIL }" ;; note*) echo "$line" ;; esac

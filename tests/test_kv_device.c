@@ -58,6 +58,7 @@ static const char *device_policies[] = {"full", "local", "streaming", "h2o", "bu
                                         "snapkv", "pyramidkv", "subgen", NULL};
 static int host_assisted; /* the mode of the policy under test (DEV_POLICY_HOST) */
 static int rounds_mode;   /* DEV_POLICY_ROUNDS (buzz): device scores, host rounds */
+static int score_set;     /* device_policy.score_set (buzz --buzz-score current): score = Σ_h p */
 static long n_rounds;     /* round steps simulated */
 static const char *extra_name, *extra_value; /* one extra policy parameter, or NULL */
 static long n_append, n_overwrite, n_gather_pre, n_moved_post; /* replay paths exercised */
@@ -427,11 +428,12 @@ static void decode_rounds(kv_cache *ref, kv_cache *mir, devsim *d, int pos0, int
             for (int g = 0; g < HKV; g++) {
                 int idx = kv_idx(mir, l, g);
                 size_t o = mir->off[idx];
-                /* score_accum kernel: a = Σ_h p_h(j), score += a */
+                /* the attention kernel's scores: a = Σ_h p_h(j), score += a (score = a with
+                 * score_set) */
                 for (int j = 0; j < mir->len[idx]; j++) {
                     float a = 0.0f;
                     for (int h = 0; h < G; h++) a += probs[(size_t)(g * G + h) * stride + j];
-                    dscore[o + j] += a;
+                    dscore[o + j] = score_set ? a : dscore[o + j] + a;
                 }
                 kv_post_attn(ref, l, g, t, probs + (size_t)g * G * stride, stride);
             }
@@ -487,8 +489,11 @@ static void run_policy(const char *name, double budget, int n_prompt, int chunk,
     /* planned on the initialised cache, as the engine does: a budget covering prompt + max new
      * is a passthrough (no hook, no scores), which the plan runs as `full` */
     assert_int_equal(device_policy_plan(policy_find(name), &pp, &mir, &dp, why, sizeof why), 0);
-    host_assisted = dp.mode == DEV_POLICY_HOST;
+    /* the evict-then-attend device modes (h2o evict-first) overwrite a victim instead of
+     * appending: simulated through the host replay path (the kernel is the emulator's test) */
+    host_assisted = dp.mode == DEV_POLICY_HOST || EV_IS_ETE(dp.evict);
     rounds_mode = dp.mode == DEV_POLICY_ROUNDS;
+    score_set = dp.score_set;
     devsim d;
     dev_alloc(&d, &mir);
     char what[96];
@@ -512,7 +517,7 @@ static void test_prefill_and_replay(void **st)
         run_policy(device_policies[i], 0.2, 100, 100, 200);
     }
     /* buzz variants: the degenerate (streaming) capacity, avg budget mode, explicit w/T, and
-     * --buzz-score current (host path) */
+     * --buzz-score current (rounds path, scores replaced) */
     run_policy("buzz", 10, 60, 60, 60); /* 10 tokens: below k + s + 2 = 11 */
     extra_name = "budget-mode";
     extra_value = "avg";
@@ -691,17 +696,20 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.logit_scale, !strcmp(want[i].name, "buzz_logn"));
         assert_int_equal(dp.relayout, !strncmp(want[i].name, "ada_", 4));
         assert_int_equal(dp.host_attend, !strcmp(want[i].name, "subgen_stream"));
-        /* the prefill-only family decodes on the device between its hooks; l2norm, random
-         * and tova evict on the device */
+        /* the prefill-only family decodes on the device between its hooks; l2norm, random,
+         * scissorhands, hashevict and tova evict on the device */
         int quiet = !strcmp(want[i].name, "snapkv") || !strcmp(want[i].name, "pyramidkv") ||
                     !strcmp(want[i].name, "subgen") || !strncmp(want[i].name, "ada_", 4);
         int always = !strcmp(want[i].name, "l2norm") || !strcmp(want[i].name, "random") ||
-                     !strcmp(want[i].name, "tova");
+                     !strcmp(want[i].name, "tova") || !strcmp(want[i].name, "scissorhands") ||
+                     !strcmp(want[i].name, "hashevict");
         assert_int_equal(dp.dev_decode, quiet ? DEV_DECODE_QUIET : always ? DEV_DECODE_ALWAYS : DEV_DECODE_NONE);
         if (always)
-            assert_int_equal(dp.evict, !strcmp(want[i].name, "l2norm")   ? EV_L2NORM
-                                       : !strcmp(want[i].name, "random") ? EV_RANDOM
-                                                                         : EV_TOVA);
+            assert_int_equal(dp.evict, !strcmp(want[i].name, "l2norm")         ? EV_L2NORM
+                                       : !strcmp(want[i].name, "random")       ? EV_RANDOM
+                                       : !strcmp(want[i].name, "scissorhands") ? EV_SH
+                                       : !strcmp(want[i].name, "hashevict")    ? EV_HASH
+                                                                               : EV_TOVA);
     }
     /* l2norm / random: the CPU policies' protections (eviction/policy_common.h defaults) and
      * seed; --rope shifted stays host-assisted (the ranks move with the victim) */
@@ -720,8 +728,35 @@ static void test_device_policy_plan(void **st)
         r.rope_shifted = 1;
         assert_int_equal(device_policy_plan(policy_find("l2norm"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        assert_int_equal(device_policy_plan(policy_find("scissorhands"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
         assert_int_equal(device_policy_plan(policy_find("tova"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        /* scissorhands: --sh-hist and the protections of policy_scissorhands.c */
+        r = p;
+        assert_int_equal(policy_params_set(&r, policy_find("scissorhands"), "sh-hist", "7", e2, sizeof e2), 0);
+        assert_int_equal(device_policy_plan(policy_find("scissorhands"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.sh_hist, 7);
+        assert_int_equal(dp.n_sink, EVICT_SINK_DEFAULT_T);
+        assert_int_equal(dp.n_recent, EVICT_RECENT_DEFAULT_T);
+        /* hashevict: --hash-bits, --hash-probe; --hash-accum mean and --rope shifted stay on the
+         * host (running means over every rule evaluation; the ranks) */
+        r = p;
+        assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-bits", "9", e2, sizeof e2), 0);
+        assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-probe", "key", e2, sizeof e2), 0);
+        assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.he_bits, 9);
+        assert_int_equal(dp.he_probe, 1);
+        assert_int_equal(dp.evict, EV_HASH);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-accum", "mean", e2, sizeof e2), 0);
+        assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.mode, DEV_POLICY_HOST);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        r = p;
+        r.rope_shifted = 1;
+        assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
     }
     /* every registered policy is in the table above; one the plan does not know is refused
      * with a one-line reason naming it */
@@ -742,7 +777,18 @@ static void test_device_policy_plan(void **st)
     char err[256];
     assert_int_equal(policy_params_set(&q, policy_find("h2o"), "h2o-order", "evict-first", err, sizeof err), 0);
     assert_int_equal(device_policy_plan(policy_find("h2o"), &q, NULL, &dp, why, sizeof why), 0);
-    assert_int_equal(dp.mode, DEV_POLICY_HOST); /* evict-first: the CPU hooks */
+    assert_int_equal(dp.mode, DEV_POLICY_DEVICE); /* evict-first: evict-then-attend on the device */
+    assert_int_equal(dp.evict, EV_H2O_EF);
+    q.rope_shifted = 1; /* the victim moves the older keys' ranks: the CPU hooks */
+    assert_int_equal(device_policy_plan(policy_find("h2o"), &q, NULL, &dp, why, sizeof why), 0);
+    assert_int_equal(dp.mode, DEV_POLICY_HOST);
+    q = p;
+    assert_int_equal(policy_params_set(&q, policy_find("buzz"), "buzz-score", "current", err, sizeof err), 0);
+    assert_int_equal(device_policy_plan(policy_find("buzz"), &q, NULL, &dp, why, sizeof why), 0);
+    assert_int_equal(dp.mode, DEV_POLICY_ROUNDS); /* current: the scores replaced on the device */
+    assert_int_equal(dp.score_set, 1);
+    assert_int_equal(device_policy_plan(policy_find("buzz"), &p, NULL, &dp, why, sizeof why), 0);
+    assert_int_equal(dp.score_set, 0);
     q = p;
     q.rope_shifted = 1; /* runs on the device: rank-rotated keys */
     assert_int_equal(device_policy_plan(policy_find("full"), &q, NULL, &dp, why, sizeof why), 0);

@@ -36,6 +36,40 @@ __device__ __forceinline__ unsigned long long ev_rng_key(unsigned long long seed
     return ev_splitmix64(seed ^ h) >> 11;
 }
 
+/* scissorhands' importance of a slot's history e (EV_SH_WORDS words) as an ordered key:
+ * ones / max(1, min(n_push, hist)) as a float — correctly rounded, and two different ratios of
+ * numerators and denominators ≤ 448 differ by ≥ 1/448², far above float rounding, so the floats
+ * order them as policy_scissorhands.c's exact integer comparison does (equal ratios: equal) */
+__device__ __forceinline__ unsigned long long sh_key(const unsigned long long *e, int hist)
+{
+    const unsigned *w = (const unsigned *)(e + 7);
+    unsigned rec = min(w[0], (unsigned)hist);
+    return __float_as_uint((float)w[1] / (float)(rec ? rec : 1u));
+}
+
+/* policy_scissorhands.c ring_push: indicator `bit` into the ring of `hist` entries of history e */
+__device__ __forceinline__ void sh_push(unsigned long long *e, unsigned hist, bool bit)
+{
+    unsigned *w = (unsigned *)(e + 7);
+    const unsigned np = w[0], i = np % hist;
+    const unsigned long long m = 1ULL << (i % 64);
+    const bool old = (e[i / 64] & m) != 0;
+    if (bit) e[i / 64] |= m;
+    else e[i / 64] &= ~m;
+    w[1] = w[1] + (unsigned)bit - (unsigned)old;
+    w[0] = np + 1;
+}
+
+/* eviction/policy_hashevict.c hashevict_code, one bit: [Σ_i R[b][i] · x[i] ≥ 0], summed in fp32
+ * in order with separate roundings (no fused multiply-add: the CPU's sequence) */
+template <typename T> __device__ __forceinline__ bool he_bit(const float *R, int d, int b, const T *x)
+{
+    const float *r = R + (size_t)b * d;
+    float s = 0.0f;
+    for (int i = 0; i < d; i++) s = __fadd_rn(s, __fmul_rn(r[i], to_f32(x[i])));
+    return s >= 0.0f;
+}
+
 /* (v, p) ranks before (bv, bp) as a victim: smaller key, ties → smaller position; j < 0: none */
 __device__ __forceinline__ bool ete_better(unsigned long long v, int p, int j, unsigned long long bv, int bp, int bj)
 {
@@ -45,10 +79,11 @@ __device__ __forceinline__ bool ete_better(unsigned long long v, int p, int j, u
 }
 
 /* the evict-then-attend policies' best candidate among slots [j0, j1) of KV head g (every thread
- * gets it): key −knorm (l2norm: the largest norm) or u (random); protected: pos < n_sink and
- * pos ≥ t − n_recent. sv/sp/sj: shared [DC_THREADS]. */
-__device__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, unsigned long long *out_v,
-                             unsigned long long *sv, int *sp, int *sj)
+ * gets it): key −knorm (l2norm: the largest norm), u (random) or the score (h2o evict-first:
+ * eviction/policy_h2o.c h2o_select_victim over the history up to t − 1, score / (t − pos) with
+ * mean); protected: pos < n_sink and pos ≥ t − n_recent. sv/sp/sj: shared [DC_THREADS]. */
+__device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, unsigned long long *out_v,
+                             unsigned long long *sv, int *sp, int *sj, const unsigned long long *he_codes, int he_nq)
 {
     const size_t o = a.off[g];
     const int t = a.step[1], tid = threadIdx.x;
@@ -57,9 +92,19 @@ __device__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, uns
     for (int j = j0 + tid; j < j1; j += DC_THREADS) {
         const int p = a.pos[o + j];
         if (p < a.n_sink || (long long)p >= (long long)t - a.n_recent) continue;
-        /* l2norm: the largest norm first (norms ≥ 0: their bits order them) */
-        unsigned long long v = a.evict == EV_L2NORM ? 0xffffffffULL - __float_as_uint(a.knorm[o + j])
-                                                    : ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
+        /* l2norm: the largest norm first; h2o: the smallest score (norms and scores ≥ 0: their
+         * bits order them) */
+        unsigned long long v;
+        if (a.evict == EV_L2NORM) v = 0xffffffffULL - __float_as_uint(a.knorm[o + j]);
+        else if (a.evict == EV_RANDOM) v = ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
+        else if (a.evict == EV_H2O_EF) v = __float_as_uint(a.mean ? a.score[o + j] / (float)(t - p) : a.score[o + j]);
+        else if (a.evict == EV_SH) v = sh_key(a.sstate + (o + j) * EV_SH_WORDS, a.sh_hist);
+        else { /* hashevict: the largest Hamming distance to the probe codes (summed) first */
+            const unsigned long long code = a.sstate[(o + j) * EV_HASH_WORDS];
+            unsigned dist = 0;
+            for (int i = 0; i < he_nq; i++) dist += (unsigned)__popcll(code ^ he_codes[i]);
+            v = 0xffffffffULL - dist;
+        }
         if (ete_better(v, p, j, bv, bp, bj)) bv = v, bp = p, bj = j;
     }
     sv[tid] = bv;
@@ -89,11 +134,12 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
     __shared__ float sv[DC_THREADS];
     __shared__ int sp[DC_THREADS], sj[DC_THREADS];
     __shared__ int s_layer_last;
+    __shared__ unsigned char s_hb[64]; /* EV_HASH: the new key's code bits */
     const int tid = threadIdx.x, G = a.G, hd = a.head_dim, n_split = a.n_split;
     int ns = (L + a.split_len - 1) / a.split_len;
     if (ns > n_split) ns = n_split;
     const int C0 = a.cap ? a.cap[g] : L;
-    const bool ete = (a.evict == EV_L2NORM || a.evict == EV_RANDOM) && L > C0;
+    const bool ete = EV_IS_ETE(a.evict) && L > C0;
     /* evict-then-attend: the victim = the best of the pieces' candidates (the group's first head
      * holds them; every head of the group found the same); the others are put back below */
     int vs = -1, vj = -1;
@@ -151,24 +197,65 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
                 if (a.probs_out) *p = pr;
                 acc += pr;
             }
-            if (a.score) a.score[o + j] += acc;
+            if (a.score) a.score[o + j] = a.score_set ? acc : a.score[o + j] + acc;
         }
     __syncthreads();
     const int C = C0;
-    if (a.evict == EV_L2NORM || a.evict == EV_RANDOM) {
+    if (EV_IS_ETE(a.evict)) {
         const size_t hd_ = (size_t)hd;
         TV *Kw = (TV *)a.kw + o * hd_;
         if (a.evict == EV_L2NORM && tid == 0) a.knorm[o + L - 1] = cu_key_norm(Kw + (size_t)(L - 1) * hd_, hd);
         __syncthreads();
+        int victim = -1;
         if (ete) {
-            int victim = vj;
+            victim = vj;
             if (victim < 0) { /* no candidate (C < sink + recent + 1: the policy rules it out): the oldest */
                 victim = 0;
                 for (int j = 1; j < L - 1; j++)
                     if (a.pos[o + j] < a.pos[o + victim]) victim = j;
             }
-            ev_swap_last<TV, DC_THREADS>(Kw, (TV *)a.vw + o * hd_, a.pos + o, a.knorm ? a.knorm + o : NULL, L, victim,
-                                         hd);
+        }
+        if (a.evict == EV_HASH) {
+            /* hashevict: the new key's code (the CPU computes it from the stored key at its next
+             * hook, refresh_slots); the rest of its state empty */
+            for (int b = tid; b < a.he_bits; b += DC_THREADS) s_hb[b] = he_bit(a.he_R, hd, b, Kw + (size_t)(L - 1) * hd_);
+            __syncthreads();
+            if (tid == 0) {
+                unsigned long long c = 0;
+                for (int b = 0; b < a.he_bits; b++)
+                    if (s_hb[b]) c |= 1ULL << b;
+                unsigned long long *e = a.sstate + (o + L - 1) * EV_HASH_WORDS;
+                e[0] = c;
+                e[1] = 0ULL;
+                e[2] = 1ULL << 32; /* age 0, valid 1 */
+            }
+            __syncthreads();
+        }
+        if (a.evict == EV_SH) {
+            /* scissorhands' post_attn over the n slots live after the step: the new token's
+             * history starts empty (kv_write), every slot pushes [Σ_h p_h(j) / G ≥ 1 / n] */
+            const float thr = 1.0f / (float)(ete ? L - 1 : L);
+            unsigned long long *St = a.sstate + o * EV_SH_WORDS;
+            for (int j = tid; j < L; j += DC_THREADS) {
+                if (j == victim) continue;
+                unsigned long long *e = St + (size_t)j * EV_SH_WORDS;
+                if (j == L - 1)
+                    for (int w = 0; w < EV_SH_WORDS; w++) e[w] = 0ULL;
+                float acc = 0.0f;
+                for (int hh = 0; hh < G; hh++)
+                    acc += expf(__ldcg(a.slog + (size_t)(g * G + hh) * a.slog_stride + j) - s_lse[hh]);
+                sh_push(e, (unsigned)a.sh_hist, acc / (float)G >= thr);
+            }
+            __syncthreads();
+        }
+        if (ete) {
+            /* the per-slot value moves with its slot: l2norm's norm, h2o's score (the new
+             * token's: 0 at the append + this step's probabilities, as kv_write + post_attn),
+             * scissorhands' history */
+            float *S = a.knorm ? a.knorm + o : a.score ? a.score + o : NULL;
+            ev_swap_last<TV, DC_THREADS>(Kw, (TV *)a.vw + o * hd_, a.pos + o, S, L, victim, hd);
+            const int nw = a.evict == EV_SH ? EV_SH_WORDS : a.evict == EV_HASH ? EV_HASH_WORDS : 0;
+            if (tid < nw && victim != L - 1) a.sstate[(o + victim) * nw + tid] = a.sstate[(o + L - 1) * nw + tid];
             if (tid == 0) a.len[g] = L - 1;
         } else if (tid == 0) {
             a.len[g] = L;
@@ -232,6 +319,8 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
     __shared__ int s_last;
     __shared__ unsigned long long s_ev_v[DC_THREADS];
     __shared__ int s_ev_p[DC_THREADS], s_ev_j[DC_THREADS];
+    __shared__ unsigned long long s_he_code[EV_HASH_MAX_G];
+    __shared__ unsigned char s_he_bit[EV_HASH_MAX_G * 64];
     const int hd = a.head_dim, G = a.G;
     float *qs = sm;      /* [head_dim] the (rotated,) pre-scaled query */
     float *sl = sm + hd; /* [split_len] logits, then exp(logit − m) */
@@ -268,13 +357,33 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
             }
         }
         __syncthreads();
-        if (a.evict == EV_L2NORM || a.evict == EV_RANDOM) {
+        if (EV_IS_ETE(a.evict)) {
             /* evict-then-attend, region full: this piece's best candidate (the new token, slot
              * L − 1, never is one) is left out of its partial and kept aside */
             ev_cand *ec = (ev_cand *)a.ev_part + (size_t)h * a.n_split + s;
             if (L > a.cap[g]) {
                 unsigned long long cv = 0;
-                const int cj = ete_candidate(a, g, j0, min(j1, L - 1), &cv, s_ev_v, s_ev_p, s_ev_j);
+                int he_nq = 0;
+                if (a.evict == EV_HASH) {
+                    /* hashevict's probe codes: the group's G queries (as given, rotated, unscaled),
+                     * or the new key as stored (slot L − 1), --hash-probe key */
+                    he_nq = a.he_probe ? 1 : G;
+                    const int bits = a.he_bits;
+                    for (int pi = tid; pi < he_nq * bits; pi += DC_THREADS) {
+                        const int hh = pi / bits, b = pi % bits;
+                        s_he_bit[hh * 64 + b] = a.he_probe ? he_bit(a.he_R, hd, b, K + (size_t)(L - 1) * hd)
+                                                           : he_bit(a.he_R, hd, b, a.q + (size_t)(g * G + hh) * hd);
+                    }
+                    __syncthreads();
+                    if (tid < he_nq) {
+                        unsigned long long c = 0;
+                        for (int b = 0; b < bits; b++)
+                            if (s_he_bit[tid * 64 + b]) c |= 1ULL << b;
+                        s_he_code[tid] = c;
+                    }
+                    __syncthreads();
+                }
+                const int cj = ete_candidate(a, g, j0, min(j1, L - 1), &cv, s_ev_v, s_ev_p, s_ev_j, s_he_code, he_nq);
                 if (tid == 0) {
                     ec->j = cj;
                     if (cj >= 0) {
@@ -332,7 +441,11 @@ cudaError_t launch_attn_step(const attn_step_args *a, cudaStream_t s)
         (a->evict != EV_NONE && (!a->cap || !a->ring || !a->pos || !a->kw || !a->vw || !a->step)) ||
         ((a->probs_out || a->score) && !a->slog) || a->kv_dt != a->v_dt ||
         (a->q_ring && (a->q_ring_rows < 1 || !a->step)) ||
-        ((a->evict == EV_L2NORM || a->evict == EV_RANDOM) && !a->ev_part) || (a->evict == EV_L2NORM && !a->knorm) ||
+        (EV_IS_ETE(a->evict) && !a->ev_part) || (a->evict == EV_L2NORM && !a->knorm) ||
+        (a->evict == EV_H2O_EF && !a->score) ||
+        (a->evict == EV_SH && (!a->sstate || !a->slog || a->sh_hist < 1 || a->sh_hist > EV_SH_MAX_HIST)) ||
+        (a->evict == EV_HASH && (!a->sstate || !a->he_R || a->he_bits < 1 || a->he_bits > 64 ||
+                                 (!a->he_probe && a->G > EV_HASH_MAX_G))) ||
         (a->evict == EV_TOVA && (!a->slog || !a->probs_out)))
         return cudaErrorInvalidValue;
     const int k = a->k_dt, v = a->v_dt;

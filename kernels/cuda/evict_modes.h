@@ -3,8 +3,26 @@
 #ifndef LLM_KERNELS_CUDA_EVICT_MODES_H
 #define LLM_KERNELS_CUDA_EVICT_MODES_H
 
-/* EV_L2NORM, EV_RANDOM (evict-then-attend) and EV_TOVA (layer-wise) only in the decode step's
- * attention kernel (attn_decode.cu), not in launch_evict. */
-enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3, EV_L2NORM = 4, EV_RANDOM = 5, EV_TOVA = 6 };
+/* EV_L2NORM, EV_RANDOM, EV_H2O_EF (h2o --h2o-order evict-first), EV_SH (scissorhands), EV_HASH
+ * (hashevict --hash-accum none): the
+ * evict-then-attend modes, and EV_TOVA (layer-wise) only in the decode step's attention kernel
+ * (attn_decode.cu), not in launch_evict. */
+enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3, EV_L2NORM = 4, EV_RANDOM = 5, EV_H2O_EF = 6,
+       EV_SH = 7, EV_HASH = 8, EV_TOVA = 9 };
+
+/* the evict-then-attend modes (EV_L2NORM .. EV_HASH, contiguous: one unsigned compare, which
+ * keeps attn_step_kernel free of register spills): the victim is chosen before the attention
+ * and left out of it */
+#define EV_IS_ETE(m) ((unsigned)((m) - EV_L2NORM) <= (unsigned)(EV_HASH - EV_L2NORM))
+
+/* scissorhands' per-slot state on the device: eviction/policy_scissorhands.c sh_slot as bytes,
+ * 8 64-bit words: the indicator ring (words 0..6, SH_MAX_HIST 448 bits), then n_push (low 32
+ * bits of word 7) and ones (high 32 bits; little-endian, as the host struct) */
+#define EV_SH_WORDS 8
+#define EV_SH_MAX_HIST 448
+/* hashevict's per-slot state: eviction/policy_hashevict.c he_slot, 3 words: the key's code, the
+ * mean accumulator (unused on the device: --hash-accum none), age (low 32 bits) | valid (high) */
+#define EV_HASH_WORDS 3
+#define EV_HASH_MAX_G 32
 
 #endif

@@ -90,7 +90,7 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * and lse [n_heads] (log Σ_j exp(s_j), s_j = scale · q·k_j; L = 0: out 0, lse −inf); when
  * slog is given, the logits slog[h * slog_stride + j], turned into the probabilities
  * p_h(j) = exp(s_j − lse_h) when probs_out; score (may be NULL) += Σ_{h ∈ group} p_h(j) in head
- * order (H2O/BUZZ); then with evict ≠ EV_NONE, a region over its capacity cap[g] loses its victim
+ * order (H2O/BUZZ; with score_set, = instead of +=: BUZZ --buzz-score current); then with evict ≠ EV_NONE, a region over its capacity cap[g] loses its victim
  * (kernels/cuda/evict.cuh: ring[g] for local/streaming, the lowest score outside the n_sink
  * sinks and the n_recent most recent positions for h2o, t = step[1]) by swap-last in kw/vw (the
  * cache, kv_dt), pos and score. head_scale (device [n_kv_heads] or NULL): per-KV-head scale
@@ -104,6 +104,21 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * attention (each piece leaves out its own best candidate and keeps it aside in ev_part
  * [n_heads][n_split]; the finishing block puts back all but the winner's) and then takes the new
  * token (swap-last); knorm[L − 1] = ‖k_new‖₂ as stored (double sum, as policy_l2norm.c).
+ * EV_H2O_EF (h2o --h2o-order evict-first, eviction/policy_h2o.c pre_attn): the same with the
+ * candidates' key score[j] (score[j] / (t − pos) when mean: the queries up to t − 1), the
+ * smallest evicted; score (required) then gets the step's probabilities of the C slots attended,
+ * and the victim's slot the new token's score (0 from the append + its probability).
+ * EV_SH (scissorhands, eviction/policy_scissorhands.c): the key is the slot's importance
+ * ones / max(1, min(n_push, sh_hist)) from sstate (the least important evicted); after the
+ * attention every live slot (the new one's state zeroed first) pushes the indicator
+ * [Σ_h p_h(j) / G ≥ 1 / n] (n: the live slots after the step) into its ring, and the new
+ * token's state moves into the victim's slot. The prompt tokens' first entry is the host's
+ * (kv_device_prepare_decode) before the first device step.
+ * EV_HASH (hashevict --hash-accum none, eviction/policy_hashevict.c): the key is the slot's
+ * SimHash code's Hamming distance to the step's probe codes (the G queries, or the new key with
+ * he_probe), summed, the largest evicted; codes are he_R · x ≥ 0 per bit, summed in fp32 in
+ * order; the new key's code (as stored) goes into its state (sstate, EV_HASH_WORDS per slot),
+ * which moves into the victim's slot.
  * EV_TOVA (§10.3): the layer's last finishing group averages the probabilities (in slog) of
  * all n_heads heads per slot and evicts the argmin over the L slots (ties → smaller position)
  * from every KV head (same positions in every head). q_ring (NULL, or the snap family's query ring of this layer,
@@ -136,10 +151,16 @@ struct attn_step_args {
     int *counter;
     float *q_ring;
     int q_ring_rows;
-    float *knorm;             /* EV_L2NORM: per-slot key norms (the cache's layout) */
-    void *ev_part;            /* EV_L2NORM / EV_RANDOM: [n_heads][n_split] ev_cand (16 bytes) */
+    float *knorm;             /* EV_L2NORM: per-slot key norms (the cache's layout); EV_SH: the
+                                 scores, only moved with their slots */
+    void *ev_part;            /* EV_L2NORM / EV_RANDOM / EV_H2O_EF: [n_heads][n_split] ev_cand */
     int layer;                /* EV_RANDOM: the layer (RNG key) */
     unsigned long long seed;  /* EV_RANDOM: --seed */
+    int score_set;            /* 1: score = Σ_{h ∈ group} p_h(j) (buzz --buzz-score current), not += */
+    unsigned long long *sstate; /* EV_SH: [slots][EV_SH_WORDS] scissorhands' per-slot history */
+    int sh_hist;              /* EV_SH: --sh-hist (1..EV_SH_MAX_HIST) */
+    const float *he_R;        /* EV_HASH: this layer's projection [he_bits][head_dim] */
+    int he_bits, he_probe;    /* EV_HASH: --hash-bits (1..64); 1: --hash-probe key */
 };
 /* one piece's best eviction candidate (EV_L2NORM / EV_RANDOM): key (lower is evicted first),
  * the logit left out, the slot (-1: none) */

@@ -45,6 +45,10 @@ typedef struct {
                           positions ≥ t − n_recent protected (--l2-recent / --rnd-recent) */
     unsigned long long seed; /* random: --seed (the counter RNG's key) */
     int mean;          /* h2o --h2o-score mean */
+    int score_set;     /* buzz --buzz-score current: the step's probabilities replace the
+                          scores instead of adding to them */
+    int sh_hist;       /* scissorhands --sh-hist (EV_SH) */
+    int he_bits, he_probe; /* hashevict --hash-bits, --hash-probe key (1) (EV_HASH) */
     int want_probs;    /* KV_STAT_DECODE_PROBS */
     int want_colsum;   /* KV_STAT_PREFILL_COLSUM */
     int rope_shifted;  /* --rope shifted: keys stored before RoPE, rotated by rank in the

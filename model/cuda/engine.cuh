@@ -116,7 +116,15 @@ struct cuda_engine {
     int *kv_fresh;
     float *qring, *h_qring;
     int qring_rows;
-    void *ev_part; /* EV_L2NORM / EV_RANDOM: [n_heads][n_split] ev_cand, the pieces' candidates */
+    void *ev_part; /* evict-then-attend (EV_IS_ETE): [n_heads][n_split] ev_cand, the pieces' candidates */
+    /* EV_SH / EV_HASH device steps: the per-slot policy state ([n_slots][sstate_words], the host
+     * mirror's kv->state bytes: scissorhands' histories, hashevict's codes); sstate_dirty: the
+     * mirror's are newer (a prefill ran), uploaded before the next device step
+     * (kv_device_prepare_decode first); ce_refresh_mirror takes them back. he_R: hashevict's
+     * projections [n_layers][bits][head_dim] */
+    unsigned long long *sstate;
+    int sstate_dirty, sstate_words;
+    float *he_R;
 };
 
 #define LAUNCH(expr)                                                                           \

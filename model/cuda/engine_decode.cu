@@ -97,11 +97,18 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             /* the probabilities: to the host (host steps), left in slog for tova's layer-wise
              * choice, or added to the scores (h2o, BUZZ) */
             s.probs_out = ce->dp.want_probs && (!device || ce->dp.evict == EV_TOVA);
-            s.score = device && ce->dp.want_probs && ce->dp.evict != EV_TOVA ? ce->score : NULL;
-            s.knorm = ce->dp.evict == EV_L2NORM ? ce->score : NULL;
+            s.score = device && ce->dp.want_probs && ce->dp.evict != EV_TOVA && ce->dp.evict != EV_SH ? ce->score
+                                                                                                     : NULL;
+            /* l2norm's key norms; scissorhands' scores (the prefill column sums its next
+             * prefill ranks by: only moved with their slots, zeroed for the new token) */
+            s.knorm = ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_SH ? ce->score : NULL;
             s.ev_part = ce->ev_part, s.layer = l, s.seed = ce->dp.seed;
             s.evict = device ? ce->dp.evict : EV_NONE; /* 0 for ROUNDS */
             s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
+            s.score_set = ce->dp.score_set;
+            s.sstate = ce->sstate, s.sh_hist = ce->dp.sh_hist;
+            s.he_R = ce->he_R ? ce->he_R + (size_t)l * ce->dp.he_bits * hd : NULL;
+            s.he_bits = ce->dp.he_bits, s.he_probe = ce->dp.he_probe;
             s.step = ce->step_d;
             s.kw = ce->kc, s.vw = ce->vc, s.kv_dt = ce->kv_dt, s.pos = ce->pos;
             s.rope_cos = shifted ? ce->rope_cos : NULL, s.rope_sin = shifted ? ce->rope_sin : NULL;
@@ -177,6 +184,15 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     if (host_step && (ce->mirror_stale || ce->rows_stale) && ce_refresh_mirror(ce, err, errlen)) return -1;
     ce->host_step = host_step;
     const int device_policy = !host_step;
+    if (device_policy && ce->sstate && ce->sstate_dirty) {
+        /* scissorhands: the prompt tokens' first history entry, hashevict: the codes, on the
+         * host; then every slot's state to the device (once after each prefill) */
+        kv_device_prepare_decode(kv);
+        CUDA_TRY(cudaMemcpyAsync(ce->sstate, kv->state, kv->n_slots * ce->sstate_words * sizeof(unsigned long long),
+                                 cudaMemcpyHostToDevice, ce->st));
+        ce->sstate_dirty = 0;
+    }
+    if (host_step && ce->sstate) ce->sstate_dirty = 1; /* the hooks change the mirror's histories */
     int round = 0;
     for (int i = 0; i < n_lh; i++) {
         if (device_policy && kv->len[i] + 1 > kv->cap[i] + 1) {

@@ -288,7 +288,7 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     ce->n_split = (ce->max_cap + 1 + ce->split_len - 1) / ce->split_len;
     DALLOC(ce->part_acc, (size_t)H * ce->n_split * hd * sizeof(float));
     DALLOC(ce->part_ml, (size_t)H * ce->n_split * 2 * sizeof(float));
-    if (ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_RANDOM)
+    if (EV_IS_ETE(ce->dp.evict))
         DALLOC(ce->ev_part, (size_t)H * ce->n_split * sizeof(ev_cand));
     ce->slog_stride = ce->max_cap + 1;
     if (ce->dp.want_probs) DALLOC(ce->slog, (size_t)H * ce->slog_stride * sizeof(float));
@@ -336,6 +336,27 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
             return -1;
         }
         HALLOC(ce->h_att, (size_t)qdim * sizeof(float));
+    }
+    if ((ce->dp.evict == EV_SH || ce->dp.evict == EV_HASH) && ce->dp.dev_decode) {
+        ce->sstate_words = ce->dp.evict == EV_SH ? EV_SH_WORDS : EV_HASH_WORDS;
+        if (kv->ops->slot_state_bytes != ce->sstate_words * sizeof(unsigned long long)) {
+            snprintf(err, errlen, "policy %s: %zu bytes of per-slot state, the device kernel keeps %zu", kv->ops->name,
+                     kv->ops->slot_state_bytes, (size_t)ce->sstate_words * sizeof(unsigned long long));
+            return -1;
+        }
+        DALLOC(ce->sstate, kv->n_slots * ce->sstate_words * sizeof(unsigned long long));
+        ce->sstate_dirty = 1;
+    }
+    if (ce->dp.evict == EV_HASH && ce->dp.dev_decode) {
+        int bits = 0;
+        const float *R = hashevict_device_proj(kv, &bits);
+        if (!R || bits != ce->dp.he_bits) {
+            snprintf(err, errlen, "policy %s: no projections for the device", kv->ops->name);
+            return -1;
+        }
+        const size_t rb = (size_t)kv->n_layers * bits * kv->head_dim * sizeof(float);
+        DALLOC(ce->he_R, rb);
+        CUDA_TRY(cudaMemcpy(ce->he_R, R, rb, cudaMemcpyHostToDevice));
     }
     if (ce->dp.dev_decode) {
         ce->kv_fresh = (int *)calloc((size_t)n_lh, sizeof(int));
@@ -395,9 +416,10 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     DALLOC(ce->vc, n_slots * hd * ce->kv_es);
     if (ce->dp.rope_shifted) DALLOC(ce->kr, n_slots * hd * sizeof(float));
     DALLOC(ce->pos, n_slots * sizeof(int32_t));
-    /* per-slot scores (h2o, BUZZ) or key norms (l2norm) */
-    if ((ce->dp.mode == DEV_POLICY_DEVICE && ce->dp.evict == EV_H2O) || ce->dp.mode == DEV_POLICY_ROUNDS ||
-        ce->dp.evict == EV_L2NORM)
+    /* per-slot scores (h2o, BUZZ, scissorhands: moved with the slots) or key norms (l2norm) */
+    if ((ce->dp.mode == DEV_POLICY_DEVICE && (ce->dp.evict == EV_H2O || ce->dp.evict == EV_H2O_EF)) ||
+        ce->dp.mode == DEV_POLICY_ROUNDS ||
+        ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_SH)
         DALLOC(ce->score, n_slots * sizeof(float));
     DALLOC(ce->off, (size_t)n_lh * sizeof(size_t));
     DALLOC(ce->len, (size_t)n_lh * sizeof(int));

@@ -414,6 +414,9 @@ int ce_refresh_mirror(cuda_engine *ce, char *err, size_t errlen)
             CUDA_TRY(cudaMemcpyAsync((char *)kv->k_data + at, (char *)ce->kc + at, bytes, cudaMemcpyDeviceToHost, ce->st));
             CUDA_TRY(cudaMemcpyAsync((char *)kv->v_data + at, (char *)ce->vc + at, bytes, cudaMemcpyDeviceToHost, ce->st));
         }
+        if (ce->sstate) /* scissorhands' histories, hashevict's codes: moved and grown with the rows */
+            CUDA_TRY(cudaMemcpyAsync(kv->state, ce->sstate, kv->n_slots * ce->sstate_words * sizeof(unsigned long long),
+                                     cudaMemcpyDeviceToHost, ce->st));
         if (ce->qring)
             CUDA_TRY(cudaMemcpyAsync(ce->h_qring, ce->qring,
                                      (size_t)kv->n_layers * ce->qring_rows * kv->n_heads * hd * sizeof(float),
@@ -428,7 +431,8 @@ int ce_refresh_mirror(cuda_engine *ce, char *err, size_t errlen)
             return -1;
         }
     if (ce->rows_stale) {
-        if (moved) kv_device_reset_state(kv); /* slots moved on the device: per-slot state recomputed */
+        /* slots moved on the device: per-slot state recomputed (l2norm), or taken back above */
+        if (moved && !ce->sstate) kv_device_reset_state(kv);
         for (int i = 0; i < n_lh; i++) ce->kv_fresh[i] = kv->cap[i] + 1;
         ce->rows_stale = 0;
     }

@@ -10,8 +10,11 @@
 # family (snapkv, pyramidkv, ada_*, subgen) decodes on the device in the reserve (default) and
 # grow modes of --prefill-only-decode: 1 sync per token like full; capped runs its re-compression
 # steps through the host hooks (measured, the host bound). l2norm, random (evict-then-attend) and
-# tova (layer-wise) evict on the device: 1 sync; l2norm/random with --rope shifted stay
-# host-assisted (the victim moves the older keys' ranks).
+# tova (layer-wise) evict on the device: 1 sync, and so do h2o --h2o-order evict-first,
+# scissorhands and hashevict (evict-then-attend like l2norm); l2norm/random/h2o evict-first/
+# scissorhands/hashevict with --rope shifted stay host-assisted (the victim moves the older
+# keys' ranks), and so does hashevict --hash-accum mean. buzz
+# --buzz-score current runs BUZZ's rounds path (the scores replaced on the device).
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
@@ -51,7 +54,10 @@ h2o|--budget 24 --h2o-score mean --kv-dtype f16|device
 buzz|--budget 64|device
 buzz_logn|--budget 64|device
 h2o|--budget 24 --rope shifted|shifted
+h2o|--budget 24 --h2o-order evict-first|device
+h2o|--budget 24 --h2o-order evict-first --h2o-score mean --kv-dtype f16|device
 buzz|--budget 24|host
+buzz|--budget 24 --buzz-score current|host
 snapkv|--budget 24 --snap-window 8|device
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode grow|device
 snapkv|--budget 24 --snap-window 8 --kv-dtype f16 --rope shifted|shifted
@@ -63,13 +69,19 @@ subgen|--budget 24 --prefill-only-decode grow|device
 l2norm|--budget 24|device
 l2norm|--budget 24 --kv-dtype f16|device
 random|--budget 24|device
+scissorhands|--budget 24|device
+scissorhands|--budget 24 --sh-hist 5 --kv-dtype bf16|device
+hashevict|--budget 24|device
+hashevict|--budget 24 --hash-probe key --kv-dtype f16|device
 tova|--budget 24|device
 tova|--budget 24 --rope shifted|shifted
 l2norm|--budget 24 --rope shifted|host
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
-scissorhands|--budget 24|host
-h2o|--budget 24 --h2o-order evict-first|host
+scissorhands|--budget 24 --rope shifted|host
+hashevict|--budget 24 --hash-accum mean|host
+hashevict|--budget 24 --rope shifted|host
+h2o|--budget 24 --h2o-order evict-first --rope shifted|host
 LIST
 
 # the 1-sync check can fail: snapkv with every decode step forced through the host hooks

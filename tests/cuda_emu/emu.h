@@ -212,6 +212,11 @@ inline int atomicCAS(int *p, int c, int v) { int o = *p; if (o == c) *p = v; ret
 template <typename T> inline T __ldg(const T *p) { return *p; }
 template <typename T> inline T __ldcg(const T *p) { return *p; }
 inline unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, sizeof u); return u; }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+/* round-to-nearest single operations, never fused (the host compiler contracts nothing here:
+ * volatile keeps the product rounded before the sum) */
+inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
+inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
 
 inline void emu_fiber_main()
 {

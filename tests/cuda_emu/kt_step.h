@@ -4,8 +4,11 @@
  * kernels/cpu/attention.c attn_decode_head + eviction/policy_h2o.c / local / streaming
  * post_attn + kv_evict_swap_last; l2norm / random (evict-then-attend: the victim of
  * policy_l2norm.c / policy_random.c, its counter RNG, left out of an attention split into several
- * pieces; the new key's norm bit for bit) and tova (policy_tova.c post_attn_layer: every head's
- * probabilities averaged, the argmin evicted from every KV head). */
+ * pieces; the new key's norm bit for bit), h2o --h2o-order evict-first (the lowest score of the
+ * history left out, the scores after), scissorhands (policy_scissorhands.c: the least important
+ * slot left out, every slot's indicator pushed into its history, compared byte for byte), the
+ * score_set flag of buzz --buzz-score current, and tova (policy_tova.c post_attn_layer: every
+ * head's probabilities averaged, the argmin evicted from every KV head). */
 
 struct step_case {
     const char *name;
@@ -54,19 +57,64 @@ static double ref_rng_u01(uint64_t seed, uint64_t stream, int layer, int g, int6
     return (double)(ref_splitmix64(seed ^ h) >> 11) * 0x1.0p-53;
 }
 
-/* eviction/policy_l2norm.c l2norm_victim / policy_random.c random_victim over slots j < n
- * (the new token, slot n, is never a candidate); -1 when every slot is protected */
+/* eviction/policy_l2norm.c l2norm_victim / policy_random.c random_victim / policy_h2o.c
+ * h2o_select_victim (evict-first: recent_from t − recent, mean over the queries up to t − 1) over
+ * slots j < n (the new token, slot n, is never a candidate); -1 when every slot is protected.
+ * norm: the key norms (l2norm) or the scores (h2o). */
 static int ref_ete_victim(int mode, const int32_t *P, const float *norm, int n, int sink, int recent, int t, int layer,
-                          int g, uint64_t seed)
+                          int g, uint64_t seed, int mean = 0)
 {
     int best = -1;
     double bv = 0;
     for (int j = 0; j < n; j++) {
         if (P[j] < sink || (int64_t)P[j] >= (int64_t)t - recent) continue;
-        double v = mode == EV_L2NORM ? -(double)norm[j] : ref_rng_u01(seed, 0x524e44444543ULL, layer, g, t, P[j]);
+        double v = mode == EV_L2NORM ? -(double)norm[j]
+                 : mode == EV_H2O_EF ? (double)(mean ? norm[j] / (float)(t - 1 - P[j] + 1) : norm[j])
+                                     : ref_rng_u01(seed, 0x524e44444543ULL, layer, g, t, P[j]);
         if (best < 0 || v < bv || (v == bv && P[j] < P[best])) best = j, bv = v;
     }
     return best;
+}
+
+/* 1: the scores are replaced by the step's probabilities (score_set, buzz --buzz-score current) */
+static int g_score_set = 0;
+/* EV_SH: --sh-hist of the case */
+static int g_sh_hist = 400;
+/* EV_HASH: --hash-bits and --hash-probe key (1) of the case */
+static int g_he_bits = 16, g_he_probe = 0;
+
+/* eviction/policy_hashevict.c hashevict_code: bit b = [Σ_i R[b][i] x[i] ≥ 0], fp32 in order */
+static uint64_t ref_he_code(const float *R, int bits, int d, const float *x)
+{
+    uint64_t code = 0;
+    for (int b = 0; b < bits; b++) {
+        float s = 0.0f;
+        for (int i = 0; i < d; i++) s += R[(size_t)b * d + i] * x[i];
+        if (s >= 0.0f) code |= 1ULL << b;
+    }
+    return code;
+}
+
+/* eviction/policy_scissorhands.c's sh_slot (the device's EV_SH_WORDS words) and its ring_push /
+ * less_important, as the reference of EV_SH */
+struct ref_sh {
+    uint64_t ring[7];
+    uint32_t n_push, ones;
+};
+static void ref_sh_push(ref_sh *e, int hist, int bit)
+{
+    uint32_t i = e->n_push % (uint32_t)hist;
+    uint64_t m = 1ULL << (i % 64);
+    int old = (e->ring[i / 64] & m) != 0;
+    if (bit) e->ring[i / 64] |= m;
+    else e->ring[i / 64] &= ~m;
+    e->ones += (uint32_t)bit - (uint32_t)old;
+    e->n_push++;
+}
+static int ref_sh_less(const ref_sh *a, const ref_sh *b, int hist)
+{
+    uint64_t ra = std::min<uint64_t>(a->n_push, hist), rb = std::min<uint64_t>(b->n_push, hist);
+    return (uint64_t)a->ones * std::max<uint64_t>(rb, 1) < (uint64_t)b->ones * std::max<uint64_t>(ra, 1);
 }
 
 template <typename T> static void test_step(int dt, const step_case &c)
@@ -101,7 +149,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
             seen[p] = 1;
         }
     }
-    const bool tova = c.evict == EV_TOVA, ete_mode = c.evict == EV_L2NORM || c.evict == EV_RANDOM;
+    const bool tova = c.evict == EV_TOVA, ete_mode = EV_IS_ETE(c.evict);
     if (tova) /* layer-wise: every KV head holds the same positions in the same slots */
         for (int g = 1; g < Hkv; g++)
             for (int j = 0; j < c.lens[g] + c.n_extra; j++) pos[off[g] + j] = pos[off[0] + j];
@@ -109,6 +157,29 @@ template <typename T> static void test_step(int dt, const step_case &c)
     for (int g = 0; g < Hkv; g++)
         for (int j = 0; j < c.lens[g]; j++) knorm[off[g] + j] = (float)(rng() % 4) * 0.5f + 0.25f;
     const std::vector<float> knorm0 = knorm;
+    /* EV_SH: random histories (n_push 1 .. 3·hist, the live ring bits random, ones their count),
+     * garbage in the new token's slot (the kernel starts it empty) */
+    std::vector<ref_sh> sst(slots);
+    for (size_t i = 0; i < slots; i++) {
+        ref_sh &e = sst[i];
+        memset(&e, 0, sizeof e);
+        e.n_push = 1 + rng() % (3 * g_sh_hist);
+        const int live = std::min<int>(e.n_push, g_sh_hist);
+        for (int b = 0; b < live; b++)
+            if (rng() % 3 == 0) e.ring[b / 64] |= 1ULL << (b % 64), e.ones++;
+    }
+    for (int g = 0; g < Hkv; g++)
+        if (c.n_extra) sst[off[g] + c.lens[g]].ones = 77, sst[off[g] + c.lens[g]].n_push = 5;
+    const std::vector<ref_sh> sst0 = sst;
+    /* EV_HASH: random codes (he_slot: code, acc, age | valid << 32), a projection */
+    std::vector<uint64_t> hst((size_t)slots * 3, 0);
+    for (size_t i = 0; i < slots; i++) {
+        hst[i * 3] = (((uint64_t)rng() << 32) ^ rng()) & (g_he_bits == 64 ? ~0ULL : (1ULL << g_he_bits) - 1);
+        hst[i * 3 + 2] = 1ULL << 32;
+    }
+    const std::vector<uint64_t> hst0 = hst;
+    std::vector<float> heR((size_t)g_he_bits * hd);
+    for (auto &x : heR) x = frand(-1, 1);
     const uint64_t seed = 0x5eed;
     const int layer = 3;
     std::vector<int> len = c.lens, capv(Hkv, c.cap > 0 ? c.cap : cap_slots), ring(Hkv), counter(Hkv + 1, 0);
@@ -132,14 +203,17 @@ template <typename T> static void test_step(int dt, const step_case &c)
     a.off = off.data(), a.len = len.data(), a.cap = capv.data(), a.ring = ring.data();
     a.n_extra = c.n_extra, a.n_heads = H, a.G = G, a.head_dim = hd, a.scale = scale;
     a.split_len = c.split_len, a.n_split = n_split, a.part_acc = pacc.data(), a.part_ml = pml.data();
-    a.slog = c.score || c.probs_out ? slog.data() : NULL, a.slog_stride = slog_stride, a.probs_out = c.probs_out;
+    a.slog = c.score || c.probs_out || c.evict == EV_SH ? slog.data() : NULL, a.slog_stride = slog_stride, a.probs_out = c.probs_out;
     a.score = c.score ? score.data() : NULL;
     a.evict = c.evict, a.n_sink = c.n_sink, a.n_recent = c.n_recent, a.mean = c.mean, a.step = stepv;
     a.kw = kc.data(), a.vw = vc.data(), a.kv_dt = dt, a.pos = pos.data();
     a.rope_cos = c.rope ? ct.data() : NULL, a.rope_sin = c.rope ? st.data() : NULL;
     a.out = out.data(), a.lse = lse.data(), a.counter = counter.data();
-    a.knorm = c.evict == EV_L2NORM ? knorm.data() : NULL, a.ev_part = ete_mode ? evp.data() : NULL;
-    a.layer = layer, a.seed = seed;
+    a.knorm = c.evict == EV_L2NORM || c.evict == EV_SH ? knorm.data() : NULL, a.ev_part = ete_mode ? evp.data() : NULL;
+    a.sstate = c.evict == EV_SH ? (unsigned long long *)sst.data() : c.evict == EV_HASH ? (unsigned long long *)hst.data() : NULL;
+    a.sh_hist = g_sh_hist;
+    a.he_R = heR.data(), a.he_bits = g_he_bits, a.he_probe = g_he_probe;
+    a.layer = layer, a.seed = seed, a.score_set = g_score_set;
     cudaError_t e = launch_attn_step(&a, 0);
     /* tova: the reference's layer-wise victim from every head's probabilities */
     int tova_vic = -1;
@@ -166,15 +240,40 @@ template <typename T> static void test_step(int dt, const step_case &c)
         }
     }
     double eo = 0, el = 0, ep = 0, es = 0;
-    bool ok_len = true, ok_rows = true, nan_free = true;
+    bool ok_len = true, ok_rows = true, nan_free = true, ok_sh = true;
     for (int g = 0; g < Hkv; g++) {
         const int L = c.lens[g] + c.n_extra;
         /* evict-then-attend: the victim leaves before the attention */
-        const int ete_vic = ete_mode && L > capv[g] ? ref_ete_victim(c.evict, &pos0[off[g]], &knorm0[off[g]], L - 1, c.n_sink,
-                                                                    c.n_recent, t, layer, g, seed)
-                                                    : -1;
+        const float *key0 = c.evict == EV_H2O_EF ? &score0[off[g]] : &knorm0[off[g]];
+        int ete_vic = ete_mode && L > capv[g] && c.evict != EV_SH && c.evict != EV_HASH
+                          ? ref_ete_victim(c.evict, &pos0[off[g]], key0, L - 1, c.n_sink, c.n_recent, t, layer, g, seed, c.mean)
+                          : -1;
+        if (c.evict == EV_SH && L > capv[g]) /* policy_scissorhands.c pre_attn: the least important */
+            for (int j = 0; j < L - 1; j++) {
+                const int32_t p = pos0[off[g] + j];
+                if (p < c.n_sink || (int64_t)p >= (int64_t)t - c.n_recent) continue;
+                const ref_sh *e = &sst0[off[g] + j], *b = ete_vic >= 0 ? &sst0[off[g] + ete_vic] : NULL;
+                if (!b || ref_sh_less(e, b, g_sh_hist) ||
+                    (!ref_sh_less(b, e, g_sh_hist) && p < pos0[off[g] + ete_vic]))
+                    ete_vic = j;
+            }
+        if (c.evict == EV_HASH && L > capv[g]) { /* policy_hashevict.c hashevict_victim */
+            std::vector<uint64_t> pc;
+            if (g_he_probe) pc.push_back(ref_he_code(heR.data(), g_he_bits, hd, &kf[(off[g] + L - 1) * hd]));
+            else
+                for (int hh = 0; hh < G; hh++) pc.push_back(ref_he_code(heR.data(), g_he_bits, hd, &q[(size_t)(g * G + hh) * hd]));
+            uint32_t bd = 0;
+            for (int j = 0; j < L - 1; j++) {
+                const int32_t p = pos0[off[g] + j];
+                if (p < c.n_sink || (int64_t)p >= (int64_t)t - c.n_recent) continue;
+                uint32_t dd = 0;
+                for (uint64_t x : pc) dd += (uint32_t)__builtin_popcountll(hst0[(off[g] + j) * 3] ^ x);
+                if (ete_vic < 0 || dd > bd || (dd == bd && p < pos0[off[g] + ete_vic])) ete_vic = j, bd = dd;
+            }
+        }
+        std::vector<double> psum(L, 0.0); /* Σ_h p_h(j) over the group */
         std::vector<double> sc(L, 0.0);
-        for (int j = 0; j < L; j++) sc[j] = score0[off[g] + j];
+        for (int j = 0; j < L; j++) sc[j] = g_score_set ? 0.0 : score0[off[g] + j];
         for (int hh = 0; hh < G; hh++) {
             const int h = g * G + hh;
             std::vector<double> qq(hd), s(L);
@@ -206,6 +305,7 @@ template <typename T> static void test_step(int dt, const step_case &c)
             for (int j = 0; j < L; j++) {
                 double p = exp(s[j] - lref);
                 sc[j] += p;
+                psum[j] += p;
                 if (c.probs_out) ep = std::max(ep, fabs(slog[(size_t)h * slog_stride + j] - p));
             }
         }
@@ -220,10 +320,30 @@ template <typename T> static void test_step(int dt, const step_case &c)
             for (int x = 0; x < hd; x++) q2 += (double)kf[(off[g] + L - 1) * hd + x] * kf[(off[g] + L - 1) * hd + x];
             kn[L - 1] = (float)sqrt(q2);
         }
+        /* scissorhands' post_attn: the new token's history starts empty, every live slot pushes
+         * [Σ_h p_h(j) / G ≥ 1 / n], n = the live slots after the step */
+        std::vector<ref_sh> sh(sst0.begin() + off[g], sst0.begin() + off[g] + L);
+        if (c.evict == EV_SH) {
+            const int n_after = ete_vic >= 0 ? L - 1 : L;
+            for (int j = 0; j < L; j++) {
+                if (j == ete_vic) continue;
+                if (j == L - 1) memset(&sh[j], 0, sizeof sh[j]);
+                ref_sh_push(&sh[j], g_sh_hist, (float)psum[j] / (float)G >= 1.0f / (float)n_after);
+            }
+        }
+        /* hashevict: the new key's code as stored, its state otherwise empty */
+        std::vector<uint64_t> hs(hst0.begin() + off[g] * 3, hst0.begin() + (off[g] + L) * 3);
+        if (c.evict == EV_HASH && L > 0) {
+            hs[(L - 1) * 3] = ref_he_code(heR.data(), g_he_bits, hd, &kf[(off[g] + L - 1) * hd]);
+            hs[(L - 1) * 3 + 1] = 0;
+            hs[(L - 1) * 3 + 2] = 1ULL << 32;
+        }
         if (c.evict != EV_NONE && L > capv[g] && (!ete_mode || ete_vic >= 0) && (!tova || tova_vic >= 0)) {
             int vic = ete_mode ? ete_vic : tova ? tova_vic
                     : ref_victim2(c.evict, P, sc, L, ring0[g], c.n_sink, t - c.n_recent + 1, c.mean, t);
             kn[vic] = kn[L - 1];
+            sh[vic] = sh[L - 1];
+            for (int w = 0; w < 3; w++) hs[vic * 3 + w] = hs[(L - 1) * 3 + w];
             order[vic] = L - 1;
             P[vic] = P[L - 1];
             sc[vic] = sc[L - 1];
@@ -233,7 +353,9 @@ template <typename T> static void test_step(int dt, const step_case &c)
         for (int j = 0; j < Lr; j++) {
             ok_rows &= pos[off[g] + j] == P[j];
             if (c.score) es = std::max(es, fabs(score[off[g] + j] - sc[j]));
-            if (c.evict == EV_L2NORM) ok_rows &= knorm[off[g] + j] == kn[j];
+            if (c.evict == EV_L2NORM || c.evict == EV_SH) ok_rows &= knorm[off[g] + j] == kn[j];
+            if (c.evict == EV_SH) ok_sh &= !memcmp(&sst[off[g] + j], &sh[j], sizeof sh[j]);
+            if (c.evict == EV_HASH) ok_sh &= !memcmp(&hst[(off[g] + j) * 3], &hs[j * 3], 3 * sizeof(uint64_t));
             ok_rows &= !memcmp(&kc[(off[g] + j) * hd], &store<T>(std::vector<float>(kf.begin() + (off[g] + order[j]) * hd,
                                                                                     kf.begin() + (off[g] + order[j] + 1) * hd))[0],
                                 hd * sizeof(T));
@@ -252,6 +374,8 @@ template <typename T> static void test_step(int dt, const step_case &c)
     if (c.probs_out) check(ep < 1e-6, (w + ": probabilities").c_str(), ep);
     if (c.score) check(es < 1e-5, (w + ": scores").c_str(), es);
     check(ok_len && ok_rows, (w + ": lengths, positions, K rows after eviction, counters reset").c_str(), 0);
+    if (c.evict == EV_SH) check(ok_sh, (w + ": scissorhands histories (victim, pushes, moved)").c_str(), 0);
+    if (c.evict == EV_HASH) check(ok_sh, (w + ": hashevict codes (victim, the new key's code, moved)").c_str(), 0);
 }
 
 static void test_steps()
@@ -277,6 +401,29 @@ static void test_steps()
     test_step<float>(CU_F32, {"random evicts, many pieces", 16, 4, 2, {30, 30}, 1, EV_RANDOM, 30, 4, 10, 0, false, false, false});
     test_step<__nv_bfloat16>(CU_BF16, {"random BF16 GQA 4", 24, 8, 4, {17, 17}, 1, EV_RANDOM, 17, 0, 2, 0, false, false, false});
     test_step<float>(CU_F32, {"random with the rank-rotated query", 32, 8, 2, {12, 12}, 1, EV_RANDOM, 12, 1, 1, 0, false, false, true});
+    /* buzz --buzz-score current: the scores replaced by the step's probabilities */
+    g_score_set = 1;
+    test_step<float>(CU_F32, {"score-set (buzz current) GQA 2", 16, 4, 2, {13, 9}, 1, EV_NONE, 0, 0, 0, 0, true, false, false});
+    test_step<__half>(CU_F16, {"score-set (buzz current) F16", 32, 8, 1, {20}, 1, EV_NONE, 0, 0, 0, 0, true, false, false});
+    g_score_set = 0;
+    /* scissorhands: the least important slot left out, every slot's indicator pushed */
+    test_step<float>(CU_F32, {"scissorhands, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_SH, 24, 2, 3, 0, false, false, false});
+    g_sh_hist = 5; /* short rings: importance ties, ring wrap-around */
+    test_step<__half>(CU_F16, {"scissorhands hist 5 F16 GQA 4", 16, 8, 4, {30, 30}, 1, EV_SH, 30, 4, 10, 0, false, false, false});
+    test_step<float>(CU_F32, {"scissorhands under capacity", 8, 4, 2, {5, 2}, 1, EV_SH, 9, 1, 2, 0, false, false, false});
+    g_sh_hist = 400;
+    /* hashevict: the farthest code from the probes left out, the new key's code stored */
+    test_step<float>(CU_F32, {"hashevict query probes, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_HASH, 24, 2, 3, 0, false, false, false});
+    g_he_bits = 64, g_he_probe = 1;
+    test_step<__half>(CU_F16, {"hashevict 64 bits key probe F16", 32, 8, 4, {30, 30}, 1, EV_HASH, 30, 4, 10, 0, false, false, false});
+    g_he_bits = 3, g_he_probe = 0; /* 3 bits: distance ties */
+    test_step<float>(CU_F32, {"hashevict 3 bits GQA 4", 16, 8, 4, {20, 20}, 1, EV_HASH, 20, 1, 2, 0, false, false, false});
+    test_step<float>(CU_F32, {"hashevict under capacity", 8, 4, 2, {5, 2}, 1, EV_HASH, 9, 1, 2, 0, false, false, false});
+    g_he_bits = 16;
+    /* h2o --h2o-order evict-first: the lowest score of the history left out, scores after */
+    test_step<float>(CU_F32, {"h2o evict-first, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_H2O_EF, 24, 2, 6, 0, true, false, false});
+    test_step<__half>(CU_F16, {"h2o evict-first mean F16", 16, 8, 1, {40, 40}, 1, EV_H2O_EF, 40, 0, 20, 1, true, false, false});
+    test_step<float>(CU_F32, {"h2o evict-first under capacity", 8, 4, 2, {5, 2}, 1, EV_H2O_EF, 9, 1, 2, 0, true, false, false});
     /* tova: the layer's head-averaged probabilities, the argmin evicted from every KV head */
     test_step<float>(CU_F32, {"tova evicts layer-wise", 16, 4, 2, {20, 20, 20}, 1, EV_TOVA, 20, 0, 0, 0, false, true, false});
     test_step<__half>(CU_F16, {"tova F16 MHA", 16, 8, 1, {9, 9, 9, 9}, 1, EV_TOVA, 9, 0, 0, 0, false, true, false});

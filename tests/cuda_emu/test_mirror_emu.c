@@ -50,6 +50,8 @@ static int cmp_int(const void *a, const void *b)
  * writing into the victim's slot, the CPU may move the last slot there: slot order differs) */
 /* The K and V rows of position p in region (l, g) of a and b (f32 caches) within 1e-4 of the
  * row's largest magnitude (the backends' rounding differs; a wrong row is far off). */
+static int g_states; /* also the per-slot policy state, byte for byte (scissorhands, hashevict) */
+
 static int same_rows(const kv_cache *a, const kv_cache *b, int l, int g, char *msg, size_t n)
 {
     const int i = kv_idx(a, l, g), d = a->head_dim;
@@ -58,6 +60,11 @@ static int same_rows(const kv_cache *a, const kv_cache *b, int l, int g, char *m
         int ja = 0;
         while (ja < a->len[i] && pa[ja] != pb[jb]) ja++;
         if (ja == a->len[i]) continue; /* the positions check reports it */
+        if (g_states && memcmp(kv_slot_state(a, l, g, ja), kv_slot_state(b, l, g, jb), a->ops->slot_state_bytes)) {
+            snprintf(msg, n, "layer %d head %d: the per-slot state of position %d differs (CPU slot %d, mirror slot %d)",
+                     l, g, pb[jb], ja, jb);
+            return 0;
+        }
         for (int kvsel = 0; kvsel < 2; kvsel++) {
             const float *ra = (const float *)(kvsel ? a->v_data : a->k_data) + (a->off[i] + (size_t)ja) * d;
             const float *rb = (const float *)(kvsel ? b->v_data : b->k_data) + (b->off[i] + (size_t)jb) * d;
@@ -99,14 +106,15 @@ static int same_cache(const kv_cache *a, const kv_cache *b, int rows, char *msg,
                 }
             if (rows && !same_rows(a, b, l, g, msg, n)) return 0;
         }
-    snprintf(msg, n, "%d regions equal%s", a->n_layers * a->n_kv_heads, rows ? " (positions, K/V rows)" : "");
+    snprintf(msg, n, "%d regions equal%s", a->n_layers * a->n_kv_heads,
+             rows ? g_states ? " (positions, K/V rows, per-slot state)" : " (positions, K/V rows)" : "");
     return 1;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_mirror_emu MODEL_DIR POLICY\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_mirror_emu MODEL_DIR POLICY [NAME=VALUE...]\n");
         return 2;
     }
     char err[512], msg[600];
@@ -130,6 +138,17 @@ int main(int argc, char **argv)
     pp.budget = 1;
     pp.budget_tokens = 16;
     pp.kv_dtype = DT_F32;
+    /* the policy's parameters: NAME=VALUE arguments after the policy (e.g. h2o-order=evict-first) */
+    for (int i = 3; i < argc && pp.n_set < POLICY_MAX_SET; i++) {
+        const char *eq = strchr(argv[i], '=');
+        if (!eq || eq - argv[i] >= (int)sizeof pp.set[0].name || strlen(eq + 1) >= sizeof pp.set[0].value) {
+            fprintf(stderr, "expected NAME=VALUE, got '%s'\n", argv[i]);
+            return 2;
+        }
+        snprintf(pp.set[pp.n_set].name, sizeof pp.set[0].name, "%.*s", (int)(eq - argv[i]), argv[i]);
+        snprintf(pp.set[pp.n_set].value, sizeof pp.set[0].value, "%s", eq + 1);
+        pp.set[pp.n_set++].origin = argv[i];
+    }
     kv_cache kv[2];
     engine e[2];
     memset(e, 0, sizeof e);
@@ -156,6 +175,9 @@ int main(int argc, char **argv)
     char why[256];
     int planned = device_policy_plan(ops, &pp, &kv[1], &dp, why, sizeof why) == 0;
     const int mirror_rows = planned && dp.mode == DEV_POLICY_HOST;
+    /* scissorhands' histories, hashevict's codes (the device's equal to the CPU's bit for bit):
+     * the per-slot state the device kept comes back to the mirror */
+    g_states = planned && (dp.evict == EV_SH || dp.evict == EV_HASH) && dp.dev_decode != DEV_DECODE_NONE;
     /* the same sequence on both; logits row r after each step */
     double worst = 0;
     int t = 0, r = 0, ok_run = 1, ok_cache1 = 1;
