@@ -93,11 +93,12 @@ TA void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K)
     }
 }
 
+#define QPW 256   /* qpack16_body.inc: the vector width */
 #define T __attribute__((target("avx2,fma,f16c")))
 #define Q(x) x##_avx2_16
 #define QVNNI 0
 #include "kernels/cpu/quant16_avx2.inc"
-#include "kernels/cpu/qpack16_avx2.inc"
+#include "kernels/cpu/qpack16_body.inc"
 #undef T
 #undef Q
 #undef QVNNI
@@ -106,7 +107,7 @@ TA void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K)
 #define Q(x) x##_avxvnni16
 #define QVNNI 1
 #include "kernels/cpu/quant16_avx2.inc"
-#include "kernels/cpu/qpack16_avx2.inc"
+#include "kernels/cpu/qpack16_body.inc"
 #undef T
 #undef Q
 #undef QVNNI

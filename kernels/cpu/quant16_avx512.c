@@ -21,11 +21,12 @@
 #define QPF_L2 4096
 #define QI static inline __attribute__((always_inline))
 
+#define QPW 512   /* qpack16_body.inc: the vector width */
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define Q(x) x##_avx512_16
 #define QVNNI 0
 #include "kernels/cpu/quant16_avx512.inc"
-#include "kernels/cpu/qpack16_avx512.inc"
+#include "kernels/cpu/qpack16_body.inc"
 #undef T
 #undef Q
 #undef QVNNI
@@ -34,7 +35,7 @@
 #define Q(x) x##_avx512vnni16
 #define QVNNI 1
 #include "kernels/cpu/quant16_avx512.inc"
-#include "kernels/cpu/qpack16_avx512.inc"
+#include "kernels/cpu/qpack16_body.inc"
 #undef T
 #undef Q
 #undef QVNNI

@@ -121,11 +121,12 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
     }
 }
 
+#define QPW 256   /* qpack_body.inc: the vector width */
 #define T __attribute__((target("avx2,fma,f16c")))
 #define Q(x) x##_avx2
 #define QVNNI 0
 #include "kernels/cpu/quant_avx2.inc"
-#include "kernels/cpu/qpack_avx2.inc"
+#include "kernels/cpu/qpack_body.inc"
 #undef T
 #undef Q
 #undef QVNNI
@@ -134,7 +135,7 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 #define Q(x) x##_avxvnni
 #define QVNNI 1
 #include "kernels/cpu/quant_avx2.inc"
-#include "kernels/cpu/qpack_avx2.inc"
+#include "kernels/cpu/qpack_body.inc"
 #undef T
 #undef Q
 #undef QVNNI

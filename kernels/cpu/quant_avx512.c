@@ -13,11 +13,12 @@
 #define QPF 1024
 #define QI static inline __attribute__((always_inline))
 
+#define QPW 512   /* qpack_body.inc: the vector width */
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define Q(x) x##_avx512
 #define QVNNI 0
 #include "kernels/cpu/quant_avx512.inc"
-#include "kernels/cpu/qpack_avx512.inc"
+#include "kernels/cpu/qpack_body.inc"
 #undef T
 #undef Q
 #undef QVNNI
@@ -26,7 +27,7 @@
 #define Q(x) x##_avx512vnni
 #define QVNNI 1
 #include "kernels/cpu/quant_avx512.inc"
-#include "kernels/cpu/qpack_avx512.inc"
+#include "kernels/cpu/qpack_body.inc"
 #undef T
 #undef Q
 #undef QVNNI

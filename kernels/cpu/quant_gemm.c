@@ -8,8 +8,8 @@
  * the blocks a slower thread has not reached (rowsteal.h); one pass over each weight row.
  * Prefill (n > 1): all n rows quantized inside the parallel region (each thread a slice of
  * them), then each thread takes a contiguous slice of the output rows (whole 32-row panels).
- * From QG_PACK_MIN rows on the family's packed-panel GEMM runs (qpack_avx512.inc,
- * qpack_avx2.inc: a group of weight rows decoded and interleaved once per call, then every
+ * From QG_PACK_MIN rows on the family's packed-panel GEMM runs (qpack_body.inc,
+ * qpack16_body.inc: a group of weight rows decoded and interleaved once per call, then every
  * activation row over it, one row per vector lane); below it (and for the scalar family) the
  * register tiles of up to 4 activation rows × 1-2 weight rows over a chunk of QG_CHUNK_BYTES of
  * weights kept in the L2.
