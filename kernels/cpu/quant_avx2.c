@@ -121,10 +121,13 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
     }
 }
 
+#define QW 256   /* quant_vec.h: the vector width of quant_body.inc */
 #define T __attribute__((target("avx2,fma,f16c")))
 #define Q(x) x##_avx2
 #define QVNNI 0
-#include "kernels/cpu/quant_avx2.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec8.h"
+#include "kernels/cpu/quant_body.inc"
 #include "kernels/cpu/qpack_avx2.inc"
 #undef T
 #undef Q
@@ -133,7 +136,9 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 #define T __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define Q(x) x##_avxvnni
 #define QVNNI 1
-#include "kernels/cpu/quant_avx2.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec8.h"
+#include "kernels/cpu/quant_body.inc"
 #include "kernels/cpu/qpack_avx2.inc"
 #undef T
 #undef Q

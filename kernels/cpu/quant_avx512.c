@@ -13,10 +13,13 @@
 #define QPF 1024
 #define QI static inline __attribute__((always_inline))
 
+#define QW 512   /* quant_vec.h: the vector width of quant_body.inc */
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define Q(x) x##_avx512
 #define QVNNI 0
-#include "kernels/cpu/quant_avx512.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec8.h"
+#include "kernels/cpu/quant_body.inc"
 #include "kernels/cpu/qpack_avx512.inc"
 #undef T
 #undef Q
@@ -25,7 +28,9 @@
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define Q(x) x##_avx512vnni
 #define QVNNI 1
-#include "kernels/cpu/quant_avx512.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec8.h"
+#include "kernels/cpu/quant_body.inc"
 #include "kernels/cpu/qpack_avx512.inc"
 #undef T
 #undef Q
