@@ -93,10 +93,13 @@ TA void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K)
     }
 }
 
+#define QW 256   /* quant_vec.h: the vector width of quant16_body.inc */
 #define T __attribute__((target("avx2,fma,f16c")))
 #define Q(x) x##_avx2_16
 #define QVNNI 0
-#include "kernels/cpu/quant16_avx2.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec16.h"
+#include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_avx2.inc"
 #undef T
 #undef Q
@@ -105,7 +108,9 @@ TA void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K)
 #define T __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define Q(x) x##_avxvnni16
 #define QVNNI 1
-#include "kernels/cpu/quant16_avx2.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec16.h"
+#include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_avx2.inc"
 #undef T
 #undef Q

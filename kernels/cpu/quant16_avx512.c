@@ -21,10 +21,13 @@
 #define QPF_L2 4096
 #define QI static inline __attribute__((always_inline))
 
+#define QW 512   /* quant_vec.h: the vector width of quant16_body.inc */
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define Q(x) x##_avx512_16
 #define QVNNI 0
-#include "kernels/cpu/quant16_avx512.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec16.h"
+#include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_avx512.inc"
 #undef T
 #undef Q
@@ -33,7 +36,9 @@
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define Q(x) x##_avx512vnni16
 #define QVNNI 1
-#include "kernels/cpu/quant16_avx512.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec16.h"
+#include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_avx512.inc"
 #undef T
 #undef Q
