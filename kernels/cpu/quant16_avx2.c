@@ -1,6 +1,6 @@
 /* The 256-bit kernel tables for 16-bit activations (quant.h, quant16.c): "avx2" (AVX2 + FMA +
- * F16C, vpmaddwd + vpaddd) and "avxvnni" (AVX-VNNI vpdpwssd), both from quant16_avx2.inc and
- * qpack16_avx2.inc, and the 16-bit activation quantizers every SIMD family uses (the scalar
+ * F16C, vpmaddwd + vpaddd) and "avxvnni" (AVX-VNNI vpdpwssd), both from quant16_body.inc and
+ * qpack16_body.inc at 256 bits, and the 16-bit activation quantizers every SIMD family uses (the scalar
  * ones' bytes: the same f32 products, nearest even by vcvtps2dq under the default MXCSR).
  * Compiled with target attributes, chosen at run time by dispatch.c. */
 #include "kernels/cpu/quant.h"
@@ -94,10 +94,13 @@ TA void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K)
 }
 
 #define QPW 256   /* qpack16_body.inc: the vector width */
+#define QW 256   /* quant_vec.h: the vector width of quant16_body.inc */
 #define T __attribute__((target("avx2,fma,f16c")))
 #define Q(x) x##_avx2_16
 #define QVNNI 0
-#include "kernels/cpu/quant16_avx2.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec16.h"
+#include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_body.inc"
 #undef T
 #undef Q
@@ -106,7 +109,9 @@ TA void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K)
 #define T __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define Q(x) x##_avxvnni16
 #define QVNNI 1
-#include "kernels/cpu/quant16_avx2.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec16.h"
+#include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_body.inc"
 #undef T
 #undef Q

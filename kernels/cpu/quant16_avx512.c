@@ -1,6 +1,6 @@
 /* The 512-bit kernel tables for 16-bit activations (quant.h, quant16.c): "avx512" (AVX-512
  * F/BW/VL/DQ, vpmaddwd + vpaddd) and "avx512vnni" (AVX512-VNNI vpdpwssd), both from
- * quant16_avx512.inc and qpack16_avx512.inc. The activation quantizers are the AVX2 ones
+ * quant16_body.inc and qpack16_body.inc at 512 bits (+ quant16_split_avx512.inc). The activation quantizers are the AVX2 ones
  * (quant16_avx2.c: the scalar ones' bytes). Compiled with target attributes, chosen at run time
  * by dispatch.c. */
 #include "kernels/cpu/quant.h"
@@ -22,10 +22,13 @@
 #define QI static inline __attribute__((always_inline))
 
 #define QPW 512   /* qpack16_body.inc: the vector width */
+#define QW 512   /* quant_vec.h: the vector width of quant16_body.inc */
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define Q(x) x##_avx512_16
 #define QVNNI 0
-#include "kernels/cpu/quant16_avx512.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec16.h"
+#include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_body.inc"
 #undef T
 #undef Q
@@ -34,7 +37,9 @@
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define Q(x) x##_avx512vnni16
 #define QVNNI 1
-#include "kernels/cpu/quant16_avx512.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec16.h"
+#include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_body.inc"
 #undef T
 #undef Q

@@ -1,5 +1,5 @@
 /* The 256-bit quantized kernel tables (quant.h): "avx2" (AVX2 + FMA + F16C, vpmaddubsw) and
- * "avxvnni" (the same code with AVX-VNNI's vpdpbusd/vpdpwssd), both from quant_avx2.inc, and
+ * "avxvnni" (the same code with AVX-VNNI's vpdpbusd/vpdpwssd), both from quant_body.inc and qpack_body.inc at 256 bits, and
  * their activation quantizers (bit-identical with the scalar ones: the same f32 products, roundf
  * done exactly as trunc ± 1, nearest-even by vcvtps2dq under the default MXCSR). Compiled with
  * target attributes, chosen at run time by dispatch.c. */
@@ -122,10 +122,13 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 }
 
 #define QPW 256   /* qpack_body.inc: the vector width */
+#define QW 256   /* quant_vec.h: the vector width of quant_body.inc */
 #define T __attribute__((target("avx2,fma,f16c")))
 #define Q(x) x##_avx2
 #define QVNNI 0
-#include "kernels/cpu/quant_avx2.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec8.h"
+#include "kernels/cpu/quant_body.inc"
 #include "kernels/cpu/qpack_body.inc"
 #undef T
 #undef Q
@@ -134,7 +137,9 @@ TA void cpu_quant_act256_avx2(uint8_t *row, const float *x, int K)
 #define T __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define Q(x) x##_avxvnni
 #define QVNNI 1
-#include "kernels/cpu/quant_avx2.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec8.h"
+#include "kernels/cpu/quant_body.inc"
 #include "kernels/cpu/qpack_body.inc"
 #undef T
 #undef Q

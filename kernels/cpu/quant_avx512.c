@@ -1,6 +1,6 @@
 /* The 512-bit quantized kernel tables (quant.h): "avx512" (AVX-512 F/BW/VL/DQ, vpmaddubsw) and
  * "avx512vnni" (the same code with AVX512-VNNI's vpdpbusd/vpdpwssd), both from
- * quant_avx512.inc. The activation quantizers are the AVX2 ones (quant_avx2.c: bit-identical
+ * quant_body.inc and qpack_body.inc at 512 bits. The activation quantizers are the AVX2 ones (quant_avx2.c: bit-identical
  * with the scalar ones; a small part of the work). Compiled with target attributes, chosen at
  * run time by dispatch.c. */
 #include "kernels/cpu/quant.h"
@@ -14,10 +14,13 @@
 #define QI static inline __attribute__((always_inline))
 
 #define QPW 512   /* qpack_body.inc: the vector width */
+#define QW 512   /* quant_vec.h: the vector width of quant_body.inc */
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define Q(x) x##_avx512
 #define QVNNI 0
-#include "kernels/cpu/quant_avx512.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec8.h"
+#include "kernels/cpu/quant_body.inc"
 #include "kernels/cpu/qpack_body.inc"
 #undef T
 #undef Q
@@ -26,7 +29,9 @@
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define Q(x) x##_avx512vnni
 #define QVNNI 1
-#include "kernels/cpu/quant_avx512.inc"
+#include "kernels/cpu/quant_vec.h"
+#include "kernels/cpu/quant_vec8.h"
+#include "kernels/cpu/quant_body.inc"
 #include "kernels/cpu/qpack_body.inc"
 #undef T
 #undef Q
