@@ -2,7 +2,11 @@
  * (one token). Every KV write and attention read goes through eviction/ (kv_cache).
  *
  * Per layer: rmsnorm → q,k,v → RoPE → KV write (policy) → attention (+ requested statistics)
- * → o-proj → residual → rmsnorm → SwiGLU MLP → residual. Then final norm → LM head. */
+ * → o-proj → residual → rmsnorm → SwiGLU MLP → residual. Then final norm → LM head.
+ *
+ * Kept whole (~570 lines): prefill, decode and the decode thread count share the engine's
+ * buffers and the shifted-RoPE helpers, and reading the two passes side by side is how one
+ * checks that they compute the same layer (the tests compare their logits bit for bit). */
 #include "model/model.h"
 #include "model/internal.h"
 
