@@ -17,7 +17,8 @@
  *     h2o 0.4, and h2o/buzz at budget 1 (they evict nothing: the policy overhead); the five
  *     sequences of a context decode in lockstep, one step of each in turn;
  *   - decode bytes per token: the weights one step reads (model_weight_bytes) + the live K and V
- *     the attention reads, and that × tok/s ÷ the memory read bandwidth measured here (a
+ *     the attention reads (in llm-run's default --kv-dtype for the weights: f32 for F32, f16
+ *     otherwise; before 2026-11-27 every row used an f32 cache), and that × tok/s ÷ the memory read bandwidth measured here (a
  *     multi-threaded streaming read over a buffer much larger than the last-level cache, one
  *     pass before every round of decode steps; the median of those passes, so on a busy
  *     machine both sides of the ratio see the same conditions).
@@ -185,6 +186,7 @@ static double run_prefill(run_state *st, bench_model *bm, const char *policy, do
     policy_params pp;
     memset(&pp, 0, sizeof pp);
     pp.budget = budget;
+    pp.kv_dtype = (int)model_kv_dtype_default(&bm->mw);   /* as llm-run: f16 for 16-bit and quantized weights */
     const policy_ops *ops = policy_find(policy);
     st->n_prompt = n_prompt;
     st->tok = malloc((size_t)(n_prompt + steps + 1) * sizeof *st->tok);

@@ -12,7 +12,11 @@
  * Prints GB/s of weights for each and their ratio to `read`. The difference between `seq` and
  * `lm` is the cost of many short regions (their starts and joins); the difference between `seq`
  * and a real decode step (bench/decode_ab.py) is everything else a step does (attention, norms,
- * RoPE, the cache, sampling). A busy host moves all three: run it under
+ * RoPE, the cache, sampling). Repetitions run back to back with nothing flushed between them, so
+ * a last-level cache larger than the model (480 MiB on one Sapphire Rapids VM here, where `lm`
+ * then read faster than `read`) serves part of the weights: there the ratios are upper bounds, and
+ * bench_cpu (a streaming pass over 1 GiB before every step) is the figure to trust. A busy host
+ * moves all three: run it under
  * `OMP_WAIT_POLICY=active chrt -f 50` (real-time priority) or on an idle machine. */
 #include "kernels/kernels.h"
 #include "model/model.h"

@@ -64,15 +64,19 @@ T static inline __m512 vload_bf16(const uint16_t *p)
  * then left the 16-bit kernels at 80-84% of the streaming-read bandwidth on a Sapphire Rapids
  * VM (one thread, 768 and 2048 columns, tmp microbenchmark of issue 17) where F32 reached
  * 92-95%; 3 KiB ahead brought F16 to 93-97% and BF16 (deinterleaved) to 94-98%; 0.5-1 KiB ahead
- * helped less, 4 KiB no more. */
+ * helped less, 4 KiB no more. Into the L2 (prefetcht1), not the L1: with two threads F16 decode
+ * went 78-79% -> 80-82% of the bandwidth, BF16 unchanged, one thread unchanged (bench/decode_ab.py
+ * --reps 4, interleaved, 2026-11-27); 2 and 4 KiB ahead were worse than 3 KiB for either hint.
+ * The same hint left F32 (below) within noise (84% vs 85%) and made the block-format kernels'
+ * prefetch 5-10% slower (bench_quant cold 2T), so those keep T0. */
 #define MV_PF 3072
 #define MV_PF32 3072
 T static inline void mv_prefetch(const void *p, const char *end)
 {
     const char *q = (const char *)p + MV_PF;
     if (q + 64 < end) {
-        _mm_prefetch(q, _MM_HINT_T0);
-        _mm_prefetch(q + 64, _MM_HINT_T0);
+        _mm_prefetch(q, _MM_HINT_T1);
+        _mm_prefetch(q + 64, _MM_HINT_T1);
     }
 }
 #define MV_PREFETCH(p, end) mv_prefetch(p, end)
