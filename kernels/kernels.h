@@ -125,7 +125,7 @@ void matmul_multi(float *const *y, const weight_t *const *w, int k, const float 
 
 /* The SwiGLU MLP's first half: gate = x·W_gateᵀ, up = x·W_upᵀ, then swiglu(gate, up) — the
  * same floats as matmul_multi + swiglu. Decode (n = 1, threads, gate and up of one shape and
- * kind): one parallel region, each thread applying swiglu to the rows it computed. */
+ * kind): one parallel region, the products as matmul_multi's, then swiglu after a barrier. */
 void matmul_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_t *w_up, const float *x, int n);
 
 /* out[w.cols] = row `row` of w as f32 (the embedding lookup; block formats: dequantize_row). */

@@ -159,9 +159,10 @@ void qmatvec_swiglu(float *gate, float *up, const weight_t *w_gate, const weight
     qmatmul_impl(y, w, 2, x, 1, 1);
 }
 
-/* pair_swiglu (n = 1, k = 2: gate and up of the same rows, matmul_swiglu): the decode blocks are
- * rows [a, b) of both, and the thread that computed them applies swiglu to them; every path
- * that does not split that way applies swiglu to the whole after the products. */
+/* pair_swiglu (n = 1, k = 2: gate and up of the same rows, matmul_swiglu): the decode rows are
+ * claimed as those of any k = 2 call (each thread streams one matrix, as matmul.c's
+ * matvec_multi_sw does), then after a barrier each thread applies swiglu to its static slice;
+ * every other path applies swiglu to the whole after the products. */
 static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int pair_swiglu)
 {
     const cpu_quant_ops *ops = cpu_quant();
@@ -238,24 +239,23 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
     if (n == 1 && nt > 1) {   /* decode: the rows split with stealing (rowsteal.h) */
         if (nt > RS_MAX_THREADS) nt = RS_MAX_THREADS;
         rowsteal rs;
-        size_t rb = dtype_row_bytes(w[0]->dtype, K) + (pair_swiglu ? dtype_row_bytes(w[1]->dtype, K) : 0);
-        rs_init(&rs, pair_swiglu ? w[0]->rows : total, nt, rb, QMV_BLOCK_BYTES, 8);
+        rs_init(&rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, 8);
 #pragma omp parallel num_threads(nt)
         {
             int t = omp_get_thread_num(), T = omp_get_num_threads(), v = t;
             long long g0, g1;
             while (rs_next(&rs, t, T, &v, &g0, &g1)) {
-                if (pair_swiglu) {
-                    for (int i = 0; i < 2; i++) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], 1, (int)g0, (int)g1);
-                    swiglu(y[0] + g0, y[1] + g0, (size_t)(g1 - g0));
-                    continue;
-                }
                 long long base = 0;
                 for (int i = 0; i < k && base < g1; i++) {
                     long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
                     if (a < b) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], 1, (int)(a - base), (int)(b - base));
                     base += w[i]->rows;
                 }
+            }
+            if (pair_swiglu) {
+#pragma omp barrier
+                size_t R = (size_t)w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
+                swiglu(y[0] + a, y[1] + a, b - a);
             }
         }
         return;
