@@ -228,39 +228,6 @@ T QI qp_i Q(qp_sgn_apply)(qp_i y, qp_sg s)
 
 /* ------------------------------------------- weight decoding (256-bit, both widths) */
 
-/* 0x10 in byte k where bit k of h is set */
-T QI __m256i Q(qp_bit5)(uint32_t h)
-{
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), shuf), sel);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(b, sel), _mm256_set1_epi8(0x10));
-}
-
-/* The 32 nibbles of 16 bytes in element order (low nibbles, then high). */
-T QI __m256i Q(qp_nib)(const uint8_t *p)
-{
-    __m128i q = _mm_loadu_si128((const __m128i *)p);
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-}
-
-/* The quants of the 32-element block at p as bytes in element order: unsigned (Q4_0 0..15,
- * Q5_0 0..31, ...), Q8_0 signed, or with VNNI q + 128 (unsigned). */
-T QI __m256i Q(qp_dec32)(const int dt, const uint8_t *p)
-{
-    switch (dt) {
-    case DT_Q8_0: {
-        __m256i u = _mm256_loadu_si256((const __m256i *)(p + 2));
-        return QVNNI ? _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80)) : u;
-    }
-    case DT_Q4_0: return Q(qp_nib)(p + 2);
-    case DT_Q4_1: return Q(qp_nib)(p + 4);
-    case DT_Q5_0: return _mm256_or_si256(Q(qp_nib)(p + 6), Q(qp_bit5)(q_rd32(p + 2)));
-    default: return _mm256_or_si256(Q(qp_nib)(p + 8), Q(qp_bit5)(q_rd32(p + 4)));   /* Q5_1 */
-    }
-}
-
 /* The 256 quants of the K-quant super-block at wb as unsigned bytes in element order (Q6_K
  * 0..63, not yet − 32), at t (32-byte aligned). */
 T QI void Q(qp_deck)(const int dt, const uint8_t *wb, uint8_t *t)

@@ -1,8 +1,10 @@
 /* Vector-width primitives of the quantized decode / small-tile kernels (quant_body.inc: 8-bit
  * activations; quant16_body.inc: 16-bit), for QW = 256 (quant_avx2.c, quant16_avx2.c: the
  * "avx2" and "avxvnni" tables) or QW = 512 (quant_avx512.c, quant16_avx512.c: "avx512",
- * "avx512vnni"): the vector types and the integer / f32 operations the bodies use. The weight
- * decoders of each activation width are in quant_vec8.h / quant_vec16.h. Included once per
+ * "avx512vnni"): the vector types and the integer / f32 operations the bodies use, and the
+ * 256-bit decoding of a 32-element block that those kernels and the packed GEMMs (qpack_vec.h)
+ * share; the other weight decoders of each activation width are in quant_vec8.h /
+ * quant_vec16.h. Included once per
  * table copy, after T (the target attribute), Q(x) (the copy's name suffix) and QVNNI (1:
  * vpdpbusd/vpdpwssd, 0: vpmaddubsw / vpmaddwd + vpaddd) are set, hence no include guard.
  *   qvi / qvf: one vector of int32 / f32 lanes (ymm or zmm);
@@ -40,6 +42,42 @@ T QI float Q(hsum8)(__m256 v)
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+
+/* The 256-bit decoding of one 32-element block, used at both widths by the 8-bit decode kernels
+ * (quant_vec8.h), the 16-bit ones (quant_vec16.h: bit5) and the packed GEMMs (qpack_vec.h). */
+
+/* 0x10 in byte k where bit k of h is set */
+T QI __m256i Q(bit5)(uint32_t h)
+{
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), shuf), sel);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(b, sel), _mm256_set1_epi8(0x10));
+}
+
+/* The 32 nibbles of 16 bytes in element order (low nibbles, then high). */
+T QI __m256i Q(nib32)(const uint8_t *p)
+{
+    __m128i q = _mm_loadu_si128((const __m128i *)p);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
+/* The quants of the 32-element block at p (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) as bytes in element
+ * order: unsigned (Q4_0 0..15, Q5_0 0..31, ...), Q8_0 signed, or with VNNI q + 128 (unsigned). */
+T QI __m256i Q(quants32)(const int dt, const uint8_t *p)
+{
+    switch (dt) {
+    case DT_Q8_0: {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(p + 2));
+        return QVNNI ? _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80)) : u;
+    }
+    case DT_Q4_0: return Q(nib32)(p + 2);
+    case DT_Q4_1: return Q(nib32)(p + 4);
+    case DT_Q5_0: return _mm256_or_si256(Q(nib32)(p + 6), Q(bit5)(q_rd32(p + 2)));
+    default: return _mm256_or_si256(Q(nib32)(p + 8), Q(bit5)(q_rd32(p + 4)));   /* Q5_1 */
+    }
 }
 
 #if QW == 256

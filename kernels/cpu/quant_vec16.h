@@ -33,15 +33,6 @@ typedef __m128 qvh;
 /* the activations of block b (even): group b/4 (256 bytes), its half (b & 3)/2 */
 #define Q16_YG(xr, b) ((xr) + (size_t)64 * ((b) & ~3) + 32 * (((b) & 3) >> 1))
 
-/* 0x10 in byte k where bit k of h is set */
-T QI __m256i Q(bit5)(uint32_t h)
-{
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), shuf), sel);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(b, sel), _mm256_set1_epi8(0x10));
-}
-
 /* Blocks 0..n-1 (n ≤ 2; the other zero) at p, bb bytes apart, as int16: V[v] lane k = elements
  * 8v..8v+7 of block k (the activation's group layout, half of it); dm = {d0, x, d1, x} (x: m for
  * Q4_1/Q5_1, else not to be used). */

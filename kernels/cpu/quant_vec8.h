@@ -15,43 +15,13 @@
 #define QNW 1
 #define QKPF 0
 
-/* 0x10 in byte k where bit k of h is set */
-T QI __m256i Q(bit5)(uint32_t h)
-{
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), shuf), sel);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(b, sel), _mm256_set1_epi8(0x10));
-}
-
-/* The 32 nibbles of 16 bytes in element order (low nibbles, then high). */
-T QI __m256i Q(nib32)(const uint8_t *p)
-{
-    __m128i q = _mm_loadu_si128((const __m128i *)p);
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-}
-
 /* The block at p of a 32-element dtype: the weights as bytes (unsigned unless Q8_0 without
  * VNNI; Q8_0 with VNNI: q + 128) and *dm = {d, m, 0, 0} (m = 0 for the dtypes without one). */
 T QI __m256i Q(dec32)(const int dt, const uint8_t *p, __m128 *dm)
 {
-    __m256i u;
     if (dt == DT_Q4_1 || dt == DT_Q5_1) *dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)q_rd32(p)));
     else *dm = _mm_cvtph_ps(_mm_cvtsi32_si128(q_rd16(p)));
-    switch (dt) {
-    case DT_Q8_0:
-        u = _mm256_loadu_si256((const __m256i *)(p + 2));
-#if QVNNI
-        u = _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80));
-#endif
-        break;
-    case DT_Q4_0: u = Q(nib32)(p + 2); break;
-    case DT_Q4_1: u = Q(nib32)(p + 4); break;
-    case DT_Q5_0: u = _mm256_or_si256(Q(nib32)(p + 6), Q(bit5)(q_rd32(p + 2))); break;
-    default: u = _mm256_or_si256(Q(nib32)(p + 8), Q(bit5)(q_rd32(p + 4))); break;   /* Q5_1 */
-    }
-    return u;
+    return Q(quants32)(dt, p);
 }
 
 /* One step (one block) at p; two and bb are for the 512-bit steps. */
