@@ -56,12 +56,16 @@
  *                   its history (per-slot state on the device,
  *                   the prompt's first entry from the host);
  *                   --rope shifted: host-assisted (below)
- *   hashevict       device (--hash-accum none), evict-then-    host-assisted as above
- *                   attend as l2norm with the Hamming distance
- *                   of the slot's SimHash code to the probe
- *                   codes as the key (codes per-slot state on
- *                   the device); --hash-accum mean, --rope
- *                   shifted: host-assisted (below)
+ *   hashevict       device, evict-then-attend as l2norm with   host-assisted as above
+ *                   the Hamming distance of the slot's SimHash
+ *                   code to the probe codes as the key (codes
+ *                   per-slot state on the device); --hash-accum
+ *                   mean: the running sum and age per slot
+ *                   beside the code (the prompt's from the
+ *                   host), every member's advanced at each rule
+ *                   evaluation, the largest mean (exact integer
+ *                   comparison) evicted; --rope shifted:
+ *                   host-assisted (below)
  *   subgen_stream   host-assisted: q/k/v and the step's         host-assisted (exact attention
  *                   probabilities copied back every layer of    on the device)
  *                   every step, the CPU hooks run, the device
@@ -217,11 +221,12 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->n_recent = n_recent;
         dp->sh_hist = hist;
     } else if (!strcmp(ops->name, "hashevict")) {
-        /* evict-then-attend by SimHash distance (POLICIES.md §9): --hash-accum none on the
-         * device as l2norm, the key the Hamming distance of the slot's code to the step's probe
-         * codes (EV_HASH; codes as per-slot state, the policy's projections uploaded);
-         * --hash-accum mean (running means over every rule evaluation) and --rope shifted
-         * host-assisted; prefill host-assisted */
+        /* evict-then-attend by SimHash distance (POLICIES.md §9): on the device as l2norm, the
+         * key the Hamming distance of the slot's code to the step's probe codes (EV_HASH; codes
+         * as per-slot state, the policy's projections uploaded); --hash-accum mean (dp->mean):
+         * the running sum and age per slot beside the code, advanced for every member at each
+         * rule evaluation, the largest mean evicted (exact integer comparison, as the CPU);
+         * --rope shifted host-assisted; prefill host-assisted */
         int bits, n_sink, n_recent, probe, accum;
         if (policy_param_int(p, "hash-bits", 16, 1, 64, &bits, e, sizeof e) != 0 ||
             policy_param_int(p, "hash-sink", 4, 0, 1 << 20, &n_sink, e, sizeof e) != 0 ||
@@ -232,13 +237,14 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
             return -1;
         }
         dp->mode = DEV_POLICY_HOST;
-        if (accum == 0 && !p->rope_shifted) {
+        if (!p->rope_shifted) {
             dp->dev_decode = DEV_DECODE_ALWAYS;
             dp->evict = EV_HASH;
             dp->n_sink = n_sink;
             dp->n_recent = n_recent;
             dp->he_bits = bits;
             dp->he_probe = probe == 1;
+            dp->mean = accum == 1;
         }
     } else if (!strcmp(ops->name, "subgen_stream")) {
         /* hooks that only move slots within their regions: replayable on the device */

@@ -85,7 +85,15 @@ PROMPT="Once upon a time, there was a little girl named Lily. She loved to play"
 # ------------------------------------------------------------------ 2a. stories260K, every path
 # policy | budget | extra flags | criterion (f32 default; lowp for 16-bit K/V, and for subgen_stream,
 # whose sampled sketch turns float rounding into 1e-5 differences: the CPU's scalar and AVX2
-# kernels differ by 1.3e-5 there)
+# kernels differ by 1.3e-5 there). hashevict --hash-probe key is not listed with --kv-dtype f16:
+# the backends' keys differ by float rounding, which f16 storage turns into one-ulp differences
+# of some stored keys, and a SimHash bit near zero then flips a victim (a near-tie, not a rule
+# difference; seen at layer 4, step 28 of this prompt with --budget 21, --hash-accum none too;
+# likewise --hash-accum mean --hash-recent 3 --kv-dtype f16 at 0.4, on the host-assisted path
+# (LLM_CUDA_HOST_DECODE=1) exactly as on the device).
+# The capacity is at least sink + recent + 1 (15 by default: one candidate at --budget 0.3), so
+# the --hash-accum mean lines shorten --hash-recent to leave the rule a choice, and a budget
+# under the prompt (0.4, 0.3) makes the prefill replay hand its sums and ages to the device.
 LIST_260K='full|1.0||
 h2o|0.5||
 buzz|0.5||
@@ -139,8 +147,12 @@ hashevict|0.3|--prefill-chunk 7|
 hashevict|0.5|--hash-probe key --hash-bits 64|
 hashevict|0.5|--hash-accum mean|
 hashevict|0.5|--rope shifted|
-hashevict|0.4|--kv-dtype f16 --hash-bits 8|lowp'
-[ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;37p')
+hashevict|0.4|--kv-dtype f16 --hash-bits 8|lowp
+hashevict|0.4|--hash-accum mean --hash-recent 2 --prefill-chunk 7|
+hashevict|0.3|--hash-accum mean --hash-bits 3 --hash-sink 1 --hash-recent 2|
+hashevict|0.4|--hash-accum mean --kv-dtype f16|lowp
+hashevict|0.4|--hash-accum mean --hash-probe key --hash-recent 3 --kv-dtype bf16|lowp'
+[ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;37p;55p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
     parity "stories260K $pol $b $extra" "$MODEL" "$MODEL" "${crit:-f32}" 24 -- -p "$PROMPT" --policy "$pol" --budget "$b" $extra
@@ -226,12 +238,12 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
     tests/cuda_emu/test_mirror_emu.c >"$OUTD/mirror.log" 2>&1 && ! grep -q warning "$OUTD/mirror.log" &&
     g++ $SAN -o "$OUTD/test_mirror_emu" "$OUTD/test_mirror_emu.o" $(echo "$objs" | tr ' ' '\n' | grep -v "^$CB/main.o$") \
         "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/mirror.log" 2>&1; then
-    # POLICY[:NAME=VALUE]: the policy and one of its parameters
+    # POLICY[:NAME=VALUE...]: the policy and some of its parameters
     MP="h2o h2o:h2o-order=evict-first streaming local buzz buzz:buzz-score=current buzz_logn snapkv subgen scissorhands
-        scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key l2norm random tova"
+        scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key hashevict:hash-accum=mean:hash-recent=2 l2norm random tova"
     [ "$FULL" = 1 ] || MP="h2o snapkv"
     for pol in $MP; do
-        timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol/:/ } >"$TMP/mi" 2>&1
+        timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol//:/ } >"$TMP/mi" 2>&1
         rc=$?
         while read -r line; do
             case $line in ok*) ok "mirror $pol: ${line#ok }" ;; FAIL*) bad "mirror $pol: ${line#FAIL }" ;; note*) echo "$line" ;; esac

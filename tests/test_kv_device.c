@@ -739,8 +739,8 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.sh_hist, 7);
         assert_int_equal(dp.n_sink, EVICT_SINK_DEFAULT_T);
         assert_int_equal(dp.n_recent, EVICT_RECENT_DEFAULT_T);
-        /* hashevict: --hash-bits, --hash-probe; --hash-accum mean and --rope shifted stay on the
-         * host (running means over every rule evaluation; the ranks) */
+        /* hashevict: --hash-bits, --hash-probe; --hash-accum mean on the device too (dp.mean:
+         * running sums and ages as per-slot state); --rope shifted stays on the host (the ranks) */
         r = p;
         assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-bits", "9", e2, sizeof e2), 0);
         assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-probe", "key", e2, sizeof e2), 0);
@@ -749,9 +749,16 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.he_probe, 1);
         assert_int_equal(dp.evict, EV_HASH);
         assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        assert_int_equal(dp.mean, 0);
         assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-accum", "mean", e2, sizeof e2), 0);
         assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.mode, DEV_POLICY_HOST);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        assert_int_equal(dp.evict, EV_HASH);
+        assert_int_equal(dp.mean, 1);
+        assert_int_equal(dp.he_bits, 9);
+        r.rope_shifted = 1; /* mean with --rope shifted: host-assisted as none */
+        assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
         r = p;
         r.rope_shifted = 1;

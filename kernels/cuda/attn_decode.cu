@@ -70,24 +70,62 @@ template <typename T> __device__ __forceinline__ bool he_bit(const float *R, int
     return s >= 0.0f;
 }
 
-/* (v, p) ranks before (bv, bp) as a victim: smaller key, ties → smaller position; j < 0: none */
-__device__ __forceinline__ bool ete_better(unsigned long long v, int p, int j, unsigned long long bv, int bp, int bj)
+/* (v, p) ranks before (bv, bp) as a victim: smaller key, ties → smaller position; j < 0: none.
+ * rat (hashevict --hash-accum mean): the keys are the running means v / w (acc, age after this
+ * step's evaluation, age ≥ 1), the largest first, compared exactly in integers as
+ * policy_hashevict.c rule_victim does (v · bw against bv · w in 64 bits), ties → smaller position */
+__device__ __forceinline__ bool ete_better(bool rat, unsigned long long v, unsigned w, int p, int j,
+                                           unsigned long long bv, unsigned bw, int bp, int bj)
 {
     if (j < 0) return false;
     if (bj < 0) return true;
+    if (rat) {
+        const unsigned long long lhs = v * bw, rhs = bv * w;
+        return lhs > rhs || (lhs == rhs && p < bp);
+    }
     return v < bv || (v == bv && p < bp);
+}
+
+/* hashevict's probe codes of KV head g: the group's G queries (as given, rotated, unscaled), or
+ * the new key as stored (slot L − 1 of the region's keys Kr), --hash-probe key; all threads, the
+ * codes in codes[0 .. he_nq) on return (bits: shared [he_nq][64]). Returns he_nq. */
+template <typename T>
+__device__ __forceinline__ int he_probe_codes(const attn_step_args &a, int g, const T *Kr, int L, unsigned char *bits,
+                                              unsigned long long *codes)
+{
+    const int tid = threadIdx.x, hd = a.head_dim, G = a.G, nb = a.he_bits;
+    const int nq = a.he_probe ? 1 : G;
+    for (int pi = tid; pi < nq * nb; pi += DC_THREADS) {
+        const int hh = pi / nb, b = pi % nb;
+        bits[hh * 64 + b] = a.he_probe ? he_bit(a.he_R, hd, b, Kr + (size_t)(L - 1) * hd)
+                                       : he_bit(a.he_R, hd, b, a.q + (size_t)(g * G + hh) * hd);
+    }
+    __syncthreads();
+    if (tid < nq) {
+        unsigned long long c = 0;
+        for (int b = 0; b < nb; b++)
+            if (bits[tid * 64 + b]) c |= 1ULL << b;
+        codes[tid] = c;
+    }
+    __syncthreads();
+    return nq;
 }
 
 /* the evict-then-attend policies' best candidate among slots [j0, j1) of KV head g (every thread
  * gets it): key −knorm (l2norm: the largest norm), u (random) or the score (h2o evict-first:
  * eviction/policy_h2o.c h2o_select_victim over the history up to t − 1, score / (t − pos) with
- * mean); protected: pos < n_sink and pos ≥ t − n_recent. sv/sp/sj: shared [DC_THREADS]. */
+ * mean), hashevict's distance (with mean: the slot's running mean including this step's
+ * distance, (acc + d) / (age + 1), as *out_w); protected: pos < n_sink and pos ≥ t − n_recent.
+ * sv/sw/sp/sj: shared [DC_THREADS]. */
 __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int j0, int j1, unsigned long long *out_v,
-                             unsigned long long *sv, int *sp, int *sj, const unsigned long long *he_codes, int he_nq)
+                             unsigned *out_w, unsigned long long *sv, unsigned *sw, int *sp, int *sj,
+                             const unsigned long long *he_codes, int he_nq)
 {
     const size_t o = a.off[g];
     const int t = a.step[1], tid = threadIdx.x;
+    const bool rat = a.evict == EV_HASH && a.mean;
     unsigned long long bv = 0;
+    unsigned bw = 0;
     int bp = 0, bj = -1;
     for (int j = j0 + tid; j < j1; j += DC_THREADS) {
         const int p = a.pos[o + j];
@@ -95,25 +133,33 @@ __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int
         /* l2norm: the largest norm first; h2o: the smallest score (norms and scores ≥ 0: their
          * bits order them) */
         unsigned long long v;
+        unsigned w = 0;
         if (a.evict == EV_L2NORM) v = 0xffffffffULL - __float_as_uint(a.knorm[o + j]);
         else if (a.evict == EV_RANDOM) v = ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
         else if (a.evict == EV_H2O_EF) v = __float_as_uint(a.mean ? a.score[o + j] / (float)(t - p) : a.score[o + j]);
         else if (a.evict == EV_SH) v = sh_key(a.sstate + (o + j) * EV_SH_WORDS, a.sh_hist);
         else { /* hashevict: the largest Hamming distance to the probe codes (summed) first */
-            const unsigned long long code = a.sstate[(o + j) * EV_HASH_WORDS];
+            const unsigned long long *e = a.sstate + (o + j) * EV_HASH_WORDS;
             unsigned dist = 0;
-            for (int i = 0; i < he_nq; i++) dist += (unsigned)__popcll(code ^ he_codes[i]);
-            v = 0xffffffffULL - dist;
+            for (int i = 0; i < he_nq; i++) dist += (unsigned)__popcll(e[0] ^ he_codes[i]);
+            if (rat) { /* --hash-accum mean: this evaluation's distance joins the running sum first */
+                v = e[1] + dist;
+                w = (unsigned)e[2] + 1u;
+            } else {
+                v = 0xffffffffULL - dist;
+            }
         }
-        if (ete_better(v, p, j, bv, bp, bj)) bv = v, bp = p, bj = j;
+        if (ete_better(rat, v, w, p, j, bv, bw, bp, bj)) bv = v, bw = w, bp = p, bj = j;
     }
     sv[tid] = bv;
+    sw[tid] = bw;
     sp[tid] = bp;
     sj[tid] = bj;
     __syncthreads();
     for (int w = DC_THREADS / 2; w > 0; w >>= 1) {
-        if (tid < w && ete_better(sv[tid + w], sp[tid + w], sj[tid + w], sv[tid], sp[tid], sj[tid])) {
+        if (tid < w && ete_better(rat, sv[tid + w], sw[tid + w], sp[tid + w], sj[tid + w], sv[tid], sw[tid], sp[tid], sj[tid])) {
             sv[tid] = sv[tid + w];
+            sw[tid] = sw[tid + w];
             sp[tid] = sp[tid + w];
             sj[tid] = sj[tid + w];
         }
@@ -121,6 +167,7 @@ __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int
     }
     const int r = sj[0];
     *out_v = sv[0];
+    *out_w = sw[0];
     __syncthreads();
     return r;
 }
@@ -128,7 +175,8 @@ __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int
 
 /* the group's last block: combine, probabilities / scores, eviction, length */
 template <typename TV>
-__device__ void attn_step_finish(const attn_step_args &a, int g, int L)
+__device__ void attn_step_finish(const attn_step_args &a, int g, int L, unsigned char *he_bits_sm,
+                                 unsigned long long *he_codes_sm)
 {
     __shared__ float s_lse[DC_MAX_G];
     __shared__ float sv[DC_THREADS];
@@ -144,15 +192,18 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
      * holds them; every head of the group found the same); the others are put back below */
     int vs = -1, vj = -1;
     if (ete) {
+        const bool rat = a.evict == EV_HASH && a.mean;
         const ev_cand *ec = (const ev_cand *)a.ev_part + (size_t)g * G * n_split;
         unsigned long long bv = 0;
+        unsigned bw = 0;
         int bp = 0;
         for (int s = 0; s < ns; s++) {
             int j = __ldcg(&ec[s].j);
             if (j < 0) continue;
             unsigned long long v = __ldcg(&ec[s].v);
+            unsigned w = __ldcg(&ec[s].w);
             int p = a.pos[a.off[g] + j];
-            if (ete_better(v, p, j, bv, bp, vj)) bv = v, bp = p, vj = j, vs = s;
+            if (ete_better(rat, v, w, p, j, bv, bw, bp, vj)) bv = v, bw = w, bp = p, vj = j, vs = s;
         }
     }
     for (int hh = 0; hh < G; hh++) {
@@ -230,6 +281,21 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L)
                 e[2] = 1ULL << 32; /* age 0, valid 1 */
             }
             __syncthreads();
+            if (ete && a.mean) {
+                /* --hash-accum mean: this rule evaluation's distance joins the running sum of
+                 * every member (the L − 1 slots before the new one, protected ones included, as
+                 * policy_hashevict.c rule_victim; the victim's state is replaced below) and
+                 * its age counts it (uint32, wrapping as the CPU's) */
+                const int nq = he_probe_codes<TV>(a, g, Kw, L, he_bits_sm, he_codes_sm);
+                for (int j = tid; j < L - 1; j += DC_THREADS) {
+                    unsigned long long *e = a.sstate + (o + j) * EV_HASH_WORDS;
+                    unsigned dist = 0;
+                    for (int i = 0; i < nq; i++) dist += (unsigned)__popcll(e[0] ^ he_codes_sm[i]);
+                    e[1] += dist;
+                    e[2] = (e[2] & 0xffffffff00000000ULL) | (unsigned long long)((unsigned)e[2] + 1u);
+                }
+                __syncthreads();
+            }
         }
         if (a.evict == EV_SH) {
             /* scissorhands' post_attn over the n slots live after the step: the new token's
@@ -318,6 +384,7 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
     __shared__ float red[32];
     __shared__ int s_last;
     __shared__ unsigned long long s_ev_v[DC_THREADS];
+    __shared__ unsigned s_ev_w[DC_THREADS];
     __shared__ int s_ev_p[DC_THREADS], s_ev_j[DC_THREADS];
     __shared__ unsigned long long s_he_code[EV_HASH_MAX_G];
     __shared__ unsigned char s_he_bit[EV_HASH_MAX_G * 64];
@@ -363,31 +430,18 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
             ev_cand *ec = (ev_cand *)a.ev_part + (size_t)h * a.n_split + s;
             if (L > a.cap[g]) {
                 unsigned long long cv = 0;
+                unsigned cw = 0;
                 int he_nq = 0;
-                if (a.evict == EV_HASH) {
-                    /* hashevict's probe codes: the group's G queries (as given, rotated, unscaled),
-                     * or the new key as stored (slot L − 1), --hash-probe key */
-                    he_nq = a.he_probe ? 1 : G;
-                    const int bits = a.he_bits;
-                    for (int pi = tid; pi < he_nq * bits; pi += DC_THREADS) {
-                        const int hh = pi / bits, b = pi % bits;
-                        s_he_bit[hh * 64 + b] = a.he_probe ? he_bit(a.he_R, hd, b, K + (size_t)(L - 1) * hd)
-                                                           : he_bit(a.he_R, hd, b, a.q + (size_t)(g * G + hh) * hd);
-                    }
-                    __syncthreads();
-                    if (tid < he_nq) {
-                        unsigned long long c = 0;
-                        for (int b = 0; b < bits; b++)
-                            if (s_he_bit[tid * 64 + b]) c |= 1ULL << b;
-                        s_he_code[tid] = c;
-                    }
-                    __syncthreads();
-                }
-                const int cj = ete_candidate(a, g, j0, min(j1, L - 1), &cv, s_ev_v, s_ev_p, s_ev_j, s_he_code, he_nq);
+                /* hashevict's probe codes: the group's G queries (as given, rotated, unscaled),
+                 * or the new key as stored (slot L − 1), --hash-probe key */
+                if (a.evict == EV_HASH) he_nq = he_probe_codes<TK>(a, g, K, L, s_he_bit, s_he_code);
+                const int cj = ete_candidate(a, g, j0, min(j1, L - 1), &cv, &cw, s_ev_v, s_ev_w, s_ev_p, s_ev_j,
+                                             s_he_code, he_nq);
                 if (tid == 0) {
                     ec->j = cj;
                     if (cj >= 0) {
                         ec->v = cv;
+                        ec->w = cw;
                         ec->logit = sl[cj - j0];
                         sl[cj - j0] = -INFINITY;
                     }
@@ -423,7 +477,7 @@ __global__ void __launch_bounds__(DC_THREADS) attn_step_kernel(attn_step_args a)
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    attn_step_finish<TV>(a, g, L);
+    attn_step_finish<TV>(a, g, L, s_he_bit, s_he_code);
 }
 
 template <typename TK, typename TV> static cudaError_t step_go(const attn_step_args &a, cudaStream_t s)

@@ -4,8 +4,7 @@
 #define LLM_KERNELS_CUDA_EVICT_MODES_H
 
 /* EV_L2NORM, EV_RANDOM, EV_H2O_EF (h2o --h2o-order evict-first), EV_SH (scissorhands), EV_HASH
- * (hashevict --hash-accum none): the
- * evict-then-attend modes, and EV_TOVA (layer-wise) only in the decode step's attention kernel
+ * (hashevict, --hash-accum none and mean): the evict-then-attend modes, and EV_TOVA (layer-wise) only in the decode step's attention kernel
  * (attn_decode.cu), not in launch_evict. */
 enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3, EV_L2NORM = 4, EV_RANDOM = 5, EV_H2O_EF = 6,
        EV_SH = 7, EV_HASH = 8, EV_TOVA = 9 };
@@ -21,7 +20,8 @@ enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3, EV_L2NORM = 4, E
 #define EV_SH_WORDS 8
 #define EV_SH_MAX_HIST 448
 /* hashevict's per-slot state: eviction/policy_hashevict.c he_slot, 3 words: the key's code, the
- * mean accumulator (unused on the device: --hash-accum none), age (low 32 bits) | valid (high) */
+ * --hash-accum mean sum of distances (acc), age (low 32 bits) | valid (high; little-endian, as
+ * the host struct); acc and age stay 0 with --hash-accum none */
 #define EV_HASH_WORDS 3
 #define EV_HASH_MAX_G 32
 

@@ -114,11 +114,15 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * [Σ_h p_h(j) / G ≥ 1 / n] (n: the live slots after the step) into its ring, and the new
  * token's state moves into the victim's slot. The prompt tokens' first entry is the host's
  * (kv_device_prepare_decode) before the first device step.
- * EV_HASH (hashevict --hash-accum none, eviction/policy_hashevict.c): the key is the slot's
- * SimHash code's Hamming distance to the step's probe codes (the G queries, or the new key with
- * he_probe), summed, the largest evicted; codes are he_R · x ≥ 0 per bit, summed in fp32 in
- * order; the new key's code (as stored) goes into its state (sstate, EV_HASH_WORDS per slot),
- * which moves into the victim's slot.
+ * EV_HASH (hashevict, eviction/policy_hashevict.c): the key is the slot's SimHash code's
+ * Hamming distance d to the step's probe codes (the G queries, or the new key with he_probe),
+ * summed, the largest evicted; codes are he_R · x ≥ 0 per bit, summed in fp32 in order; the new
+ * key's code (as stored) goes into its state (sstate, EV_HASH_WORDS per slot), which moves into
+ * the victim's slot. With mean (--hash-accum mean) every rule evaluation (a step with L > cap)
+ * adds d to each of the L − 1 members' sums acc and counts it in their ages (protected slots
+ * too), and the victim is the candidate with the largest acc / age after that, compared exactly
+ * in integers (policy_hashevict.c rule_victim), ties → smaller position; the prompt's sums and
+ * ages are the host's (kv_device_prepare_decode) before the first device step.
  * EV_TOVA (§10.3): the layer's last finishing group averages the probabilities (in slog) of
  * all n_heads heads per slot and evicts the argmin over the L slots (ties → smaller position)
  * from every KV head (same positions in every head). q_ring (NULL, or the snap family's query ring of this layer,
@@ -141,7 +145,7 @@ struct attn_step_args {
     float *slog;
     int slog_stride, probs_out;
     float *score;
-    int evict, n_sink, n_recent, mean;
+    int evict, n_sink, n_recent, mean; /* mean: h2o --h2o-score mean; EV_HASH: --hash-accum mean */
     const int *step;
     void *kw, *vw;
     int kv_dt;
@@ -162,12 +166,14 @@ struct attn_step_args {
     const float *he_R;        /* EV_HASH: this layer's projection [he_bits][head_dim] */
     int he_bits, he_probe;    /* EV_HASH: --hash-bits (1..64); 1: --hash-probe key */
 };
-/* one piece's best eviction candidate (EV_L2NORM / EV_RANDOM): key (lower is evicted first),
- * the logit left out, the slot (-1: none) */
+/* one piece's best eviction candidate (the evict-then-attend modes): key (lower is evicted
+ * first; EV_HASH with mean: the running sum, the largest mean v / w first), the logit left out,
+ * the slot (-1: none), w (EV_HASH with mean: the age, the mean's denominator) */
 struct ev_cand {
     unsigned long long v;
     float logit;
     int j;
+    unsigned w;
 };
 /* l2 norms of the live keys of n_kv_heads regions (off, len; the cache kc in kv_dt) into
  * knorm[off + j]: common.cuh cu_key_norm (eviction/policy_l2norm.c's value) */

@@ -44,7 +44,7 @@ typedef struct {
     int n_recent;      /* h2o: R most recent protected (new token included); l2norm, random: the
                           positions ≥ t − n_recent protected (--l2-recent / --rnd-recent) */
     unsigned long long seed; /* random: --seed (the counter RNG's key) */
-    int mean;          /* h2o --h2o-score mean */
+    int mean;          /* h2o --h2o-score mean; hashevict --hash-accum mean (EV_HASH) */
     int score_set;     /* buzz --buzz-score current: the step's probabilities replace the
                           scores instead of adding to them */
     int sh_hist;       /* scissorhands --sh-hist (EV_SH) */

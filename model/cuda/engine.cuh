@@ -118,10 +118,10 @@ struct cuda_engine {
     int qring_rows;
     void *ev_part; /* evict-then-attend (EV_IS_ETE): [n_heads][n_split] ev_cand, the pieces' candidates */
     /* EV_SH / EV_HASH device steps: the per-slot policy state ([n_slots][sstate_words], the host
-     * mirror's kv->state bytes: scissorhands' histories, hashevict's codes); sstate_dirty: the
-     * mirror's are newer (a prefill ran), uploaded before the next device step
-     * (kv_device_prepare_decode first); ce_refresh_mirror takes them back. he_R: hashevict's
-     * projections [n_layers][bits][head_dim] */
+     * mirror's kv->state bytes: scissorhands' histories, hashevict's codes and --hash-accum
+     * mean sums and ages); sstate_dirty: the mirror's are newer (a prefill ran), uploaded before
+     * the next device step (kv_device_prepare_decode first); ce_refresh_mirror takes them back.
+     * he_R: hashevict's projections [n_layers][bits][head_dim] */
     unsigned long long *sstate;
     int sstate_dirty, sstate_words;
     float *he_R;

@@ -185,8 +185,9 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     ce->host_step = host_step;
     const int device_policy = !host_step;
     if (device_policy && ce->sstate && ce->sstate_dirty) {
-        /* scissorhands: the prompt tokens' first history entry, hashevict: the codes, on the
-         * host; then every slot's state to the device (once after each prefill) */
+        /* scissorhands: the prompt tokens' first history entry, hashevict: the codes (and the
+         * stashed --hash-accum mean sums and ages of the prompt), on the host; then every slot's
+         * state to the device (once after each prefill) */
         kv_device_prepare_decode(kv);
         CUDA_TRY(cudaMemcpyAsync(ce->sstate, kv->state, kv->n_slots * ce->sstate_words * sizeof(unsigned long long),
                                  cudaMemcpyHostToDevice, ce->st));

@@ -414,7 +414,7 @@ int ce_refresh_mirror(cuda_engine *ce, char *err, size_t errlen)
             CUDA_TRY(cudaMemcpyAsync((char *)kv->k_data + at, (char *)ce->kc + at, bytes, cudaMemcpyDeviceToHost, ce->st));
             CUDA_TRY(cudaMemcpyAsync((char *)kv->v_data + at, (char *)ce->vc + at, bytes, cudaMemcpyDeviceToHost, ce->st));
         }
-        if (ce->sstate) /* scissorhands' histories, hashevict's codes: moved and grown with the rows */
+        if (ce->sstate) /* scissorhands' histories, hashevict's codes (sums, ages): moved and grown with the rows */
             CUDA_TRY(cudaMemcpyAsync(kv->state, ce->sstate, kv->n_slots * ce->sstate_words * sizeof(unsigned long long),
                                      cudaMemcpyDeviceToHost, ce->st));
         if (ce->qring)

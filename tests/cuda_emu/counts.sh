@@ -11,10 +11,10 @@
 # grow modes of --prefill-only-decode: 1 sync per token like full; capped runs its re-compression
 # steps through the host hooks (measured, the host bound). l2norm, random (evict-then-attend) and
 # tova (layer-wise) evict on the device: 1 sync, and so do h2o --h2o-order evict-first,
-# scissorhands and hashevict (evict-then-attend like l2norm); l2norm/random/h2o evict-first/
-# scissorhands/hashevict with --rope shifted stay host-assisted (the victim moves the older
-# keys' ranks), and so does hashevict --hash-accum mean. buzz
-# --buzz-score current runs BUZZ's rounds path (the scores replaced on the device).
+# scissorhands and hashevict (evict-then-attend like l2norm; --hash-accum mean too, its running
+# sums and ages per-slot state on the device); l2norm/random/h2o evict-first/scissorhands/
+# hashevict with --rope shifted stay host-assisted (the victim moves the older keys' ranks).
+# buzz --buzz-score current runs BUZZ's rounds path (the scores replaced on the device).
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
@@ -73,13 +73,14 @@ scissorhands|--budget 24|device
 scissorhands|--budget 24 --sh-hist 5 --kv-dtype bf16|device
 hashevict|--budget 24|device
 hashevict|--budget 24 --hash-probe key --kv-dtype f16|device
+hashevict|--budget 24 --hash-accum mean|device
+hashevict|--budget 24 --hash-accum mean --hash-probe key --kv-dtype f16|device
 tova|--budget 24|device
 tova|--budget 24 --rope shifted|shifted
 l2norm|--budget 24 --rope shifted|host
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
 scissorhands|--budget 24 --rope shifted|host
-hashevict|--budget 24 --hash-accum mean|host
 hashevict|--budget 24 --rope shifted|host
 h2o|--budget 24 --h2o-order evict-first --rope shifted|host
 LIST

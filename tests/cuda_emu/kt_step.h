@@ -6,8 +6,10 @@
  * policy_l2norm.c / policy_random.c, its counter RNG, left out of an attention split into several
  * pieces; the new key's norm bit for bit), h2o --h2o-order evict-first (the lowest score of the
  * history left out, the scores after), scissorhands (policy_scissorhands.c: the least important
- * slot left out, every slot's indicator pushed into its history, compared byte for byte), the
- * score_set flag of buzz --buzz-score current, and tova (policy_tova.c post_attn_layer: every
+ * slot left out, every slot's indicator pushed into its history, compared byte for byte),
+ * hashevict (policy_hashevict.c: the farthest code from the probe codes left out, the new key's
+ * code stored; --hash-accum mean: every member's sum and age advanced, the largest mean left
+ * out, compared byte for byte), the score_set flag of buzz --buzz-score current, and tova (policy_tova.c post_attn_layer: every
  * head's probabilities averaged, the argmin evicted from every KV head). */
 
 struct step_case {
@@ -171,11 +173,15 @@ template <typename T> static void test_step(int dt, const step_case &c)
     for (int g = 0; g < Hkv; g++)
         if (c.n_extra) sst[off[g] + c.lens[g]].ones = 77, sst[off[g] + c.lens[g]].n_push = 5;
     const std::vector<ref_sh> sst0 = sst;
-    /* EV_HASH: random codes (he_slot: code, acc, age | valid << 32), a projection */
+    /* EV_HASH: random codes (he_slot: code, acc, age | valid << 32), a projection; with mean
+     * (--hash-accum mean) small random sums and ages (age 0 included: a prompt slot never
+     * evaluated), so that equal means happen */
     std::vector<uint64_t> hst((size_t)slots * 3, 0);
     for (size_t i = 0; i < slots; i++) {
         hst[i * 3] = (((uint64_t)rng() << 32) ^ rng()) & (g_he_bits == 64 ? ~0ULL : (1ULL << g_he_bits) - 1);
-        hst[i * 3 + 2] = 1ULL << 32;
+        const uint32_t age = c.mean ? rng() % 4 : 0;
+        hst[i * 3 + 1] = c.mean ? rng() % (3 * (age + 1)) : 0;
+        hst[i * 3 + 2] = 1ULL << 32 | age;
     }
     const std::vector<uint64_t> hst0 = hst;
     std::vector<float> heR((size_t)g_he_bits * hd);
@@ -257,18 +263,30 @@ template <typename T> static void test_step(int dt, const step_case &c)
                     (!ref_sh_less(b, e, g_sh_hist) && p < pos0[off[g] + ete_vic]))
                     ete_vic = j;
             }
-        if (c.evict == EV_HASH && L > capv[g]) { /* policy_hashevict.c hashevict_victim */
+        /* hashevict --hash-accum mean: every member's distance of this evaluation */
+        std::vector<uint32_t> he_d(L, 0);
+        if (c.evict == EV_HASH && L > capv[g]) { /* policy_hashevict.c rule_victim */
             std::vector<uint64_t> pc;
             if (g_he_probe) pc.push_back(ref_he_code(heR.data(), g_he_bits, hd, &kf[(off[g] + L - 1) * hd]));
             else
                 for (int hh = 0; hh < G; hh++) pc.push_back(ref_he_code(heR.data(), g_he_bits, hd, &q[(size_t)(g * G + hh) * hd]));
-            uint32_t bd = 0;
+            uint32_t bd = 0, bage = 0;
+            uint64_t bacc = 0;
             for (int j = 0; j < L - 1; j++) {
                 const int32_t p = pos0[off[g] + j];
-                if (p < c.n_sink || (int64_t)p >= (int64_t)t - c.n_recent) continue;
                 uint32_t dd = 0;
                 for (uint64_t x : pc) dd += (uint32_t)__builtin_popcountll(hst0[(off[g] + j) * 3] ^ x);
-                if (ete_vic < 0 || dd > bd || (dd == bd && p < pos0[off[g] + ete_vic])) ete_vic = j, bd = dd;
+                he_d[j] = dd;
+                const uint64_t acc = hst0[(off[g] + j) * 3 + 1] + dd; /* the mean: this distance joins first */
+                const uint32_t age = (uint32_t)hst0[(off[g] + j) * 3 + 2] + 1;
+                if (p < c.n_sink || (int64_t)p >= (int64_t)t - c.n_recent) continue;
+                if (!c.mean) {
+                    if (ete_vic < 0 || dd > bd || (dd == bd && p < pos0[off[g] + ete_vic])) ete_vic = j, bd = dd;
+                } else {
+                    const uint64_t lhs = acc * (ete_vic < 0 ? 1 : bage), rhs = bacc * age;
+                    if (ete_vic < 0 || lhs > rhs || (lhs == rhs && p < pos0[off[g] + ete_vic]))
+                        ete_vic = j, bacc = acc, bage = age;
+                }
             }
         }
         std::vector<double> psum(L, 0.0); /* Σ_h p_h(j) over the group */
@@ -333,6 +351,11 @@ template <typename T> static void test_step(int dt, const step_case &c)
         }
         /* hashevict: the new key's code as stored, its state otherwise empty */
         std::vector<uint64_t> hs(hst0.begin() + off[g] * 3, hst0.begin() + (off[g] + L) * 3);
+        if (c.evict == EV_HASH && c.mean && L > capv[g]) /* the members' sums and ages advance */
+            for (int j = 0; j < L - 1; j++) {
+                hs[j * 3 + 1] += he_d[j];
+                hs[j * 3 + 2] = (hs[j * 3 + 2] & ~0xffffffffULL) | (uint32_t)((uint32_t)hs[j * 3 + 2] + 1);
+            }
         if (c.evict == EV_HASH && L > 0) {
             hs[(L - 1) * 3] = ref_he_code(heR.data(), g_he_bits, hd, &kf[(off[g] + L - 1) * hd]);
             hs[(L - 1) * 3 + 1] = 0;
@@ -375,7 +398,9 @@ template <typename T> static void test_step(int dt, const step_case &c)
     if (c.score) check(es < 1e-5, (w + ": scores").c_str(), es);
     check(ok_len && ok_rows, (w + ": lengths, positions, K rows after eviction, counters reset").c_str(), 0);
     if (c.evict == EV_SH) check(ok_sh, (w + ": scissorhands histories (victim, pushes, moved)").c_str(), 0);
-    if (c.evict == EV_HASH) check(ok_sh, (w + ": hashevict codes (victim, the new key's code, moved)").c_str(), 0);
+    if (c.evict == EV_HASH)
+        check(ok_sh, (w + (c.mean ? ": hashevict codes, sums, ages (victim, advanced, the new key's, moved)"
+                                   : ": hashevict codes (victim, the new key's code, moved)")).c_str(), 0);
 }
 
 static void test_steps()
@@ -419,7 +444,17 @@ static void test_steps()
     g_he_bits = 3, g_he_probe = 0; /* 3 bits: distance ties */
     test_step<float>(CU_F32, {"hashevict 3 bits GQA 4", 16, 8, 4, {20, 20}, 1, EV_HASH, 20, 1, 2, 0, false, false, false});
     test_step<float>(CU_F32, {"hashevict under capacity", 8, 4, 2, {5, 2}, 1, EV_HASH, 9, 1, 2, 0, false, false, false});
+    /* --hash-accum mean: every member's sum and age advanced, the largest mean (exact integer
+     * comparison, equal means → smaller position) left out; 3 bits: many equal means */
+    test_step<float>(CU_F32, {"hashevict mean 3 bits GQA 4", 16, 8, 4, {20, 20}, 1, EV_HASH, 20, 1, 2, 1, false, false, false});
+    test_step<float>(CU_F32, {"hashevict mean under capacity", 8, 4, 2, {5, 2}, 1, EV_HASH, 9, 1, 2, 1, false, false, false});
+    g_he_bits = 1; /* 1 bit, one probe: distances 0 / 1, the largest mean shared by many slots */
+    test_step<float>(CU_F32, {"hashevict mean 1 bit, equal means", 8, 4, 1, {24, 24, 24}, 1, EV_HASH, 24, 1, 2, 1, false, false, false});
     g_he_bits = 16;
+    test_step<float>(CU_F32, {"hashevict mean, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_HASH, 24, 2, 3, 1, false, false, false});
+    g_he_bits = 64, g_he_probe = 1;
+    test_step<__half>(CU_F16, {"hashevict mean 64 bits key probe F16", 32, 8, 4, {30, 30}, 1, EV_HASH, 30, 4, 10, 1, false, false, false});
+    g_he_bits = 16, g_he_probe = 0;
     /* h2o --h2o-order evict-first: the lowest score of the history left out, scores after */
     test_step<float>(CU_F32, {"h2o evict-first, many pieces", 16, 4, 2, {24, 24, 24}, 1, EV_H2O_EF, 24, 2, 6, 0, true, false, false});
     test_step<__half>(CU_F16, {"h2o evict-first mean F16", 16, 8, 1, {40, 40}, 1, EV_H2O_EF, 40, 0, 20, 1, true, false, false});
