@@ -73,9 +73,9 @@ static void matvec_multi(float *const *y, const weight_t *const *w, int k, const
  * thread applies swiglu to its static slice of the rows. The rows are claimed as those of any
  * k = 2 call (gate's, then up's), so each thread streams one matrix front to back. Claiming
  * rows [a, b) of both at once (this function's former pair mode) switched every thread between
- * two streams at each claim; the concatenation decodes 1-2 points of the bandwidth faster
- * (F32 82% -> 83%, F16 82% -> 83%, BF16 82% -> 83%, every rep above; bench/decode_ab.py --reps 4,
- * 2 threads, interleaved, 2026-11-27). */
+ * two streams at each claim; the concatenation decodes 1 point of the bandwidth faster
+ * (F32 85% -> 86%, F16 84% -> 85%, BF16 83% -> 84%, every rep at or above the old build's;
+ * bench/decode_ab.py --reps 3 old=... new=..., 2 threads, 2026-11-27: bench/cpu.md, session 8). */
 static void matvec_multi_sw(float *const *y, const weight_t *const *w, int k, const float *x, int then_swiglu)
 {
     const cpu_simd_ops *s = cpu_simd();

@@ -145,7 +145,7 @@ static int sgemm_rows(float *y, const float *x, const weight_t *w, int n, int a,
     return 0;
 }
 
-static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int pair_swiglu);
+static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int then_swiglu);
 
 void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
 {
@@ -159,11 +159,11 @@ void qmatvec_swiglu(float *gate, float *up, const weight_t *w_gate, const weight
     qmatmul_impl(y, w, 2, x, 1, 1);
 }
 
-/* pair_swiglu (n = 1, k = 2: gate and up of the same rows, matmul_swiglu): the decode rows are
+/* then_swiglu (n = 1, k = 2: gate and up of the same rows, matmul_swiglu): the decode rows are
  * claimed as those of any k = 2 call (each thread streams one matrix, as matmul.c's
  * matvec_multi_sw does), then after a barrier each thread applies swiglu to its static slice;
  * every other path applies swiglu to the whole after the products. */
-static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int pair_swiglu)
+static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int then_swiglu)
 {
     const cpu_quant_ops *ops = cpu_quant();
     int K = w[0]->cols;
@@ -171,7 +171,7 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
         if (w[i]->cols != K || K <= 0 || K % dtype_block(w[i]->dtype)) {
             for (int m = 0; m < k; m++)
                 for (size_t e = 0; e < (size_t)n * w[m]->rows; e++) y[m][e] = __builtin_nanf("");
-            if (pair_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
+            if (then_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
             return;
         }
     long long total = 0, work = 0;
@@ -211,7 +211,7 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
         if (j == nf) {
             if (nf == QMAX_FMT || i >= 64) {   /* more than the call can hold: one at a time */
                 for (int m = 0; m < k; m++) qmatmul_multi(&y[m], &w[m], 1, x, n);
-                if (pair_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
+                if (then_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
                 return;
             }
             fmt[nf] = f;
@@ -229,7 +229,7 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
     uint8_t *act = grow(t_act, &t_act_cap, need);
     if (!act) {
         for (int i = 0; i < k; i++) slow_rows(y[i], x, w[i], n);
-        if (pair_swiglu) swiglu(y[0], y[1], (size_t)w[0]->rows);
+        if (then_swiglu) swiglu(y[0], y[1], (size_t)w[0]->rows);
         return;
     }
     t_act = act;
@@ -252,7 +252,7 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
                     base += w[i]->rows;
                 }
             }
-            if (pair_swiglu) {
+            if (then_swiglu) {
 #pragma omp barrier
                 size_t R = (size_t)w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
                 swiglu(y[0] + a, y[1] + a, b - a);
@@ -280,5 +280,5 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
             base += w[i]->rows;
         }
     }
-    if (pair_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
+    if (then_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
 }
