@@ -1,7 +1,7 @@
 /* bench_quant: speed of matmul on ggml block weights (kernels/cpu/quant*.c).
  *
  *   bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,Q8_0,...]
- *               [--no-cold] [--no-gemm] [--ns 128,512] [--time S]
+ *               [--no-cold] [--no-gemm] [--ns 128,512] [--time S] [--layout auto|rows]
  *
  * --types may name F32, F16 and BF16 too (decode only): the same shapes through the float
  * kernels (kernels/cpu/simd_*), the per-byte reference of issue 14's "not slower than the F32
@@ -14,6 +14,9 @@
  * Prefill (n = 128, 512): GFLOP/s (2·rows·cols·n / time) of the quantized GEMM as matmul runs it
  * (packed panels where the family has them), of the register-tile kernels alone (cpu_qgemm_mode
  * 2) and of the alternative, dequantize a tile of weight rows to f32 + cblas_sgemm (mode 1).
+ * --layout: auto (the default) runs the weights as llm-run keeps them resident, the 4- and 5-bit
+ * types interleaved 16 rows at a time where the family has that decode kernel (WL_X16,
+ * kernels.h; the "layout" column says which); rows keeps ggml's layout for every type.
  * --family pins the quantized-kernel table (scalar, avx2, avxvnni, avx512, avx512vnni; default:
  * the one dispatch.c picks); --act-bits the activations (16, the default, or 8: llama.cpp's). Each figure: the best of 10 runs of --time / 5 seconds (default
  * 0.15 s in all); 1-thread runs are timed in the thread's CPU time (the machine may be shared),
@@ -108,7 +111,7 @@ static const int SHAPES[][2] = {{576, 576}, {1536, 576}, {576, 1536}, {896, 4864
 
 int main(int argc, char **argv)
 {
-    int threads[8] = {1, 2}, nthr = 2, cold = 1, gemm = 1, ns[8] = {128, 512}, nns = 2;
+    int threads[8] = {1, 2}, nthr = 2, cold = 1, gemm = 1, ns[8] = {128, 512}, nns = 2, auto_layout = 1;
     dtype_t types[16] = {DT_Q4_1, DT_Q8_0, DT_Q4_K, DT_Q6_K, DT_Q5_0, DT_Q4_0, DT_Q5_1, DT_Q5_K};
     int ntypes = 8;
     for (int i = 1; i < argc; i++) {
@@ -141,8 +144,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--time") && i + 1 < argc) g_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-cold")) cold = 0;
         else if (!strcmp(argv[i], "--no-gemm")) gemm = 0;
+        else if (!strcmp(argv[i], "--layout") && i + 1 < argc) auto_layout = strcmp(argv[++i], "rows") != 0;
         else {
-            fprintf(stderr, "usage: bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,...] [--no-cold] [--no-gemm] [--ns 128,512] [--time S]\n");
+            fprintf(stderr, "usage: bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,...] [--no-cold] [--no-gemm] [--ns 128,512] [--time S] [--layout auto|rows]\n");
             return 2;
         }
     }
@@ -178,13 +182,21 @@ int main(int argc, char **argv)
                 if (region == MAP_FAILED) return 1;
                 madvise(region, region_bytes, MADV_HUGEPAGE);
             }
-            w[0] = (weight_t){dt, base, rows, cols};
+            w[0] = (weight_t){dt, base, rows, cols, WL_ROWS};
+            if (auto_layout && weight_x16_wanted(&w[0])) {   /* as model_make_resident does */
+                uint8_t *pk = malloc(bytes);
+                if (!pk) return 1;
+                weight_x16_pack(dt, base, pk, rows, cols);
+                memcpy(base, pk, bytes);
+                free(pk);
+                w[0].layout = WL_X16;
+            }
             for (int c = 1; c < ncopies; c++) {
                 uint8_t *p = region + stride * (size_t)(c - 1);
                 memcpy(p, base, bytes);
-                w[c] = (weight_t){dt, p, rows, cols};
+                w[c] = (weight_t){dt, p, rows, cols, w[0].layout};
             }
-            printf("| %s | %dx%d | %.2f |", dtype_name(dt), rows, cols, bytes / 1048576.0);
+            printf("| %s%s | %dx%d | %.2f |", dtype_name(dt), w[0].layout == WL_X16 ? " x16" : "", rows, cols, bytes / 1048576.0);
             for (int t = 0; t < nthr; t++) {
                 cpu_set_threads(threads[t]);
                 g_clock = threads[t] == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
@@ -218,11 +230,20 @@ int main(int argc, char **argv)
                 if (cols % dtype_block(dt)) continue;
                 uint8_t *p = rand_weights(dt, rows, cols);
                 if (!p) return 1;
-                weight_t w = {dt, p, rows, cols};
+                weight_t w = {dt, p, rows, cols, WL_ROWS};
+                if (auto_layout && weight_x16_wanted(&w)) {
+                    size_t bytes = dtype_row_bytes(dt, cols) * rows;
+                    uint8_t *pk = malloc(bytes);
+                    if (!pk) return 1;
+                    weight_x16_pack(dt, p, pk, rows, cols);
+                    memcpy(p, pk, bytes);
+                    free(pk);
+                    w.layout = WL_X16;
+                }
                 for (int ni = 0; ni < nns; ni++) {
                     int n = ns[ni];
                     double flop = 2.0 * rows * cols * n;
-                    printf("| %s | %dx%d | %d |", dtype_name(dt), rows, cols, n);
+                    printf("| %s%s | %dx%d | %d |", dtype_name(dt), w.layout == WL_X16 ? " x16" : "", rows, cols, n);
                     for (int t = 0; t < nthr; t++) {
                         cpu_set_threads(threads[t]);
                         g_clock = threads[t] == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;

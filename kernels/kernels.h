@@ -37,15 +37,45 @@ size_t dtype_row_bytes(dtype_t dt, int64_t n);
 int dtype_is_quant(dtype_t dt);
 
 /* A weight matrix as stored: row-major [rows][cols] (HF Linear: [out][in]); a row of a block
- * format is cols / dtype_block blocks (rows are contiguous, dtype_row_bytes(dtype, cols) apart). */
+ * format is cols / dtype_block blocks (rows are contiguous, dtype_row_bytes(dtype, cols) apart)
+ * when layout is WL_ROWS (0, what every initializer without it gets). WL_X16 (the CPU's resident
+ * copy, weight_x16_pack) interleaves groups of 16 rows: the same bytes per 16 rows, so a range
+ * of rows starting at a multiple of 16 is still at row · dtype_row_bytes. */
+enum { WL_ROWS = 0, WL_X16 = 1 };
 typedef struct {
     dtype_t dtype;
     const void *data;
     int rows, cols;
+    int layout;
 } weight_t;
 
 /* Bytes of w's data. */
 size_t weight_bytes(const weight_t *w);
+
+/* ------------------------------------ 16-row interleaved block weights (kernels/cpu/quant_x16.c)
+ *
+ * WL_X16, for Q4_0, Q4_1, Q5_0, Q5_1 with rows a multiple of 16: the matrix is groups of 16 rows
+ * (g = row / 16), each the nb = cols / 32 blocks of its rows in order; block b of a group holds
+ * the 16 rows' block b, same bytes as the 16 ggml blocks, arranged so that one 512-bit lane per
+ * row meets a broadcast activation pair (the decode kernel of quant_x16_avx512.c):
+ *   f16 d[16] (row r's d at r), then for Q4_1/Q5_1 f16 m[16];
+ *   Q5_0/Q5_1: 8 × {uint32 lo, uint32 hi}: for chunk c, bit 2r+i of lo is the 5th bit of
+ *     element 2c+i of row r, of hi that of element 2c+16+i (i = 0, 1);
+ *   8 chunks of 32 bytes: chunk c holds bytes qs[2c], qs[2c+1] of each row r at 2r, 2r+1 (the
+ *     low nibble of qs[j] is element j, the high one element j+16, as ggml stores them).
+ * Why: ggml's 18-24-byte blocks put each 4-bit row's nibbles and scales 20 bytes apart, and the
+ * decode kernel spent about half its port-5 slots gathering them (bench/cpu.md, session 8); here
+ * no gather, no unpack beyond one byte->word widening, and 16 rows' scales in one load. */
+
+/* 1 when w (WL_ROWS) would run faster as WL_X16 on this CPU: its dtype and shape are ones
+ * WL_X16 serves and the active quantized kernels (cpu_quant) have its decode kernel. */
+int weight_x16_wanted(const weight_t *w);
+/* Writes rows [r0, r0 + n) (r0, n multiples of 16) of the WL_ROWS matrix src (dtype dt, cols
+ * columns; src points at row r0) to dst in WL_X16: n · dtype_row_bytes(dt, cols) bytes. */
+void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols);
+/* The inverse: the 16-row group at src (WL_X16) back to ggml rows: rows [r, r + n) of the group
+ * (0 <= r, r + n <= 16) to dst, dtype_row_bytes(dt, cols) apart. */
+void weight_x16_unpack(dtype_t dt, const void *src, void *dst, int r, int n, int cols);
 
 /* ---------------------------------------------- ggml block formats (kernels/cpu/quant.c) */
 

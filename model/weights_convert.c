@@ -140,12 +140,24 @@ static void make_resident(model_weights *m, weight_t *w, char *arena, size_t *of
     if (!arena) return;
     char *out = arena + at;
     const char *src = w->data;
-    const size_t block = (size_t)8 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t block = (size_t)8 << 20;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), rb = bytes / (size_t)w->rows;
+    /* the 4- and 5-bit block formats the CPU's decode kernels read faster interleaved 16 rows
+     * at a time (WL_X16, kernels.h): the copy is that repack (same bytes), in whole groups */
+    const int x16 = weight_x16_wanted(w);
+    if (x16) block = (block / (16 * rb) > 0 ? block / (16 * rb) : 1) * 16 * rb;
     for (size_t b0 = 0; b0 < bytes; b0 += block) {
         size_t b1 = bytes - b0 < block ? bytes : b0 + block;
-        #pragma omp parallel for schedule(static) if (b1 - b0 >= (1 << 22))
-        for (size_t o = b0; o < b1; o += 1 << 16)
-            memcpy(out + o, src + o, b1 - o < (1 << 16) ? b1 - o : (1 << 16));
+        if (x16) {
+            int g0 = (int)(b0 / (16 * rb)), g1 = (int)(b1 / (16 * rb));
+            #pragma omp parallel for schedule(static) if (b1 - b0 >= (1 << 22))
+            for (int g = g0; g < g1; g++)
+                weight_x16_pack(w->dtype, src + (size_t)g * 16 * rb, out + (size_t)g * 16 * rb, 16, w->cols);
+        } else {
+            #pragma omp parallel for schedule(static) if (b1 - b0 >= (1 << 22))
+            for (size_t o = b0; o < b1; o += 1 << 16)
+                memcpy(out + o, src + o, b1 - o < (1 << 16) ? b1 - o : (1 << 16));
+        }
         /* the whole pages inside [src + b0, src + b1): no other tensor shares them */
         uintptr_t lo = ((uintptr_t)src + b0 + page - 1) / page * page, hi = ((uintptr_t)src + b1) / page * page;
         if (owned < 0 && hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
@@ -158,6 +170,7 @@ static void make_resident(model_weights *m, weight_t *w, char *arena, size_t *of
 #endif
     }
     w->data = out;
+    if (x16) w->layout = WL_X16;
 }
 
 /* Drops every page of the file mappings from this process (MADV_DONTNEED): what is still read

@@ -159,7 +159,7 @@ static void test_dequantize_matches_gguf_bit_for_bit(void **state)
         }
         /* widen_row of a matrix of these blocks (rows of 2 blocks when there are enough) */
         int bpr = f.n % 2 == 0 ? 2 : 1;
-        weight_t w = {(dtype_t)dt, f.blocks, (int)(f.n / bpr), (int)(bpr * f.be)};
+        weight_t w = {(dtype_t)dt, f.blocks, (int)(f.n / bpr), (int)(bpr * f.be), WL_ROWS};
         for (int r = 0; r < w.rows; r += 7) {
             widen_row(out, &w, r);
             assert_memory_equal(out, f.floats + (size_t)r * w.cols, (size_t)w.cols * 4);
@@ -369,7 +369,7 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
     for (int j = 0; j < n; j++)   /* rows of different scales */
         for (int k = 0; k < K; k++) x[(size_t)j * K + k] *= (float)(1 + j % 4) * ((k * 7) % 13 == 0 ? 4.0f : 1.0f);
     dequantize_row(dt, W, wf, (int64_t)rows * K);
-    weight_t w = {dt, W, rows, K};
+    weight_t w = {dt, W, rows, K, WL_ROWS};
     float *y = xmalloc((size_t)n * rows * 4), *y1 = xmalloc((size_t)rows * 4);
     cpu_set_threads(threads);
     assert_int_equal(cpu_quant_use(fam), 0);
@@ -466,7 +466,7 @@ static void test_matmul_multi_mixed_dtypes_equals_single_calls_partial_blocks_na
             for (int i = 0; i < 4; i++) {
                 int rows = 150 + 37 * i;
                 W[i] = rand_weights(dts[i], rows, K);
-                w[i] = (weight_t){dts[i], W[i], rows, K};
+                w[i] = (weight_t){dts[i], W[i], rows, K, WL_ROWS};
                 wp[i] = &w[i];
                 y[i] = xmalloc((size_t)n_ * rows * 4);
                 ys[i] = xmalloc((size_t)n_ * rows * 4);
@@ -487,14 +487,14 @@ static void test_matmul_multi_mixed_dtypes_equals_single_calls_partial_blocks_na
     for (int i = 0; i < 64; i++) xs[i] = frand(), wsrc[i] = 1 + frand() * 0.1f;
     quantize_row(DT_Q8_0, wsrc, wq, 64);
     dequantize_row(DT_Q8_0, wq, wsrc, 64);
-    weight_t nq = {DT_Q8_0, wq, 1, 64}, nf = {DT_F32, wsrc, 1, 64};
+    weight_t nq = {DT_Q8_0, wq, 1, 64, WL_ROWS}, nf = {DT_F32, wsrc, 1, 64, WL_ROWS};
     rmsnorm(o1, xs, &nq, 1, 64, 1e-5f);
     rmsnorm(o2, xs, &nf, 1, 64, 1e-5f);
     assert_memory_equal(o1, o2, sizeof o1);
     /* a row that is not whole blocks: NaN, nothing read */
     uint8_t blk[34] = {0};
     float x[40] = {0}, y[2];
-    weight_t bad = {DT_Q8_0, blk, 1, 40};
+    weight_t bad = {DT_Q8_0, blk, 1, 40, WL_ROWS};
     matmul(y, x, &bad, 1);
     assert_true(isnan(y[0]));
 }

@@ -301,7 +301,7 @@ static void check_matmul16(dtype_t dt, int rows, int K, int n, const char *fam, 
     for (int j = 0; j < n; j++)   /* rows of different scales, with outliers */
         for (int k = 0; k < K; k++) x[(size_t)j * K + k] = frand() * (float)(1 + j % 4) * ((k * 7) % 13 == 0 ? 40.0f : 1.0f);
     dequantize_row(dt, W, wf, (int64_t)rows * K);
-    weight_t w = {dt, W, rows, K};
+    weight_t w = {dt, W, rows, K, WL_ROWS};
     float *y = xmalloc((size_t)n * rows * 4), *y1 = xmalloc((size_t)rows * 4);
     cpu_set_threads(threads);
     assert_int_equal(cpu_quant_use(fam), 0);
@@ -373,7 +373,7 @@ static void test_act_bits_setting_switches_the_kernels(void **state)
         uint8_t *W = rand_weights(dt, rows, K);
         float *x = xmalloc((size_t)n * K * 4), *y8 = xmalloc((size_t)n * rows * 4), *y16 = xmalloc((size_t)n * rows * 4);
         for (int i = 0; i < n * K; i++) x[i] = frand();
-        weight_t w = {dt, W, rows, K};
+        weight_t w = {dt, W, rows, K, WL_ROWS};
         for (int nn = 1; nn <= n; nn += n - 1) {
             assert_int_equal(cpu_quant_act_bits(8), 8);
             assert_int_equal(cpu_quant()->bits, 8);

@@ -233,6 +233,14 @@ void widen_row(float *out, const weight_t *w, int row)
     case DT_F16: cpu_simd()->widen_f16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
     case DT_BF16: cpu_simd()->widen_bf16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
     default:   /* block formats: ggml's dequantization of the one row */
+        if (w->layout == WL_X16) {
+            uint8_t blk[32];
+            for (int b = 0; b < w->cols / 32; b++) {
+                x16_block(w->dtype, w->data, w->cols, row, b, blk);
+                dequantize_row(w->dtype, blk, out + 32 * b, 32);
+            }
+            break;
+        }
         dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)row * dtype_row_bytes(w->dtype, w->cols), out, w->cols);
         break;
     }

@@ -243,6 +243,16 @@ const cpu_quant_ops *cpu_quant_find(const char *name);
 /* Pins the family called name (NULL: back to following the SIMD family); -1 if unusable. */
 int cpu_quant_use(const char *name);
 
+/* WL_X16 weights (kernels.h; quant_x16.c): 1 for the dtypes that layout serves (Q4_0, Q4_1,
+ * Q5_0, Q5_1). cpu_quant_x16: the decode kernel of ops's family for WL_X16 weights of dt, or
+ * NULL (then quant_gemm.c unpacks the rows for the family's own kernels). Its call: Y[r] for
+ * r < nr (a multiple of 16; W at the start of a group of 16 rows, wstride unused), nx = 1
+ * activation row X in ops's A32 format for dt (16-bit, with dt's corr). quant_x16_avx512.c. */
+int x16_dtype(dtype_t dt);
+/* Block b of row r of the WL_X16 matrix W (cols columns) as ggml stores it, to blk. */
+void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk);
+qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt);
+
 /* Prefill strategy for quantized weights (quant_gemm.c): 0 = the quantized GEMM (default: the
  * packed-panel kernels from QG_PACK_MIN rows on when the family has them, else the register
  * tiles), 1 = dequantize a tile of weight rows to f32 and run cblas_sgemm, 2 = the register

@@ -68,6 +68,8 @@ static _Thread_local float *t_tile;
 static _Thread_local size_t t_tile_cap;
 static _Thread_local uint8_t *t_pack;
 static _Thread_local size_t t_pack_cap;
+static _Thread_local uint8_t *t_unx;   /* WL_X16 rows unpacked (run_rows_x16) */
+static _Thread_local size_t t_unx_cap;
 
 /* p when need fits its *cap bytes, else a new 64-byte-aligned buffer (p freed), or NULL (p and
  * *cap kept) when there is no memory. */
@@ -92,43 +94,98 @@ static void slow_rows(float *y, const float *x, const weight_t *w, int n)
     for (int j = 0; j < n; j++)
         for (int r = 0; r < w->rows; r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
+            uint8_t blk[32];
             double s = 0;
             for (int b = 0; b < w->cols / bk; b++) {
-                dequantize_row(w->dtype, row + b * bb, tmp, bk);
+                if (w->layout == WL_X16) x16_block(w->dtype, w->data, w->cols, r, b, blk);
+                dequantize_row(w->dtype, w->layout == WL_X16 ? blk : row + b * bb, tmp, bk);
                 for (int l = 0; l < bk; l++) s += (double)tmp[l] * x[(size_t)j * w->cols + b * bk + l];
             }
             y[(size_t)j * w->rows + r] = (float)s;
         }
 }
 
+/* m weight rows of dtype dt, K columns, in ggml's layout at W (rb bytes apart) · n activation
+ * rows X (xs bytes apart) → y[j·ldy + i] for i < m, j < n. */
+static void run_span(const cpu_quant_ops *ops, float *y, size_t ldy, dtype_t dt, int K, const uint8_t *W,
+                     const uint8_t *X, size_t xs, int n, int m)
+{
+    size_t rb = dtype_row_bytes(dt, K);
+    if (n >= QG_PACK_MIN && ops->gemm[dt] && cpu_qgemm_mode != 2) {
+        uint8_t *buf = grow(t_pack, &t_pack_cap, ops->gemm_buf(dt, K));
+        if (buf) {   /* (on failure the old buffer stays, and the tiles below need none) */
+            t_pack = buf;
+            ops->gemm[dt](y, ldy, W, rb, X, xs, m, n, K, buf);
+            return;
+        }
+    }
+    qmm_fn mm = ops->mm[dt];
+    int chunk = n == 1 ? m : (int)(QG_CHUNK_BYTES / rb);
+    if (chunk < 8) chunk = 8;
+    for (int r0 = 0; r0 < m; r0 += chunk)
+        mm(y + r0, ldy, W + (size_t)r0 * rb, rb, X, xs, m - r0 < chunk ? m - r0 : chunk, n, K);
+}
+
+/* Output rows [a, b) of a WL_X16 weight: decode through the family's X16 kernel (a group that
+ * [a, b) covers only in part goes through a 16-row buffer), anything else by unpacking whole
+ * groups, up to QG_CHUNK_BYTES of rows at a time, to ggml rows for run_span. */
+static void run_rows_x16(const cpu_quant_ops *ops, float *y, const weight_t *w, const uint8_t *X, size_t xs,
+                         int n, int a, int b)
+{
+    const dtype_t dt = w->dtype;
+    const int K = w->cols;
+    const size_t rb = dtype_row_bytes(dt, K), ldy = (size_t)w->rows;
+    const uint8_t *W = w->data;
+    qmm_fn k = n == 1 ? cpu_quant_x16(ops, dt) : NULL;
+    if (k) {
+        int f0 = (a + 15) / 16, f1 = b / 16;
+        if (f0 < f1) k(y + 16 * f0, 0, W + (size_t)f0 * 16 * rb, 0, X, xs, 16 * (f1 - f0), 1, K);
+        for (int g = a / 16; g < (b + 15) / 16; g++) {
+            if (g >= f0 && g < f1) continue;
+            float t[16];
+            k(t, 0, W + (size_t)g * 16 * rb, 0, X, xs, 16, 1, K);
+            for (int r = g * 16 > a ? g * 16 : a; r < b && r < g * 16 + 16; r++) y[r] = t[r - g * 16];
+        }
+        return;
+    }
+    int win = (int)(QG_CHUNK_BYTES / rb) & ~31;
+    if (win < 32) win = 32;
+    uint8_t *buf = grow(t_unx, &t_unx_cap, (size_t)(win + 32) * rb);
+    if (!buf) {   /* no memory for even this: NaN rather than a wrong number */
+        for (int j = 0; j < n; j++)
+            for (int r = a; r < b; r++) y[(size_t)j * ldy + r] = __builtin_nanf("");
+        return;
+    }
+    t_unx = buf;
+    for (int s = a; s < b;) {
+        int e = (s / 16) * 16 + win;
+        if (e > b) e = b;
+        for (int r = s; r < e;) {
+            int g = r / 16, re = e < 16 * g + 16 ? e : 16 * g + 16;
+            weight_x16_unpack(dt, W + (size_t)g * 16 * rb, buf + (size_t)(r - s) * rb, r - 16 * g, re - r, K);
+            r = re;
+        }
+        run_span(ops, y + s, ldy, dt, K, buf, X, xs, n, e - s);
+        s = e;
+    }
+}
+
 /* Output rows [a, b) of w for all n activation rows X (format of w, xs bytes apart). */
 static void run_rows(const cpu_quant_ops *ops, float *y, const weight_t *w, const uint8_t *X, size_t xs,
                      int n, int a, int b)
 {
+    if (w->layout == WL_X16) {
+        run_rows_x16(ops, y, w, X, xs, n, a, b);
+        return;
+    }
     size_t rb = dtype_row_bytes(w->dtype, w->cols);
-    const uint8_t *W = w->data;
-    if (n >= QG_PACK_MIN && ops->gemm[w->dtype] && cpu_qgemm_mode != 2) {
-        uint8_t *buf = grow(t_pack, &t_pack_cap, ops->gemm_buf(w->dtype, w->cols));
-        if (buf) {   /* (on failure the old buffer stays, and the tiles below need none) */
-            t_pack = buf;
-            ops->gemm[w->dtype](y + a, (size_t)w->rows, W + (size_t)a * rb, rb, X, xs, b - a, n, w->cols, buf);
-            return;
-        }
-    }
-    qmm_fn mm = ops->mm[w->dtype];
-    int chunk = n == 1 ? b - a : (int)(QG_CHUNK_BYTES / rb);
-    if (chunk < 8) chunk = 8;
-    for (int r0 = a; r0 < b; r0 += chunk) {
-        int m = b - r0 < chunk ? b - r0 : chunk;
-        mm(y + r0, (size_t)w->rows, W + (size_t)r0 * rb, rb, X, xs, m, n, w->cols);
-    }
+    run_span(ops, y + a, (size_t)w->rows, w->dtype, w->cols, (const uint8_t *)w->data + (size_t)a * rb, X, xs, n, b - a);
 }
 
 /* cpu_qgemm_mode 1: rows [a, b) by dequantizing tiles of weight rows into f32 + sgemm. */
 static int sgemm_rows(float *y, const float *x, const weight_t *w, int n, int a, int b)
 {
     int cols = w->cols;
-    size_t rb = dtype_row_bytes(w->dtype, cols);
     int tr = (int)(QG_TILE_BYTES / sizeof(float) / (size_t)cols);
     tr = tr < 16 ? 16 : tr & ~15;
     if (tr > b - a) tr = b - a;
@@ -137,8 +194,7 @@ static int sgemm_rows(float *y, const float *x, const weight_t *w, int n, int a,
     t_tile = tile;
     for (int t0 = a; t0 < b; t0 += tr) {
         int m = b - t0 < tr ? b - t0 : tr;
-        for (int r = 0; r < m; r++)
-            dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)(t0 + r) * rb, t_tile + (size_t)r * cols, cols);
+        for (int r = 0; r < m; r++) widen_row(t_tile + (size_t)r * cols, w, t0 + r);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, cols, 1.0f, x, cols, t_tile, cols,
                     0.0f, y + t0, w->rows);
     }
@@ -239,7 +295,9 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
     if (n == 1 && nt > 1) {   /* decode: the rows split with stealing (rowsteal.h) */
         if (nt > RS_MAX_THREADS) nt = RS_MAX_THREADS;
         rowsteal rs;
-        rs_init(&rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, 8);
+        int x16 = 0;   /* whole 16-row groups for the WL_X16 kernels */
+        for (int i = 0; i < k; i++) x16 |= w[i]->layout == WL_X16;
+        rs_init(&rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, x16 ? 16 : 8);
 #pragma omp parallel num_threads(nt)
         {
             int t = omp_get_thread_num(), T = omp_get_num_threads(), v = t;

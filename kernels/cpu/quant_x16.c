@@ -1,0 +1,144 @@
+/* The 16-row interleaved layout of the 4- and 5-bit block weights (WL_X16, kernels.h):
+ * packing, unpacking and when to use it. The decode kernels that read it are in
+ * quant_x16_avx512.c; every other product (prefill, another kernel family, the no-memory path)
+ * unpacks the rows it needs back to ggml's layout (quant_gemm.c).
+ *
+ * Layout of block b of a group of 16 rows (kernels.h): f16 d[16]; Q4_1/Q5_1 f16 m[16];
+ * Q5_0/Q5_1 8 × {uint32 lo, hi} 5th-bit masks; 8 chunks of 32 bytes (qs[2c], qs[2c + 1] of
+ * each row). Same size as the 16 ggml blocks, so nothing about the bytes per row changes. */
+#include "kernels/cpu/quant.h"
+
+#include <string.h>
+
+/* Offsets inside a group-block of 16 blocks of dtype dt: m[16], the masks, the chunks. */
+static int x16_has_m(dtype_t dt) { return dt == DT_Q4_1 || dt == DT_Q5_1; }
+static int x16_five(dtype_t dt) { return dt == DT_Q5_0 || dt == DT_Q5_1; }
+static size_t x16_off_qh(dtype_t dt) { return x16_has_m(dt) ? 64 : 32; }
+static size_t x16_off_qs(dtype_t dt) { return x16_off_qh(dt) + (x16_five(dt) ? 64 : 0); }
+
+int x16_dtype(dtype_t dt) { return dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_Q5_0 || dt == DT_Q5_1; }
+
+int weight_x16_wanted(const weight_t *w)
+{
+    if (!w || w->layout != WL_ROWS || !x16_dtype(w->dtype) || w->rows <= 0 || w->rows % 16 ||
+        w->cols <= 0 || w->cols % QK32)
+        return 0;
+    return cpu_quant_x16(cpu_quant(), w->dtype) != NULL;
+}
+
+/* ggml block (bb bytes at blk) of row r → its place in the group-block gbk. */
+static void put_block(dtype_t dt, const uint8_t *blk, uint8_t *gbk, int r)
+{
+    const size_t bb = dtype_block_bytes(dt);
+    const uint8_t *qs = blk + bb - 16;
+    memcpy(gbk + 2 * r, blk, 2);
+    if (x16_has_m(dt)) memcpy(gbk + 32 + 2 * r, blk + 2, 2);
+    if (x16_five(dt)) {
+        uint32_t qh = q_rd32(blk + (x16_has_m(dt) ? 4 : 2));
+        uint8_t *mk = gbk + x16_off_qh(dt);
+        for (int c = 0; c < 8; c++)
+            for (int i = 0; i < 2; i++) {
+                uint32_t lo, hi;
+                memcpy(&lo, mk + 8 * c, 4);
+                memcpy(&hi, mk + 8 * c + 4, 4);
+                lo = (lo & ~(1u << (2 * r + i))) | ((qh >> (2 * c + i)) & 1u) << (2 * r + i);
+                hi = (hi & ~(1u << (2 * r + i))) | ((qh >> (2 * c + 16 + i)) & 1u) << (2 * r + i);
+                memcpy(mk + 8 * c, &lo, 4);
+                memcpy(mk + 8 * c + 4, &hi, 4);
+            }
+    }
+    uint8_t *ch = gbk + x16_off_qs(dt);
+    for (int c = 0; c < 8; c++) {
+        ch[32 * c + 2 * r] = qs[2 * c];
+        ch[32 * c + 2 * r + 1] = qs[2 * c + 1];
+    }
+}
+
+/* The inverse of put_block. */
+static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
+{
+    const size_t bb = dtype_block_bytes(dt);
+    uint8_t *qs = blk + bb - 16;
+    memcpy(blk, gbk + 2 * r, 2);
+    if (x16_has_m(dt)) memcpy(blk + 2, gbk + 32 + 2 * r, 2);
+    if (x16_five(dt)) {
+        const uint8_t *mk = gbk + x16_off_qh(dt);
+        uint32_t qh = 0;
+        for (int c = 0; c < 8; c++)
+            for (int i = 0; i < 2; i++) {
+                uint32_t lo = q_rd32(mk + 8 * c), hi = q_rd32(mk + 8 * c + 4);
+                qh |= ((lo >> (2 * r + i)) & 1u) << (2 * c + i);
+                qh |= ((hi >> (2 * r + i)) & 1u) << (2 * c + 16 + i);
+            }
+        uint8_t *o = blk + (x16_has_m(dt) ? 4 : 2);
+        for (int k = 0; k < 4; k++) o[k] = (uint8_t)(qh >> (8 * k));
+    }
+    const uint8_t *ch = gbk + x16_off_qs(dt);
+    for (int c = 0; c < 8; c++) {
+        qs[2 * c] = ch[32 * c + 2 * r];
+        qs[2 * c + 1] = ch[32 * c + 2 * r + 1];
+    }
+}
+
+void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk)
+{
+    const size_t rb = dtype_row_bytes(dt, cols), gb = 16 * dtype_block_bytes(dt);
+    get_block(dt, (const uint8_t *)W + (size_t)(r / 16) * 16 * rb + (size_t)b * gb, blk, r % 16);
+}
+
+void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
+{
+    const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb;
+    const int nb = cols / QK32;
+    for (int g = 0; g < n / 16; g++)
+        for (int b = 0; b < nb; b++) {
+            uint8_t *gbk = (uint8_t *)dst + (size_t)g * 16 * rb + (size_t)b * gb;
+            memset(gbk, 0, gb);
+            for (int r = 0; r < 16; r++)
+                put_block(dt, (const uint8_t *)src + (size_t)(16 * g + r) * rb + (size_t)b * bb, gbk, r);
+        }
+}
+
+/* Rows [r, r + n) of one group-block: the whole 16 at once when n = 16 (prefill unpacks whole
+ * groups: byte copies and one pass over the masks per row), else get_block per row. */
+static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, int r, int n)
+{
+    if (n < 16) {
+        for (int i = 0; i < n; i++) get_block(dt, gbk, dst + (size_t)i * rb, r + i);
+        return;
+    }
+    const size_t bb = dtype_block_bytes(dt), qo = bb - 16, ho = x16_has_m(dt) ? 4 : 2;
+    const uint8_t *ch = gbk + x16_off_qs(dt), *mk = gbk + x16_off_qh(dt);
+    uint32_t lo[8], hi[8];
+    if (x16_five(dt))
+        for (int c = 0; c < 8; c++) lo[c] = q_rd32(mk + 8 * c), hi[c] = q_rd32(mk + 8 * c + 4);
+    for (int i = 0; i < 16; i++) {
+        uint8_t *blk = dst + (size_t)i * rb;
+        memcpy(blk, gbk + 2 * i, 2);
+        if (x16_has_m(dt)) memcpy(blk + 2, gbk + 32 + 2 * i, 2);
+        if (x16_five(dt)) {
+            uint32_t qh = 0;
+            for (int c = 0; c < 8; c++)
+                qh |= ((lo[c] >> (2 * i)) & 3u) << (2 * c) | ((hi[c] >> (2 * i)) & 3u) << (2 * c + 16);
+            for (int k = 0; k < 4; k++) blk[ho + k] = (uint8_t)(qh >> (8 * k));
+        }
+        for (int c = 0; c < 8; c++) memcpy(blk + qo + 2 * c, ch + 32 * c + 2 * i, 2);
+    }
+}
+
+void weight_x16_unpack(dtype_t dt, const void *src, void *dst, int r, int n, int cols)
+{
+    const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb;
+    const int nb = cols / QK32;
+    for (int b = 0; b < nb; b++)
+        get_rows(dt, (const uint8_t *)src + (size_t)b * gb, (uint8_t *)dst + (size_t)b * bb, rb, r, n);
+}
+
+#ifndef LLM_SIMD_X86
+qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt)
+{
+    (void)ops;
+    (void)dt;
+    return NULL;
+}
+#endif
