@@ -66,8 +66,13 @@ static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
             for (size_t i = 0; i < rb * rows; i++) hw[W[i]]++, hp[P[i]]++;
             if (dt == DT_Q4_0 || dt == DT_Q4_1) assert_memory_equal(hw, hp, sizeof hw);
             for (int g = 0; g < rows / 16; g++) {
-                weight_x16_unpack(dt, P + (size_t)g * 16 * rb, U, 0, 16, K);
-                assert_memory_equal(U, W + (size_t)g * 16 * rb, rb * 16);
+                for (int bmi2 = 0; bmi2 < 2; bmi2++) {   /* both ways of turning Q5 masks into qh */
+                    memset(U, 0, rb * 16);
+                    if (x16_use_bmi2(bmi2) != bmi2) continue;
+                    weight_x16_unpack(dt, P + (size_t)g * 16 * rb, U, 0, 16, K);
+                    assert_memory_equal(U, W + (size_t)g * 16 * rb, rb * 16);
+                }
+                x16_use_bmi2(-1);
                 weight_x16_unpack(dt, P + (size_t)g * 16 * rb, U, 3, 5, K);
                 assert_memory_equal(U, W + ((size_t)g * 16 + 3) * rb, rb * 5);
             }
@@ -177,21 +182,28 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
                       dtype_name(dt), rows, K, threads, r);
         }
     }
-    /* a call whose rows split inside the X16 matrix's groups: 40 rows of WL_ROWS Q8_0 first */
-    if (n == 1 && threads == 2) {
+    /* a call whose rows split inside the X16 matrix's groups: 40 rows of WL_ROWS Q8_0 first
+     * (decode: the X16 kernel into a 16-row buffer; prefill: whole groups through the X16 GEMM,
+     * the rest unpacked) */
+    if (threads == 2) {
         int r0 = 40;
         uint8_t *W0 = ts_rand_blocks(DT_Q8_0, r0, K, &rng);
         weight_t w0 = {DT_Q8_0, W0, r0, K, WL_ROWS};
-        float *y0 = ts_aligned((size_t)r0 * 4), *y0b = ts_aligned((size_t)r0 * 4);
+        float *y0 = ts_aligned((size_t)n * r0 * 4), *y0b = ts_aligned((size_t)n * r0 * 4);
         float *ym[2] = {y0, yx};
-        const weight_t *wm[2] = {&w0, &wx};
-        matmul_multi(ym, wm, 2, x, 1);
-        matmul(y0b, x, &w0, 1);
-        matmul(yr, x, &wr, 1);
-        assert_memory_equal(y0, y0b, (size_t)r0 * 4);
-        for (int r = 0; r < rows; r++)
-            CLOSE(yx[r], yr[r], 2e-6 * ts_mag(wf + (size_t)r * K, x, K) + 1e-30, "%s %s after a 40-row matrix: y[%d]", fam,
-                  dtype_name(dt), r);
+        const weight_t *wm[2] = {&w0, &wx}, *wr2[2] = {&w0, &wr};
+        matmul_multi(ym, wm, 2, x, n);
+        ym[0] = y0b, ym[1] = yr;
+        matmul_multi(ym, wr2, 2, x, n);
+        assert_memory_equal(y0, y0b, (size_t)n * r0 * 4);
+        if (n > 1 || !cpu_quant_x16(q, dt)) {
+            if (memcmp(yr, yx, (size_t)n * rows * 4) != 0)
+                fail_msg("%s %s n %d after a 40-row matrix: WL_X16 != WL_ROWS", fam, dtype_name(dt), n);
+        } else {
+            for (int r = 0; r < rows; r++)
+                CLOSE(yx[r], yr[r], 2e-6 * ts_mag(wf + (size_t)r * K, x, K) + 1e-30, "%s %s after a 40-row matrix: y[%d]", fam,
+                      dtype_name(dt), r);
+        }
         free(W0), free(y0), free(y0b);
     }
     float *row = ts_aligned((size_t)K * 4);
@@ -218,6 +230,7 @@ static void test_matmul_on_x16_weights_equals_matmul_on_rows(void **state)
             check_matmul(dt, 48, 96, 3, FAMILIES[f], 1);
             check_matmul(dt, 304, 160, 9, FAMILIES[f], 2);
             check_matmul(dt, 304, 576, 1, FAMILIES[f], 2);
+            check_matmul(dt, 304, 576, 9, FAMILIES[f], 2);   /* enough work for 2 prefill threads */
         }
     }
     /* 8-bit activations: the 8-bit tables have no X16 kernel, so the unpacked rows, bit for bit */

@@ -2,7 +2,9 @@
  * weight-row × activation-row dot-product kernels of each SIMD family and their run-time choice.
  * Not a public interface: only kernels/cpu, its tests and bench/bench_quant.c use it.
  *
- * Weights stay in ggml's block layout (ggml-common.h; kernels.h describes it). Activations are
+ * Weights stay in ggml's block layout (ggml-common.h; kernels.h describes it), or for the 4- and
+ * 5-bit dtypes on the AVX-512 families the same blocks interleaved 16 rows at a time (WL_X16,
+ * kernels.h; quant_x16*.c, qpack16_x16.inc), which the resident copy uses. Activations are
  * quantized per matmul call, to int16 (the default; the 16-bit formats below, quant16*.c) or,
  * with cpu_quant_act_bits(8), exactly as llama.cpp quantizes them for the dot products
  * (ggml-quants.c quantize_row_q8_0_ref / q8_1_ref / q8_K_ref; quant.c, quant_avx*.c):
@@ -244,14 +246,22 @@ const cpu_quant_ops *cpu_quant_find(const char *name);
 int cpu_quant_use(const char *name);
 
 /* WL_X16 weights (kernels.h; quant_x16.c): 1 for the dtypes that layout serves (Q4_0, Q4_1,
- * Q5_0, Q5_1). cpu_quant_x16: the decode kernel of ops's family for WL_X16 weights of dt, or
- * NULL (then quant_gemm.c unpacks the rows for the family's own kernels). Its call: Y[r] for
- * r < nr (a multiple of 16; W at the start of a group of 16 rows, wstride unused), nx = 1
- * activation row X in ops's A32 format for dt (16-bit, with dt's corr). quant_x16_avx512.c. */
+ * Q5_0, Q5_1). */
 int x16_dtype(dtype_t dt);
 /* Block b of row r of the WL_X16 matrix W (cols columns) as ggml stores it, to blk. */
 void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk);
+/* Whether weight_x16_unpack turns Q5 masks into qh with BMI2 pext (on = 1, when the CPU has it)
+ * or portable C (0); -1: by the CPU (the default). Returns the choice. For tests. */
+int x16_use_bmi2(int on);
+/* The decode kernel of ops's family for WL_X16 weights of dt, or NULL (then quant_gemm.c
+ * unpacks the rows for the family's own kernels; quant_x16_avx512.c). Its call: Y[r] for r < nr
+ * (a multiple of 16; W at the start of a group of 16 rows, wstride unused), nx = 1 activation
+ * row X in ops's A32 format for dt (16-bit, with dt's corr). */
 qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt);
+/* The family's packed-panel prefill GEMM for WL_X16 weights of dt (quant16_avx512.c,
+ * qpack16_x16.inc), or NULL: nr a multiple of 16, W at the start of a group, wstride =
+ * dtype_row_bytes(dt, K); the same results, bit for bit, as ops->gemm[dt] on the ggml rows. */
+qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt);
 
 /* Prefill strategy for quantized weights (quant_gemm.c): 0 = the quantized GEMM (default: the
  * packed-panel kernels from QG_PACK_MIN rows on when the family has them, else the register

@@ -30,6 +30,7 @@
 #include "kernels/cpu/quant_vec16.h"
 #include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_body.inc"
+#include "kernels/cpu/qpack16_x16.inc"
 #undef T
 #undef Q
 #undef QVNNI
@@ -41,9 +42,25 @@
 #include "kernels/cpu/quant_vec16.h"
 #include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_body.inc"
+#include "kernels/cpu/qpack16_x16.inc"
 #undef T
 #undef Q
 #undef QVNNI
+
+/* The prefill GEMM of these two families for WL_X16 weights of dt (qpack16_x16.inc), or NULL:
+ * nr a multiple of 16, W at the start of a group, ws = dtype_row_bytes (quant.h). */
+qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt)
+{
+    int v = ops == &cpu_quant_avx512vnni16 ? 1 : ops == &cpu_quant_avx512_16 ? 0 : -1;
+    if (v < 0) return NULL;
+    switch (dt) {
+    case DT_Q4_0: return v ? gemmx_Q4_0_avx512vnni16 : gemmx_Q4_0_avx512_16;
+    case DT_Q4_1: return v ? gemmx_Q4_1_avx512vnni16 : gemmx_Q4_1_avx512_16;
+    case DT_Q5_0: return v ? gemmx_Q5_0_avx512vnni16 : gemmx_Q5_0_avx512_16;
+    case DT_Q5_1: return v ? gemmx_Q5_1_avx512vnni16 : gemmx_Q5_1_avx512_16;
+    default: return NULL;
+    }
+}
 
 const cpu_quant_ops cpu_quant_avx512_16 =
     CPU_QUANT_OPS("avx512", 16, &cpu_quant_avx512, &cpu_quant_avx512_16, avx512_16, cpu_quant_act32_16_avx2, cpu_quant_act256_16_avx2, [DT_Q4_0] = 8, [DT_Q5_0] = 16);

@@ -14,6 +14,11 @@
  * register tiles of up to 4 activation rows × 1-2 weight rows over a chunk of QG_CHUNK_BYTES of
  * weights kept in the L2.
  *
+ * WL_X16 weights (kernels.h: 16 rows interleaved, the resident copy of Q4_0/Q4_1/Q5_0/Q5_1 on
+ * the AVX-512 families) go through that family's X16 decode kernel and X16 GEMM in whole groups
+ * of 16 rows (rowsteal claims whole groups); a group cut by a row split, and every other
+ * family or mode, unpacks the groups back to ggml rows for the kernels above (run_rows_x16).
+ *
  * The alternative "dequantize a tile of weight rows to f32 + cblas_sgemm" (cpu_qgemm_mode 1)
  * stays for comparison. Measured with bench/bench_quant on the Sapphire Rapids dev machine, one
  * thread (its CPU time; the machine was shared), n = 128 and 512, the SmolLM2/Qwen2.5 shapes,
@@ -126,9 +131,13 @@ static void run_span(const cpu_quant_ops *ops, float *y, size_t ldy, dtype_t dt,
         mm(y + r0, ldy, W + (size_t)r0 * rb, rb, X, xs, m - r0 < chunk ? m - r0 : chunk, n, K);
 }
 
+static void run_rows_x16_unpacked(const cpu_quant_ops *ops, float *y, const weight_t *w, const uint8_t *X, size_t xs,
+                                  int n, int a, int b);
+
 /* Output rows [a, b) of a WL_X16 weight: decode through the family's X16 kernel (a group that
- * [a, b) covers only in part goes through a 16-row buffer), anything else by unpacking whole
- * groups, up to QG_CHUNK_BYTES of rows at a time, to ggml rows for run_span. */
+ * [a, b) covers only in part goes through a 16-row buffer), prefill through its X16 GEMM
+ * (whole groups; the rest unpacked), anything else by unpacking whole groups to ggml rows for
+ * the family's own kernels (run_rows_x16_unpacked). */
 static void run_rows_x16(const cpu_quant_ops *ops, float *y, const weight_t *w, const uint8_t *X, size_t xs,
                          int n, int a, int b)
 {
@@ -148,6 +157,30 @@ static void run_rows_x16(const cpu_quant_ops *ops, float *y, const weight_t *w, 
         }
         return;
     }
+    qgemm_fn gx = n >= QG_PACK_MIN && cpu_qgemm_mode != 2 ? cpu_quant_x16_gemm(ops, dt) : NULL;
+    if (gx) {   /* prefill: the whole groups through the GEMM that packs panels from them */
+        int f0 = (a + 15) / 16, f1 = b / 16;
+        uint8_t *pk = f0 < f1 ? grow(t_pack, &t_pack_cap, ops->gemm_buf(dt, K)) : NULL;
+        if (pk) {
+            t_pack = pk;
+            gx(y + 16 * f0, ldy, W + (size_t)f0 * 16 * rb, rb, X, xs, 16 * (f1 - f0), n, K, pk);
+            if (a < 16 * f0) run_rows_x16_unpacked(ops, y, w, X, xs, n, a, 16 * f0);   /* (f0 < f1: 16 f0 < b) */
+            if (16 * f1 < b) run_rows_x16_unpacked(ops, y, w, X, xs, n, 16 * f1, b);
+            return;
+        }
+    }
+    run_rows_x16_unpacked(ops, y, w, X, xs, n, a, b);
+}
+
+/* Rows [a, b) of a WL_X16 weight through the family's kernels for ggml rows: whole groups
+ * unpacked, up to QG_CHUNK_BYTES of rows at a time. */
+static void run_rows_x16_unpacked(const cpu_quant_ops *ops, float *y, const weight_t *w, const uint8_t *X, size_t xs,
+                                  int n, int a, int b)
+{
+    const dtype_t dt = w->dtype;
+    const int K = w->cols;
+    const size_t rb = dtype_row_bytes(dt, K), ldy = (size_t)w->rows;
+    const uint8_t *W = w->data;
     int win = (int)(QG_CHUNK_BYTES / rb) & ~31;
     if (win < 32) win = 32;
     uint8_t *buf = grow(t_unx, &t_unx_cap, (size_t)(win + 32) * rb);

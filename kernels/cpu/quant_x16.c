@@ -11,6 +11,20 @@
 #include <string.h>
 
 /* Offsets inside a group-block of 16 blocks of dtype dt: m[16], the masks, the chunks. */
+/* use BMI2 pext for the Q5 masks: 1, 0, or -1 (not decided: whether the CPU has it) */
+static int x16_bmi2 = -1;
+
+int x16_use_bmi2(int on)
+{
+#ifdef LLM_SIMD_X86
+    int v = on < 0 ? (__builtin_cpu_supports("bmi2") ? 1 : 0) : on && __builtin_cpu_supports("bmi2");
+#else
+    int v = 0;
+    (void)on;
+#endif
+    __atomic_store_n(&x16_bmi2, v, __ATOMIC_RELAXED);
+    return v;
+}
 static int x16_has_m(dtype_t dt) { return dt == DT_Q4_1 || dt == DT_Q5_1; }
 static int x16_five(dtype_t dt) { return dt == DT_Q5_0 || dt == DT_Q5_1; }
 static size_t x16_off_qh(dtype_t dt) { return x16_has_m(dt) ? 64 : 32; }
@@ -99,9 +113,41 @@ void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
         }
 }
 
+/* The 16 rows' qh (ggml's 32 5th bits of a Q5 block) from the masks lo[8], hi[8]: bit 2c + i
+ * of row r's qh is bit 2r + i of lo[c], bit 2c + 16 + i that of hi[c]. */
+static void masks_to_qh(const uint32_t lo[8], const uint32_t hi[8], uint32_t qh[16])
+{
+    for (int r = 0; r < 16; r++) {
+        uint32_t v = 0;
+        for (int c = 0; c < 8; c++) v |= ((lo[c] >> (2 * r)) & 3u) << (2 * c) | ((hi[c] >> (2 * r)) & 3u) << (2 * c + 16);
+        qh[r] = v;
+    }
+}
+
+#ifdef LLM_SIMD_X86
+#include <immintrin.h>
+/* The same with BMI2 pext: per row, the 2-bit fields r of 4 pairs of masks at a time (a third
+ * of the operations: prefill unpacks every Q5 group per call). */
+__attribute__((target("bmi2"))) static void masks_to_qh_bmi2(const uint32_t lo[8], const uint32_t hi[8], uint32_t qh[16])
+{
+    uint64_t L[4], H[4];
+    for (int k = 0; k < 4; k++) {
+        L[k] = lo[2 * k] | (uint64_t)lo[2 * k + 1] << 32;
+        H[k] = hi[2 * k] | (uint64_t)hi[2 * k + 1] << 32;
+    }
+    for (int r = 0; r < 16; r++) {
+        const uint64_t m = (3ull << (2 * r)) | (3ull << (2 * r + 32));
+        uint32_t v = 0;
+        for (int k = 0; k < 4; k++)
+            v |= (uint32_t)_pext_u64(L[k], m) << (4 * k) | (uint32_t)_pext_u64(H[k], m) << (4 * k + 16);
+        qh[r] = v;
+    }
+}
+#endif
+
 /* Rows [r, r + n) of one group-block: the whole 16 at once when n = 16 (prefill unpacks whole
- * groups: byte copies and one pass over the masks per row), else get_block per row. */
-static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, int r, int n)
+ * groups: byte copies and one pass over the masks), else get_block per row. */
+static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, int r, int n, int bmi2)
 {
     if (n < 16) {
         for (int i = 0; i < n; i++) get_block(dt, gbk, dst + (size_t)i * rb, r + i);
@@ -109,33 +155,43 @@ static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, in
     }
     const size_t bb = dtype_block_bytes(dt), qo = bb - 16, ho = x16_has_m(dt) ? 4 : 2;
     const uint8_t *ch = gbk + x16_off_qs(dt), *mk = gbk + x16_off_qh(dt);
-    uint32_t lo[8], hi[8];
-    if (x16_five(dt))
+    uint32_t lo[8], hi[8], qh[16];
+    if (x16_five(dt)) {
         for (int c = 0; c < 8; c++) lo[c] = q_rd32(mk + 8 * c), hi[c] = q_rd32(mk + 8 * c + 4);
+#ifdef LLM_SIMD_X86
+        if (bmi2) masks_to_qh_bmi2(lo, hi, qh);
+        else
+#endif
+            masks_to_qh(lo, hi, qh);
+    }
     for (int i = 0; i < 16; i++) {
         uint8_t *blk = dst + (size_t)i * rb;
         memcpy(blk, gbk + 2 * i, 2);
         if (x16_has_m(dt)) memcpy(blk + 2, gbk + 32 + 2 * i, 2);
-        if (x16_five(dt)) {
-            uint32_t qh = 0;
-            for (int c = 0; c < 8; c++)
-                qh |= ((lo[c] >> (2 * i)) & 3u) << (2 * c) | ((hi[c] >> (2 * i)) & 3u) << (2 * c + 16);
-            for (int k = 0; k < 4; k++) blk[ho + k] = (uint8_t)(qh >> (8 * k));
-        }
+        if (x16_five(dt))
+            for (int k = 0; k < 4; k++) blk[ho + k] = (uint8_t)(qh[i] >> (8 * k));
         for (int c = 0; c < 8; c++) memcpy(blk + qo + 2 * c, ch + 32 * c + 2 * i, 2);
     }
 }
 
 void weight_x16_unpack(dtype_t dt, const void *src, void *dst, int r, int n, int cols)
 {
+    int bmi2 = __atomic_load_n(&x16_bmi2, __ATOMIC_RELAXED);
+    if (bmi2 < 0) bmi2 = x16_use_bmi2(-1);
     const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb;
     const int nb = cols / QK32;
     for (int b = 0; b < nb; b++)
-        get_rows(dt, (const uint8_t *)src + (size_t)b * gb, (uint8_t *)dst + (size_t)b * bb, rb, r, n);
+        get_rows(dt, (const uint8_t *)src + (size_t)b * gb, (uint8_t *)dst + (size_t)b * bb, rb, r, n, bmi2);
 }
 
 #ifndef LLM_SIMD_X86
 qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt)
+{
+    (void)ops;
+    (void)dt;
+    return NULL;
+}
+qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt)
 {
     (void)ops;
     (void)dt;
