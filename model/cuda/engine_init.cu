@@ -74,6 +74,10 @@ static int upload_weight(cuda_engine *ce, dweight *d, const weight_t *w, const c
                  what, dtype_name(w->dtype), w->cols);
         return -1;
     }
+    if (w->layout != WL_ROWS) {   /* the CPU's resident WL_X16 copy (kernels.h): the device reads ggml rows */
+        snprintf(err, errlen, "%s: weights in the CPU's 16-row interleaved layout cannot go to the GPU", what);
+        return -1;
+    }
     size_t bytes = weight_bytes(w);
     DALLOC(d->data, bytes);
     CUDA_TRY(cudaMemcpy(d->data, w->data, bytes, cudaMemcpyHostToDevice));
