@@ -8,7 +8,8 @@
  *    are unpacked for the family's own kernels (prefill, families without an X16 kernel, the
  *    dequantize + sgemm mode), within f32 rounding through the X16 kernel; 1 and 2 threads; a
  *    call whose row split cuts a group (matmul_multi after a 40-row matrix); widen_row;
- *  - weight_x16_wanted: which dtypes, shapes and families.
+ *  - weight_x16_wanted: which dtypes, shapes and families (AVX2/AVX-VNNI and AVX-512, 16-bit
+ *    activations).
  * Families the CPU cannot run are skipped, and say so. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,7 +151,7 @@ static void test_x16_kernels_match_the_row_kernels_and_exact_sums(void **state)
                 }
         }
     }
-    if (!tested) printf("  [ SKIP ] no X16 kernel on this CPU (AVX-512 BW needed)\n");
+    if (!tested) printf("  [ SKIP ] no X16 kernel on this CPU (AVX2 + FMA + F16C needed)\n");
     else printf("  %d (family, dtype, K) cases\n", tested);
 }
 
@@ -264,6 +265,10 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
         assert_int_equal(cpu_quant_act_bits(16), 16);
     } else {
         printf("  [ SKIP ] the AVX-512 families: this CPU (or build) cannot run them\n");
+    }
+    if (cpu_quant_find("avx2")) {   /* the 256-bit families have the kernels too */
+        assert_int_equal(cpu_quant_use("avx2"), 0);
+        assert_int_equal(weight_x16_wanted(&w), 1);
     }
     assert_int_equal(cpu_quant_use(NULL), 0);
 }

@@ -3,7 +3,7 @@
  * Not a public interface: only kernels/cpu, its tests and bench/bench_quant.c use it.
  *
  * Weights stay in ggml's block layout (ggml-common.h; kernels.h describes it), or for the 4- and
- * 5-bit dtypes on the AVX-512 families the same blocks interleaved 16 rows at a time (WL_X16,
+ * 5-bit dtypes on the AVX2 and AVX-512 families the same blocks interleaved 16 rows at a time (WL_X16,
  * kernels.h; quant_x16*.c, qpack16_x16.inc), which the resident copy uses. Activations are
  * quantized per matmul call, to int16 (the default; the 16-bit formats below, quant16*.c) or,
  * with cpu_quant_act_bits(8), exactly as llama.cpp quantizes them for the dot products
@@ -254,14 +254,22 @@ void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk);
  * or portable C (0); -1: by the CPU (the default). Returns the choice. For tests. */
 int x16_use_bmi2(int on);
 /* The decode kernel of ops's family for WL_X16 weights of dt, or NULL (then quant_gemm.c
- * unpacks the rows for the family's own kernels; quant_x16_avx512.c). Its call: Y[r] for r < nr
+ * unpacks the rows for the family's own kernels; quant_x16_avx512.c, quant_x16_avx2.c). Its call: Y[r] for r < nr
  * (a multiple of 16; W at the start of a group of 16 rows, wstride unused), nx = 1 activation
  * row X in ops's A32 format for dt (16-bit, with dt's corr). */
 qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt);
 /* The family's packed-panel prefill GEMM for WL_X16 weights of dt (quant16_avx512.c,
- * qpack16_x16.inc), or NULL: nr a multiple of 16, W at the start of a group, wstride =
+ * quant16_avx2.c: qpack16_x16.inc), or NULL: nr a multiple of 16, W at the start of a group, wstride =
  * dtype_row_bytes(dt, K); the same results, bit for bit, as ops->gemm[dt] on the ggml rows. */
 qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt);
+#ifdef LLM_SIMD_X86
+/* the per-width halves of those two (quant_x16_avx512.c, quant_x16_avx2.c, quant16_avx512.c,
+ * quant16_avx2.c): NULL for another family's table */
+qmm_fn cpu_quant_x16_512(const cpu_quant_ops *ops, dtype_t dt);
+qmm_fn cpu_quant_x16_256(const cpu_quant_ops *ops, dtype_t dt);
+qgemm_fn cpu_quant_x16_gemm_512(const cpu_quant_ops *ops, dtype_t dt);
+qgemm_fn cpu_quant_x16_gemm_256(const cpu_quant_ops *ops, dtype_t dt);
+#endif
 
 /* Prefill strategy for quantized weights (quant_gemm.c): 0 = the quantized GEMM (default: the
  * packed-panel kernels from QG_PACK_MIN rows on when the family has them, else the register

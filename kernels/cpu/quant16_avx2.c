@@ -102,6 +102,7 @@ TA void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K)
 #include "kernels/cpu/quant_vec16.h"
 #include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_body.inc"
+#include "kernels/cpu/qpack16_x16.inc"
 #undef T
 #undef Q
 #undef QVNNI
@@ -113,9 +114,16 @@ TA void cpu_quant_act256_16_avx2(uint8_t *row, const float *x, int K)
 #include "kernels/cpu/quant_vec16.h"
 #include "kernels/cpu/quant16_body.inc"
 #include "kernels/cpu/qpack16_body.inc"
+#include "kernels/cpu/qpack16_x16.inc"
 #undef T
 #undef Q
 #undef QVNNI
+
+/* The X16 prefill GEMM of these two families (quant.h: cpu_quant_x16_gemm), or NULL. */
+qgemm_fn cpu_quant_x16_gemm_256(const cpu_quant_ops *ops, dtype_t dt)
+{
+    return ops == &cpu_quant_avxvnni16 ? gemmx_avxvnni16(dt) : ops == &cpu_quant_avx2_16 ? gemmx_avx2_16(dt) : NULL;
+}
 
 const cpu_quant_ops cpu_quant_avx2_16 =
     CPU_QUANT_OPS("avx2", 16, &cpu_quant_avx2, &cpu_quant_avx2_16, avx2_16, cpu_quant_act32_16_avx2, cpu_quant_act256_16_avx2, [DT_Q4_0] = 8, [DT_Q5_0] = 16);

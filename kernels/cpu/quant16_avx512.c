@@ -47,19 +47,10 @@
 #undef Q
 #undef QVNNI
 
-/* The prefill GEMM of these two families for WL_X16 weights of dt (qpack16_x16.inc), or NULL:
- * nr a multiple of 16, W at the start of a group, ws = dtype_row_bytes (quant.h). */
-qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt)
+/* The X16 prefill GEMM of these two families (quant.h: cpu_quant_x16_gemm), or NULL. */
+qgemm_fn cpu_quant_x16_gemm_512(const cpu_quant_ops *ops, dtype_t dt)
 {
-    int v = ops == &cpu_quant_avx512vnni16 ? 1 : ops == &cpu_quant_avx512_16 ? 0 : -1;
-    if (v < 0) return NULL;
-    switch (dt) {
-    case DT_Q4_0: return v ? gemmx_Q4_0_avx512vnni16 : gemmx_Q4_0_avx512_16;
-    case DT_Q4_1: return v ? gemmx_Q4_1_avx512vnni16 : gemmx_Q4_1_avx512_16;
-    case DT_Q5_0: return v ? gemmx_Q5_0_avx512vnni16 : gemmx_Q5_0_avx512_16;
-    case DT_Q5_1: return v ? gemmx_Q5_1_avx512vnni16 : gemmx_Q5_1_avx512_16;
-    default: return NULL;
-    }
+    return ops == &cpu_quant_avx512vnni16 ? gemmx_avx512vnni16(dt) : ops == &cpu_quant_avx512_16 ? gemmx_avx512_16(dt) : NULL;
 }
 
 const cpu_quant_ops cpu_quant_avx512_16 =

@@ -184,17 +184,24 @@ void weight_x16_unpack(dtype_t dt, const void *src, void *dst, int r, int n, int
         get_rows(dt, (const uint8_t *)src + (size_t)b * gb, (uint8_t *)dst + (size_t)b * bb, rb, r, n, bmi2);
 }
 
-#ifndef LLM_SIMD_X86
 qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt)
 {
-    (void)ops;
-    (void)dt;
+#ifdef LLM_SIMD_X86
+    qmm_fn k = cpu_quant_x16_512(ops, dt);
+    return k ? k : cpu_quant_x16_256(ops, dt);
+#else
+    (void)ops, (void)dt;
     return NULL;
+#endif
 }
+
 qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt)
 {
-    (void)ops;
-    (void)dt;
+#ifdef LLM_SIMD_X86
+    qgemm_fn g = cpu_quant_x16_gemm_512(ops, dt);
+    return g ? g : cpu_quant_x16_gemm_256(ops, dt);
+#else
+    (void)ops, (void)dt;
     return NULL;
-}
 #endif
+}

@@ -1,6 +1,6 @@
 /* The WL_X16 decode kernels (kernels.h, quant_x16.c) of the two 512-bit 16-bit-activation
  * families, "avx512" (vpmaddwd + vpaddd) and "avx512vnni" (vpdpwssd), from quant_x16_body.inc;
- * cpu_quant_x16 hands them to quant_gemm.c. Compiled with target attributes, chosen at run time
+ * quant_x16.c's cpu_quant_x16 hands them to quant_gemm.c. Compiled with target attributes, chosen at run time
  * with their family (dispatch.c). */
 #include "kernels/cpu/quant.h"
 
@@ -35,24 +35,16 @@
 #undef Q
 #undef QX_DPW
 
-qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt)
+qmm_fn cpu_quant_x16_512(const cpu_quant_ops *ops, dtype_t dt)
 {
-    if (ops == &cpu_quant_avx512vnni16)
-        switch (dt) {
-        case DT_Q4_0: return mm_x16_Q4_0_avx512vnni16;
-        case DT_Q4_1: return mm_x16_Q4_1_avx512vnni16;
-        case DT_Q5_0: return mm_x16_Q5_0_avx512vnni16;
-        case DT_Q5_1: return mm_x16_Q5_1_avx512vnni16;
-        default: return NULL;
-        }
-    if (ops == &cpu_quant_avx512_16)
-        switch (dt) {
-        case DT_Q4_0: return mm_x16_Q4_0_avx512_16;
-        case DT_Q4_1: return mm_x16_Q4_1_avx512_16;
-        case DT_Q5_0: return mm_x16_Q5_0_avx512_16;
-        case DT_Q5_1: return mm_x16_Q5_1_avx512_16;
-        default: return NULL;
-        }
-    return NULL;
+    int v = ops == &cpu_quant_avx512vnni16 ? 1 : ops == &cpu_quant_avx512_16 ? 0 : -1;
+    if (v < 0) return NULL;
+    switch (dt) {
+    case DT_Q4_0: return v ? mm_x16_Q4_0_avx512vnni16 : mm_x16_Q4_0_avx512_16;
+    case DT_Q4_1: return v ? mm_x16_Q4_1_avx512vnni16 : mm_x16_Q4_1_avx512_16;
+    case DT_Q5_0: return v ? mm_x16_Q5_0_avx512vnni16 : mm_x16_Q5_0_avx512_16;
+    case DT_Q5_1: return v ? mm_x16_Q5_1_avx512vnni16 : mm_x16_Q5_1_avx512_16;
+    default: return NULL;
+    }
 }
 #endif

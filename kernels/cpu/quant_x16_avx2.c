@@ -1,0 +1,43 @@
+/* The WL_X16 decode kernels (kernels.h, quant_x16.c) of the two 256-bit 16-bit-activation
+ * families, "avx2" (vpmaddwd + vpaddd) and "avxvnni" (AVX-VNNI vpdpwssd), from
+ * quant_x16_body256.inc; quant_x16.c's cpu_quant_x16 hands them to quant_gemm.c. Compiled with
+ * target attributes, chosen at run time with their family (dispatch.c). */
+#include "kernels/cpu/quant.h"
+
+#ifdef LLM_SIMD_X86
+#include <immintrin.h>
+#include <string.h>
+
+/* prefetch of the weight stream, as quant_x16_avx512.c (not tuned on an AVX2-only host) */
+#define QX_PF 3072
+#define QX_HINT _MM_HINT_T1
+
+#define T __attribute__((target("avx2,fma,f16c")))
+#define Q(x) x##_avx2_16
+#define QX_DPW(s, a, b) _mm256_add_epi32((s), _mm256_madd_epi16((a), (b)))
+#include "kernels/cpu/quant_x16_body256.inc"
+#undef T
+#undef Q
+#undef QX_DPW
+
+#define T __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define Q(x) x##_avxvnni16
+#define QX_DPW(s, a, b) _mm256_dpwssd_avx_epi32((s), (a), (b))
+#include "kernels/cpu/quant_x16_body256.inc"
+#undef T
+#undef Q
+#undef QX_DPW
+
+qmm_fn cpu_quant_x16_256(const cpu_quant_ops *ops, dtype_t dt)
+{
+    int v = ops == &cpu_quant_avxvnni16 ? 1 : ops == &cpu_quant_avx2_16 ? 0 : -1;
+    if (v < 0) return NULL;
+    switch (dt) {
+    case DT_Q4_0: return v ? mm_x16_Q4_0_avxvnni16 : mm_x16_Q4_0_avx2_16;
+    case DT_Q4_1: return v ? mm_x16_Q4_1_avxvnni16 : mm_x16_Q4_1_avx2_16;
+    case DT_Q5_0: return v ? mm_x16_Q5_0_avxvnni16 : mm_x16_Q5_0_avx2_16;
+    case DT_Q5_1: return v ? mm_x16_Q5_1_avxvnni16 : mm_x16_Q5_1_avx2_16;
+    default: return NULL;
+    }
+}
+#endif
