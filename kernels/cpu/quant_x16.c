@@ -1,7 +1,8 @@
 /* The 16-row interleaved layout of the 4- and 5-bit block weights (WL_X16, kernels.h):
  * packing, unpacking and when to use it. The decode kernels that read it are in
- * quant_x16_avx512.c and quant_x16_avx2.c, the prefill GEMMs in qpack16_x16.inc; every other product (prefill, another kernel family, the no-memory path)
- * unpacks the rows it needs back to ggml's layout (quant_gemm.c).
+ * quant_x16_avx512.c and quant_x16_avx2.c, the prefill GEMMs in qpack16_x16.inc; every other
+ * product (another family, 8-bit activations, the sgemm mode, a group cut by a row split, the
+ * no-memory path) unpacks the rows it needs back to ggml's layout (quant_gemm.c).
  *
  * Layout of block b of a group of 16 rows (kernels.h): f16 d[16]; Q4_1/Q5_1 f16 m[16];
  * Q5_0/Q5_1 8 × {uint32 lo, hi} 5th-bit masks; 8 chunks of 32 bytes (qs[2c], qs[2c + 1] of
