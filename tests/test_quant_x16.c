@@ -62,6 +62,15 @@ static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
             int rows = 48;
             size_t rb = dtype_row_bytes(dt, K), bb = dtype_block_bytes(dt);
             uint8_t *W = ts_rand_blocks(dt, rows, K, &rng), *P = packed(dt, W, rows, K), *U = ts_aligned(rb * 16);
+            for (int bmi2 = 0; bmi2 < 2; bmi2++) {   /* both ways of turning qh into masks */
+                uint8_t *P2 = ts_aligned(rb * rows);
+                if (x16_use_bmi2(bmi2) == bmi2) {
+                    weight_x16_pack(dt, W, P2, rows, K);
+                    assert_memory_equal(P2, P, rb * rows);
+                }
+                free(P2);
+            }
+            x16_use_bmi2(-1);
             assert_true(memcmp(W, P, rb * rows) != 0);   /* a different arrangement ... */
             unsigned long hw[256] = {0}, hp[256] = {0};  /* ... of the same bytes (the masks aside) */
             for (size_t i = 0; i < rb * rows; i++) hw[W[i]]++, hp[P[i]]++;

@@ -250,8 +250,9 @@ int cpu_quant_use(const char *name);
 int x16_dtype(dtype_t dt);
 /* Block b of row r of the WL_X16 matrix W (cols columns) as ggml stores it, to blk. */
 void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk);
-/* Whether weight_x16_unpack turns Q5 masks into qh with BMI2 pext (on = 1, when the CPU has it)
- * or portable C (0); -1: by the CPU (the default). Returns the choice. For tests. */
+/* Whether weight_x16_pack / weight_x16_unpack convert between Q5 qh and the masks with BMI2
+ * pdep / pext (on = 1, when the CPU has it) or portable C (0); -1: by the CPU (the default).
+ * Returns the choice. For tests. */
 int x16_use_bmi2(int on);
 /* The decode kernel of ops's family for WL_X16 weights of dt, or NULL (then quant_gemm.c
  * unpacks the rows for the family's own kernels; quant_x16_avx512.c, quant_x16_avx2.c). Its call: Y[r] for r < nr

@@ -10,10 +10,19 @@
 #include "kernels/cpu/quant.h"
 
 #include <string.h>
+#ifdef LLM_SIMD_X86
+#include <immintrin.h>
+#endif
 
 /* Offsets inside a group-block of 16 blocks of dtype dt: m[16], the masks, the chunks. */
 /* use BMI2 pext for the Q5 masks: 1, 0, or -1 (not decided: whether the CPU has it) */
 static int x16_bmi2 = -1;
+
+static int x16_bmi2_now(void)
+{
+    int v = __atomic_load_n(&x16_bmi2, __ATOMIC_RELAXED);
+    return v < 0 ? x16_use_bmi2(-1) : v;
+}
 
 int x16_use_bmi2(int on)
 {
@@ -41,35 +50,7 @@ int weight_x16_wanted(const weight_t *w)
     return cpu_quant_x16(cpu_quant(), w->dtype) != NULL;
 }
 
-/* ggml block (bb bytes at blk) of row r → its place in the group-block gbk. */
-static void put_block(dtype_t dt, const uint8_t *blk, uint8_t *gbk, int r)
-{
-    const size_t bb = dtype_block_bytes(dt);
-    const uint8_t *qs = blk + bb - 16;
-    memcpy(gbk + 2 * r, blk, 2);
-    if (x16_has_m(dt)) memcpy(gbk + 32 + 2 * r, blk + 2, 2);
-    if (x16_five(dt)) {
-        uint32_t qh = q_rd32(blk + (x16_has_m(dt) ? 4 : 2));
-        uint8_t *mk = gbk + x16_off_qh(dt);
-        for (int c = 0; c < 8; c++)
-            for (int i = 0; i < 2; i++) {
-                uint32_t lo, hi;
-                memcpy(&lo, mk + 8 * c, 4);
-                memcpy(&hi, mk + 8 * c + 4, 4);
-                lo = (lo & ~(1u << (2 * r + i))) | ((qh >> (2 * c + i)) & 1u) << (2 * r + i);
-                hi = (hi & ~(1u << (2 * r + i))) | ((qh >> (2 * c + 16 + i)) & 1u) << (2 * r + i);
-                memcpy(mk + 8 * c, &lo, 4);
-                memcpy(mk + 8 * c + 4, &hi, 4);
-            }
-    }
-    uint8_t *ch = gbk + x16_off_qs(dt);
-    for (int c = 0; c < 8; c++) {
-        ch[32 * c + 2 * r] = qs[2 * c];
-        ch[32 * c + 2 * r + 1] = qs[2 * c + 1];
-    }
-}
-
-/* The inverse of put_block. */
+/* Block r of the group-block gbk back in ggml's layout (bb bytes at blk). */
 static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
 {
     const size_t bb = dtype_block_bytes(dt);
@@ -101,16 +82,66 @@ void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk)
     get_block(dt, (const uint8_t *)W + (size_t)(r / 16) * 16 * rb + (size_t)b * gb, blk, r % 16);
 }
 
+/* The masks lo[8], hi[8] of a group-block from the 16 rows' qh (the inverse of masks_to_qh). */
+static void qh_to_masks(const uint32_t qh[16], uint32_t lo[8], uint32_t hi[8])
+{
+    for (int c = 0; c < 8; c++) lo[c] = hi[c] = 0;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 8; c++) {
+            lo[c] |= ((qh[r] >> (2 * c)) & 3u) << (2 * r);
+            hi[c] |= ((qh[r] >> (2 * c + 16)) & 3u) << (2 * r);
+        }
+}
+
+#ifdef LLM_SIMD_X86
+/* The same with BMI2 pdep: 4 bits of row r's qh to its 2-bit fields of two masks at a time. */
+__attribute__((target("bmi2"))) static void qh_to_masks_bmi2(const uint32_t qh[16], uint32_t lo[8], uint32_t hi[8])
+{
+    uint64_t L[4] = {0}, H[4] = {0};
+    for (int r = 0; r < 16; r++) {
+        const uint64_t m = (3ull << (2 * r)) | (3ull << (2 * r + 32));
+        for (int k = 0; k < 4; k++) {
+            L[k] |= _pdep_u64((qh[r] >> (4 * k)) & 0xF, m);
+            H[k] |= _pdep_u64((qh[r] >> (4 * k + 16)) & 0xF, m);
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        lo[2 * k] = (uint32_t)L[k], lo[2 * k + 1] = (uint32_t)(L[k] >> 32);
+        hi[2 * k] = (uint32_t)H[k], hi[2 * k + 1] = (uint32_t)(H[k] >> 32);
+    }
+}
+#endif
+
 void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
 {
-    const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb;
-    const int nb = cols / QK32;
+    const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb, qo = bb - 16;
+    const size_t ho = x16_has_m(dt) ? 4 : 2;
+    const int nb = cols / QK32, bmi2 = x16_bmi2_now();
     for (int g = 0; g < n / 16; g++)
         for (int b = 0; b < nb; b++) {
-            uint8_t *gbk = (uint8_t *)dst + (size_t)g * 16 * rb + (size_t)b * gb;
-            memset(gbk, 0, gb);
-            for (int r = 0; r < 16; r++)
-                put_block(dt, (const uint8_t *)src + (size_t)(16 * g + r) * rb + (size_t)b * bb, gbk, r);
+            uint8_t *gbk = (uint8_t *)dst + (size_t)g * 16 * rb + (size_t)b * gb, *ch = gbk + x16_off_qs(dt);
+            uint32_t qh[16];
+            for (int r = 0; r < 16; r++) {
+                const uint8_t *blk = (const uint8_t *)src + (size_t)(16 * g + r) * rb + (size_t)b * bb;
+                memcpy(gbk + 2 * r, blk, 2);
+                if (x16_has_m(dt)) memcpy(gbk + 32 + 2 * r, blk + 2, 2);
+                if (x16_five(dt)) qh[r] = q_rd32(blk + ho);
+                for (int c = 0; c < 8; c++) memcpy(ch + 32 * c + 2 * r, blk + qo + 2 * c, 2);
+            }
+            if (x16_five(dt)) {
+                uint32_t lo[8], hi[8];
+#ifdef LLM_SIMD_X86
+                if (bmi2) qh_to_masks_bmi2(qh, lo, hi);
+                else
+#endif
+                    qh_to_masks(qh, lo, hi);
+                uint8_t *mk = gbk + x16_off_qh(dt);
+                for (int c = 0; c < 8; c++)
+                    for (int k = 0; k < 4; k++) {
+                        mk[8 * c + k] = (uint8_t)(lo[c] >> (8 * k));
+                        mk[8 * c + 4 + k] = (uint8_t)(hi[c] >> (8 * k));
+                    }
+            }
         }
 }
 
@@ -126,7 +157,6 @@ static void masks_to_qh(const uint32_t lo[8], const uint32_t hi[8], uint32_t qh[
 }
 
 #ifdef LLM_SIMD_X86
-#include <immintrin.h>
 /* The same with BMI2 pext: per row, the 2-bit fields r of 4 pairs of masks at a time (a third
  * of the operations: prefill unpacks every Q5 group per call). */
 __attribute__((target("bmi2"))) static void masks_to_qh_bmi2(const uint32_t lo[8], const uint32_t hi[8], uint32_t qh[16])
@@ -177,8 +207,7 @@ static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, in
 
 void weight_x16_unpack(dtype_t dt, const void *src, void *dst, int r, int n, int cols)
 {
-    int bmi2 = __atomic_load_n(&x16_bmi2, __ATOMIC_RELAXED);
-    if (bmi2 < 0) bmi2 = x16_use_bmi2(-1);
+    const int bmi2 = x16_bmi2_now();
     const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb;
     const int nb = cols / QK32;
     for (int b = 0; b < nb; b++)
