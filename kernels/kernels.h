@@ -54,16 +54,17 @@ size_t weight_bytes(const weight_t *w);
 
 /* ------------------------------------ 16-row interleaved block weights (kernels/cpu/quant_x16.c)
  *
- * WL_X16, for Q4_0, Q4_1, Q5_0, Q5_1 with rows a multiple of 16: the matrix is groups of 16 rows
- * (g = row / 16), each the nb = cols / 32 blocks of its rows in order; block b of a group holds
- * the 16 rows' block b, same bytes as the 16 ggml blocks, arranged so that one 512-bit lane per
- * row meets a broadcast activation pair (the decode kernel of quant_x16_avx512.c):
+ * WL_X16, for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 with rows a multiple of 16: the matrix is groups of
+ * 16 rows (g = row / 16), each the nb = cols / 32 blocks of its rows in order; block b of a group
+ * holds the 16 rows' block b, same bytes as the 16 ggml blocks, arranged so that one 32-bit lane
+ * per row meets a broadcast activation pair (the decode kernels of quant_x16_avx512.c, _avx2.c):
  *   f16 d[16] (row r's d at r), then for Q4_1/Q5_1 f16 m[16];
  *   Q5_0/Q5_1: 8 × {uint32 lo, uint32 hi}: for chunk c, bit 2r+i of lo is the 5th bit of
  *     element 2c+i of row r, of hi that of element 2c+16+i (i = 0, 1);
  *   8 chunks of 32 bytes: chunk c holds bytes qs[2c], qs[2c+1] of each row r at 2r, 2r+1 (the
- *     low nibble of qs[j] is element j, the high one element j+16, as ggml stores them).
- * Why: ggml's 18-24-byte blocks put each 4-bit row's nibbles and scales 20 bytes apart, and the
+ *     low nibble of qs[j] is element j, the high one element j+16, as ggml stores them); Q8_0:
+ *     f16 d[16], then 16 such chunks of its 32 signed quants.
+ * Why: ggml's 18-34-byte blocks put each row's quants and scales 18-34 bytes apart, and the Q4_1
  * decode kernel spent about half its port-5 slots gathering them (bench/cpu.md, session 8); here
  * no gather, no unpack beyond one byte->word widening, and 16 rows' scales in one load. */
 

@@ -142,7 +142,7 @@ static void make_resident(model_weights *m, weight_t *w, char *arena, size_t *of
     const char *src = w->data;
     size_t block = (size_t)8 << 20;
     const size_t page = (size_t)sysconf(_SC_PAGESIZE), rb = bytes / (size_t)w->rows;
-    /* the 4- and 5-bit block formats the CPU's decode kernels read faster interleaved 16 rows
+    /* the 32-element block formats the CPU's decode kernels read faster interleaved 16 rows
      * at a time (WL_X16, kernels.h): the copy is that repack (same bytes), in whole groups */
     const int x16 = weight_x16_wanted(w);
     if (x16) block = (block / (16 * rb) > 0 ? block / (16 * rb) : 1) * 16 * rb;

@@ -2,13 +2,13 @@
  *  - packing is a permutation of the bytes: unpack(pack(W)) = W for whole groups, parts of a
  *    group and single blocks (x16_block), and the packed bytes differ from the ggml ones;
  *  - the X16 decode kernels against the same family's kernels on the ggml layout (random blocks)
- *    and against an exact int64 reference at the extremes (max nibbles and 5th bits, activations
- *    all ±32767);
+ *    and against an exact int64 reference at the extremes (max nibbles and 5th bits, Q8_0 ±127 /
+ *    −128, activations all ±32767);
  *  - matmul on a WL_X16 weight equals matmul on the WL_ROWS one: bit for bit wherever the rows
  *    are unpacked for the family's own kernels (prefill, families without an X16 kernel, the
  *    dequantize + sgemm mode), within f32 rounding through the X16 kernel; 1 and 2 threads; a
  *    call whose row split cuts a group (matmul_multi after a 40-row matrix); widen_row;
- *  - weight_x16_wanted: which dtypes, shapes and families (AVX2/AVX-VNNI and AVX-512, 16-bit
+ *  - weight_x16_wanted: which dtypes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), shapes and families (AVX2/AVX-VNNI and AVX-512, 16-bit
  *    activations).
  * Families the CPU cannot run are skipped, and say so. */
 #include <stdarg.h>
@@ -31,8 +31,8 @@ static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(void) { return ts_xorshift(&rng); }
 static float frand(void) { return (float)(rnd() * (2.0 / 4294967296.0) - 1.0); }   /* [-1, 1) */
 
-static const dtype_t XTYPES[] = {DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1};
-#define N_XTYPES 4
+static const dtype_t XTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1};
+#define N_XTYPES 5
 static const char *const FAMILIES[] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni"};
 #define N_FAMILIES 5
 
@@ -74,7 +74,7 @@ static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
             assert_true(memcmp(W, P, rb * rows) != 0);   /* a different arrangement ... */
             unsigned long hw[256] = {0}, hp[256] = {0};  /* ... of the same bytes (the masks aside) */
             for (size_t i = 0; i < rb * rows; i++) hw[W[i]]++, hp[P[i]]++;
-            if (dt == DT_Q4_0 || dt == DT_Q4_1) assert_memory_equal(hw, hp, sizeof hw);
+            if (dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1) assert_memory_equal(hw, hp, sizeof hw);
             for (int g = 0; g < rows / 16; g++) {
                 for (int bmi2 = 0; bmi2 < 2; bmi2++) {   /* both ways of turning Q5 masks into qh */
                     memset(U, 0, rb * 16);
@@ -86,7 +86,7 @@ static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
                 weight_x16_unpack(dt, P + (size_t)g * 16 * rb, U, 3, 5, K);
                 assert_memory_equal(U, W + ((size_t)g * 16 + 3) * rb, rb * 5);
             }
-            uint8_t blk[32];
+            uint8_t blk[64];   /* one 32-element block (Q8_0: 34 bytes) */
             for (int r = 0; r < rows; r += 7)
                 for (int b = 0; b < K / 32; b++) {
                     x16_block(dt, P, K, r, b, blk);
@@ -107,7 +107,7 @@ static void extreme_rows(dtype_t dt, uint8_t *W, int rows, int K)
             uint8_t *p = W + (size_t)r * rb + (size_t)b * bb;
             int v = r + b;
             uint16_t d = f32_to_f16(v & 1 ? -0.01f : 0.01f), m = f32_to_f16(0.005f);
-            memset(p, v & 2 ? 0xFF : 0x00, bb);
+            memset(p, dt == DT_Q8_0 ? (v & 2 ? 0x7F : 0x80) : (v & 2 ? 0xFF : 0x00), bb);   /* Q8_0: 127 or -128 */
             memcpy(p, &d, 2);
             if (dt == DT_Q4_1 || dt == DT_Q5_1) memcpy(p + 2, &m, 2);
         }
@@ -261,12 +261,14 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
     if (cpu_quant_find("avx512vnni") || cpu_quant_find("avx512")) {
         assert_int_equal(cpu_quant_use(cpu_quant_find("avx512vnni") ? "avx512vnni" : "avx512"), 0);
         assert_int_equal(weight_x16_wanted(&w), 1);
-        weight_t odd = w, q8 = w, q4k = {DT_Q4_K, dummy, 32, 256, WL_ROWS}, done = w;
+        weight_t odd = w, q8 = w, q4k = {DT_Q4_K, dummy, 32, 256, WL_ROWS}, done = w, f16 = w;
         odd.rows = 40;
         q8.dtype = DT_Q8_0;
+        f16.dtype = DT_F16;
         done.layout = WL_X16;
         assert_int_equal(weight_x16_wanted(&odd), 0);
-        assert_int_equal(weight_x16_wanted(&q8), 0);
+        assert_int_equal(weight_x16_wanted(&q8), 1);
+        assert_int_equal(weight_x16_wanted(&f16), 0);
         assert_int_equal(weight_x16_wanted(&q4k), 0);
         assert_int_equal(weight_x16_wanted(&done), 0);
         assert_int_equal(cpu_quant_act_bits(8), 8);

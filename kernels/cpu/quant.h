@@ -2,8 +2,8 @@
  * weight-row × activation-row dot-product kernels of each SIMD family and their run-time choice.
  * Not a public interface: only kernels/cpu, its tests and bench/bench_quant.c use it.
  *
- * Weights stay in ggml's block layout (ggml-common.h; kernels.h describes it), or for the 4- and
- * 5-bit dtypes on the AVX2 and AVX-512 families the same blocks interleaved 16 rows at a time (WL_X16,
+ * Weights stay in ggml's block layout (ggml-common.h; kernels.h describes it), or for the
+ * 32-element dtypes on the AVX2 and AVX-512 families the same blocks interleaved 16 rows at a time (WL_X16,
  * kernels.h; quant_x16*.c, qpack16_x16.inc), which the resident copy uses. Activations are
  * quantized per matmul call, to int16 (the default; the 16-bit formats below, quant16*.c) or,
  * with cpu_quant_act_bits(8), exactly as llama.cpp quantizes them for the dot products
@@ -245,8 +245,8 @@ const cpu_quant_ops *cpu_quant_find(const char *name);
 /* Pins the family called name (NULL: back to following the SIMD family); -1 if unusable. */
 int cpu_quant_use(const char *name);
 
-/* WL_X16 weights (kernels.h; quant_x16.c): 1 for the dtypes that layout serves (Q4_0, Q4_1,
- * Q5_0, Q5_1). */
+/* WL_X16 weights (kernels.h; quant_x16.c): 1 for the dtypes that layout serves (Q8_0, Q4_0,
+ * Q4_1, Q5_0, Q5_1). */
 int x16_dtype(dtype_t dt);
 /* Block b of row r of the WL_X16 matrix W (cols columns) as ggml stores it, to blk. */
 void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk);

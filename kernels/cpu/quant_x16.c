@@ -1,12 +1,13 @@
-/* The 16-row interleaved layout of the 4- and 5-bit block weights (WL_X16, kernels.h):
+/* The 16-row interleaved layout of the 32-element block weights (WL_X16, kernels.h):
  * packing, unpacking and when to use it. The decode kernels that read it are in
  * quant_x16_avx512.c and quant_x16_avx2.c, the prefill GEMMs in qpack16_x16.inc; every other
  * product (another family, 8-bit activations, the sgemm mode, a group cut by a row split, the
  * no-memory path) unpacks the rows it needs back to ggml's layout (quant_gemm.c).
  *
  * Layout of block b of a group of 16 rows (kernels.h): f16 d[16]; Q4_1/Q5_1 f16 m[16];
- * Q5_0/Q5_1 8 × {uint32 lo, hi} 5th-bit masks; 8 chunks of 32 bytes (qs[2c], qs[2c + 1] of
- * each row). Same size as the 16 ggml blocks, so nothing about the bytes per row changes. */
+ * Q5_0/Q5_1 8 × {uint32 lo, hi} 5th-bit masks; 8 chunks (Q8_0: 16) of 32 bytes (qs[2c],
+ * qs[2c + 1] of each row). Same size as the 16 ggml blocks, so nothing about the bytes per row
+ * changes. */
 #include "kernels/cpu/quant.h"
 
 #include <string.h>
@@ -39,8 +40,15 @@ static int x16_has_m(dtype_t dt) { return dt == DT_Q4_1 || dt == DT_Q5_1; }
 static int x16_five(dtype_t dt) { return dt == DT_Q5_0 || dt == DT_Q5_1; }
 static size_t x16_off_qh(dtype_t dt) { return x16_has_m(dt) ? 64 : 32; }
 static size_t x16_off_qs(dtype_t dt) { return x16_off_qh(dt) + (x16_five(dt) ? 64 : 0); }
+/* chunks of 32 bytes per group-block (Q8_0: 32 bytes of quants per row, the others 16), and
+ * where a ggml block keeps its quants */
+static int x16_nch(dtype_t dt) { return dt == DT_Q8_0 ? 16 : 8; }
+static size_t x16_qo(dtype_t dt) { return dt == DT_Q8_0 ? 2 : dtype_block_bytes(dt) - 16; }
 
-int x16_dtype(dtype_t dt) { return dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_Q5_0 || dt == DT_Q5_1; }
+int x16_dtype(dtype_t dt)
+{
+    return dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_Q5_0 || dt == DT_Q5_1;
+}
 
 int weight_x16_wanted(const weight_t *w)
 {
@@ -53,8 +61,7 @@ int weight_x16_wanted(const weight_t *w)
 /* Block r of the group-block gbk back in ggml's layout (bb bytes at blk). */
 static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
 {
-    const size_t bb = dtype_block_bytes(dt);
-    uint8_t *qs = blk + bb - 16;
+    uint8_t *qs = blk + x16_qo(dt);
     memcpy(blk, gbk + 2 * r, 2);
     if (x16_has_m(dt)) memcpy(blk + 2, gbk + 32 + 2 * r, 2);
     if (x16_five(dt)) {
@@ -70,7 +77,7 @@ static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
         for (int k = 0; k < 4; k++) o[k] = (uint8_t)(qh >> (8 * k));
     }
     const uint8_t *ch = gbk + x16_off_qs(dt);
-    for (int c = 0; c < 8; c++) {
+    for (int c = 0; c < x16_nch(dt); c++) {
         qs[2 * c] = ch[32 * c + 2 * r];
         qs[2 * c + 1] = ch[32 * c + 2 * r + 1];
     }
@@ -114,9 +121,9 @@ __attribute__((target("bmi2"))) static void qh_to_masks_bmi2(const uint32_t qh[1
 
 void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
 {
-    const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb, qo = bb - 16;
+    const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb, qo = x16_qo(dt);
     const size_t ho = x16_has_m(dt) ? 4 : 2;
-    const int nb = cols / QK32, bmi2 = x16_bmi2_now();
+    const int nb = cols / QK32, bmi2 = x16_bmi2_now(), nch = x16_nch(dt);
     for (int g = 0; g < n / 16; g++)
         for (int b = 0; b < nb; b++) {
             uint8_t *gbk = (uint8_t *)dst + (size_t)g * 16 * rb + (size_t)b * gb, *ch = gbk + x16_off_qs(dt);
@@ -126,7 +133,7 @@ void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
                 memcpy(gbk + 2 * r, blk, 2);
                 if (x16_has_m(dt)) memcpy(gbk + 32 + 2 * r, blk + 2, 2);
                 if (x16_five(dt)) qh[r] = q_rd32(blk + ho);
-                for (int c = 0; c < 8; c++) memcpy(ch + 32 * c + 2 * r, blk + qo + 2 * c, 2);
+                for (int c = 0; c < nch; c++) memcpy(ch + 32 * c + 2 * r, blk + qo + 2 * c, 2);
             }
             if (x16_five(dt)) {
                 uint32_t lo[8], hi[8];
@@ -184,7 +191,8 @@ static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, in
         for (int i = 0; i < n; i++) get_block(dt, gbk, dst + (size_t)i * rb, r + i);
         return;
     }
-    const size_t bb = dtype_block_bytes(dt), qo = bb - 16, ho = x16_has_m(dt) ? 4 : 2;
+    const size_t qo = x16_qo(dt), ho = x16_has_m(dt) ? 4 : 2;
+    const int nch = x16_nch(dt);
     const uint8_t *ch = gbk + x16_off_qs(dt), *mk = gbk + x16_off_qh(dt);
     uint32_t lo[8], hi[8], qh[16];
     if (x16_five(dt)) {
@@ -201,7 +209,7 @@ static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, in
         if (x16_has_m(dt)) memcpy(blk + 2, gbk + 32 + 2 * i, 2);
         if (x16_five(dt))
             for (int k = 0; k < 4; k++) blk[ho + k] = (uint8_t)(qh[i] >> (8 * k));
-        for (int c = 0; c < 8; c++) memcpy(blk + qo + 2 * c, ch + 32 * c + 2 * i, 2);
+        for (int c = 0; c < nch; c++) memcpy(blk + qo + 2 * c, ch + 32 * c + 2 * i, 2);
     }
 }
 

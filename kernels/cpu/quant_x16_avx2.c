@@ -33,6 +33,7 @@ qmm_fn cpu_quant_x16_256(const cpu_quant_ops *ops, dtype_t dt)
     int v = ops == &cpu_quant_avxvnni16 ? 1 : ops == &cpu_quant_avx2_16 ? 0 : -1;
     if (v < 0) return NULL;
     switch (dt) {
+    case DT_Q8_0: return v ? mm_x16_Q8_0_avxvnni16 : mm_x16_Q8_0_avx2_16;
     case DT_Q4_0: return v ? mm_x16_Q4_0_avxvnni16 : mm_x16_Q4_0_avx2_16;
     case DT_Q4_1: return v ? mm_x16_Q4_1_avxvnni16 : mm_x16_Q4_1_avx2_16;
     case DT_Q5_0: return v ? mm_x16_Q5_0_avxvnni16 : mm_x16_Q5_0_avx2_16;
