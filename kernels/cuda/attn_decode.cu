@@ -14,28 +14,6 @@
 #define DC_THREADS 128
 #define DC_MAX_SPLIT 1024 /* split_len limit (shared logits buffer) */
 #define DC_MAX_G 32
-#define RND_STREAM_DECODE 0x524e44444543ULL /* eviction/policy_random.c */
-
-/* eviction/policy_common.c evict_splitmix64 / evict_rng_u01, bit for bit */
-__device__ __forceinline__ unsigned long long ev_splitmix64(unsigned long long x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-/* the 53-bit integer behind u = that · 2^-53 (the same order, no double arithmetic) */
-__device__ __forceinline__ unsigned long long ev_rng_key(unsigned long long seed, unsigned long long stream, int layer,
-                                                         int g, long long pos, long long idx)
-{
-    unsigned long long h = ev_splitmix64(stream);
-    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)layer);
-    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)g);
-    h = ev_splitmix64(h ^ (unsigned long long)pos);
-    h = ev_splitmix64(h ^ (unsigned long long)idx);
-    return ev_splitmix64(seed ^ h) >> 11;
-}
-
 /* scissorhands' importance of a slot's history e (EV_SH_WORDS words) as an ordered key:
  * ones / max(1, min(n_push, hist)) as a float — correctly rounded, and two different ratios of
  * numerators and denominators ≤ 448 differ by ≥ 1/448², far above float rounding, so the floats

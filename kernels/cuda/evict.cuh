@@ -1,7 +1,8 @@
 /* kernels/cuda/evict.cuh — the device policies' eviction of one region (internal to kernels/cuda;
  * used by select.cu's launch_evict and by the decode step of attn_decode.cu). Mirrors
  * eviction/policy_local.c, policy_streaming.c and policy_h2o.c post_attn + kv_cache.c
- * kv_evict_swap_last (POLICIES.md §1.3, §1.4, §1.6). */
+ * kv_evict_swap_last (POLICIES.md §1.3, §1.4, §1.6), and the counter RNG of policy_random.c (the
+ * decode victims of random, in attn_decode.cu and select.cu's launch_ete_shifted). */
 #ifndef LLM_CUDA_EVICT_CUH
 #define LLM_CUDA_EVICT_CUH
 
@@ -89,6 +90,28 @@ __device__ __forceinline__ void ev_swap_last(T *K, T *V, int32_t *P, float *S, i
         P[victim] = P[last];
         if (S) S[victim] = S[last];
     }
+}
+
+#define RND_STREAM_DECODE 0x524e44444543ULL /* eviction/policy_random.c: the decode victims' stream */
+
+/* eviction/policy_common.c evict_splitmix64 / evict_rng_u01, bit for bit */
+__device__ __forceinline__ unsigned long long ev_splitmix64(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+/* the 53-bit integer behind u = that · 2^-53 (the same order, no double arithmetic) */
+__device__ __forceinline__ unsigned long long ev_rng_key(unsigned long long seed, unsigned long long stream, int layer,
+                                                         int g, long long pos, long long idx)
+{
+    unsigned long long h = ev_splitmix64(stream);
+    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)layer);
+    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)g);
+    h = ev_splitmix64(h ^ (unsigned long long)pos);
+    h = ev_splitmix64(h ^ (unsigned long long)idx);
+    return ev_splitmix64(seed ^ h) >> 11;
 }
 
 /* The ring of local / streaming after an eviction (policy_local.c, policy_streaming.c). */

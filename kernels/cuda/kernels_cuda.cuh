@@ -254,6 +254,38 @@ cudaError_t launch_evict(int mode, void *kc, void *vc, int kv_dt, int32_t *pos, 
                          const size_t *off, int *len, const int *cap, int *ring, int n_kv_heads,
                          int head_dim, int n_sink, int recent_from, int mean, int t,
                          cudaStream_t s);
+/* --rope shifted (POLICIES.md §1.7) with an evict-then-attend policy (EV_L2NORM, EV_RANDOM,
+ * EV_H2O_EF): the decode step's eviction BEFORE the rank rotation, in place of launch_rope_live
+ * (the victim changes the ranks of the keys older than it, so it must be gone before they are
+ * rotated). For every KV head g, with L = len[g] + 1 slots (slot L − 1 holds this step's token,
+ * appended at position t = step[1] by launch_gemv's GV_QKV) and C = cap[g]:
+ *   - EV_L2NORM: score[off + L − 1] = ‖k_new‖₂ as stored (cu_key_norm, policy_l2norm.c);
+ *   - when L > C, the victim among slots j < L − 1 with n_sink ≤ pos < t − n_recent: the largest
+ *     key norm score[j] (l2norm), the smallest u = U(seed; "RNDDEC", layer, g, t, pos) (random,
+ *     policy_random.c) or the smallest score[j] (h2o evict-first; score[j] / (t − pos) when
+ *     mean), ties → smaller position; no candidate: the oldest slot before L − 1 — the same rule
+ *     as attn_decode.cu's evict-then-attend — takes the new token by swap-last (K, V in the
+ *     cache kc/vc of kv_dt, pos, score) and len[g] = L − 1; else len[g] = L;
+ *   - then kr[off + j] (f32) = key slot j rotated by its rank among the len[g] live slots in
+ *     position order (as launch_rope_live; tables [rows][head_dim/2], rows > the capacity).
+ * The attention then runs over len[g] slots with n_extra 0 and no eviction (score += the step's
+ * probabilities there: h2o's new token gets 0 + its probability in the victim's slot, as
+ * policy_h2o.c). One block per KV head (grid n_kv_heads, 128 threads). head_dim even. */
+struct ete_shift_args {
+    void *kc, *vc;
+    int kv_dt, head_dim, n_kv_heads;
+    float *kr;
+    int32_t *pos;
+    float *score;                 /* EV_L2NORM: the key norms; EV_H2O_EF: the h2o scores; else NULL */
+    const size_t *off;
+    int *len;
+    const int *cap;
+    const int *step;              /* device: step[1] = t */
+    int evict, n_sink, n_recent, mean, layer;
+    unsigned long long seed;
+    const float *cos_t, *sin_t;
+};
+cudaError_t launch_ete_shifted(const ete_shift_args *a, cudaStream_t s);
 /* Gathers rows into dst (stable compaction, POLICIES.md §1.3): dst row i (i < n) = source row
  * src[i], where src[i] < n_live is live slot src[i] of the region at kc/vc + region_off*head_dim
  * and src[i] ≥ n_live is chunk token src[i] − n_live of k_new/v_new (f32 rows of stride

@@ -1,5 +1,6 @@
 /* KV-cache maintenance on the device: writing the new token, per-step eviction of the device
- * policies (local, streaming, h2o: ring victims and argmin with ties to the older token), and
+ * policies (local, streaming, h2o: ring victims and argmin with ties to the older token; with
+ * --rope shifted, the evict-then-attend policies' victim before the rank rotation, §1.7), and
  * the row gather used for stable compaction (POLICIES.md §1.3, §1.6). Mirrors
  * eviction/kv_cache.c (kv_write, kv_evict_swap_last) and the policies' post_attn hooks. */
 #include "kernels/cuda/kernels_cuda.cuh"
@@ -160,4 +161,99 @@ cudaError_t launch_key_norms(const void *kc, int kv_dt, const size_t *off, const
                              int n_kv_heads, int head_dim, cudaStream_t s)
 {
     return CU_DISPATCH(kv_dt, norm_go, kc, off, len, knorm, n_kv_heads, head_dim, s);
+}
+
+/* --rope shifted, evict-then-attend (kernels_cuda.cuh launch_ete_shifted): grid n_kv_heads,
+ * ES_THREADS threads; the victim, swap-last and length, then a warp per slot for the ranks and
+ * the rotation (the same arithmetic as elementwise.cu rope_live_kernel). */
+#define ES_THREADS 128
+
+/* (v, p, j) ranks before (bv, bp, bj) as a victim: smaller key, ties → smaller position */
+__device__ __forceinline__ bool es_better(unsigned long long v, int p, int j, unsigned long long bv, int bp, int bj)
+{
+    if (j < 0) return false;
+    if (bj < 0) return true;
+    return v < bv || (v == bv && p < bp);
+}
+
+template <typename T> __global__ void __launch_bounds__(ES_THREADS) ete_shift_kernel(ete_shift_args a)
+{
+    __shared__ unsigned long long sv[ES_THREADS];
+    __shared__ int sp[ES_THREADS], sj[ES_THREADS];
+    const int g = blockIdx.x, tid = threadIdx.x, hd = a.head_dim, half = hd / 2;
+    const size_t o = a.off[g];
+    const int L = a.len[g] + 1, C = a.cap[g], t = a.step[1];
+    T *K = (T *)a.kc + o * hd;
+    int32_t *P = a.pos + o;
+    float *S = a.score ? a.score + o : NULL;
+    if (a.evict == EV_L2NORM && tid == 0) S[L - 1] = cu_key_norm(K + (size_t)(L - 1) * hd, hd);
+    int n = L;
+    if (L > C) {
+        unsigned long long bv = 0;
+        int bp = 0, bj = -1;
+        for (int j = tid; j < L - 1; j += ES_THREADS) {
+            const int p = P[j];
+            if (p < a.n_sink || (long long)p >= (long long)t - a.n_recent) continue;
+            unsigned long long v; /* lower first: norms and scores ≥ 0, their bits order them */
+            if (a.evict == EV_L2NORM) v = 0xffffffffULL - __float_as_uint(S[j]);
+            else if (a.evict == EV_RANDOM) v = ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
+            else v = __float_as_uint(a.mean ? S[j] / (float)(t - p) : S[j]);
+            if (es_better(v, p, j, bv, bp, bj)) bv = v, bp = p, bj = j;
+        }
+        sv[tid] = bv;
+        sp[tid] = bp;
+        sj[tid] = bj;
+        __syncthreads();
+        for (int w = ES_THREADS / 2; w > 0; w >>= 1) {
+            if (tid < w && es_better(sv[tid + w], sp[tid + w], sj[tid + w], sv[tid], sp[tid], sj[tid])) {
+                sv[tid] = sv[tid + w];
+                sp[tid] = sp[tid + w];
+                sj[tid] = sj[tid + w];
+            }
+            __syncthreads();
+        }
+        int victim = sj[0];
+        if (victim < 0) { /* no candidate (C < sink + recent + 1: the policy rules it out): the oldest */
+            victim = 0;
+            for (int j = 1; j < L - 1; j++)
+                if (P[j] < P[victim]) victim = j;
+        }
+        __syncthreads(); /* S[L − 1] (thread 0) and sj[0] read by everyone */
+        ev_swap_last<T, ES_THREADS>(K, (T *)a.vc + o * hd, P, S, L, victim, hd);
+        n = L - 1;
+    }
+    __syncthreads(); /* the moved position and score, and len[g] read by everyone */
+    if (tid == 0) a.len[g] = n;
+    const int lane = tid & 31, warp = tid >> 5;
+    for (int j = warp; j < n; j += ES_THREADS / 32) {
+        const int32_t pj = P[j];
+        float cnt = 0.0f;
+        for (int i = lane; i < n; i += 32) cnt += P[i] < pj ? 1.0f : 0.0f;
+        const size_t rank = (size_t)warp_sum(cnt);
+        const float *c = a.cos_t + rank * half, *sn = a.sin_t + rank * half;
+        const T *src = K + (size_t)j * hd;
+        float *dst = a.kr + (o + (size_t)j) * hd;
+        for (int d = lane; d < half; d += 32) {
+            float x0 = to_f32(src[d]), x1 = to_f32(src[d + half]);
+            dst[d] = cu_sub(cu_mul(x0, c[d]), cu_mul(x1, sn[d]));
+            dst[d + half] = cu_add(cu_mul(x1, c[d]), cu_mul(x0, sn[d]));
+        }
+    }
+}
+
+template <typename T> static cudaError_t ete_shift_go(const ete_shift_args &a, cudaStream_t s)
+{
+    const ete_shift_args args = a; /* by value: a graph replays the launch */
+    ete_shift_kernel<T><<<a.n_kv_heads, ES_THREADS, 0, s>>>(args);
+    return cudaPeekAtLastError();
+}
+
+cudaError_t launch_ete_shifted(const ete_shift_args *a, cudaStream_t s)
+{
+    if (a->n_kv_heads < 1 || a->head_dim < 2 || a->head_dim % 2 || !a->kc || !a->vc || !a->kr || !a->pos ||
+        !a->off || !a->len || !a->cap || !a->step || !a->cos_t || !a->sin_t ||
+        (a->evict != EV_L2NORM && a->evict != EV_RANDOM && a->evict != EV_H2O_EF) ||
+        (a->evict != EV_RANDOM && !a->score))
+        return cudaErrorInvalidValue;
+    return CU_DISPATCH(a->kv_dt, ete_shift_go, *a, s);
 }
