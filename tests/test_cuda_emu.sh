@@ -156,7 +156,12 @@ hashevict|0.4|--kv-dtype f16 --hash-bits 8|lowp
 hashevict|0.4|--hash-accum mean --hash-recent 2 --prefill-chunk 7|
 hashevict|0.3|--hash-accum mean --hash-bits 3 --hash-sink 1 --hash-recent 2|
 hashevict|0.4|--hash-accum mean --kv-dtype f16|lowp
-hashevict|0.4|--hash-accum mean --hash-probe key --hash-recent 3 --kv-dtype bf16|lowp'
+hashevict|0.4|--hash-accum mean --hash-probe key --hash-recent 3 --kv-dtype bf16|lowp
+scissorhands|0.4|--rope shifted --sh-hist 5 --prefill-chunk 7|
+scissorhands|0.5|--kv-dtype bf16 --rope shifted --sh-hist 3|lowp
+hashevict|0.5|--rope shifted --hash-probe key --hash-bits 64|
+hashevict|0.4|--rope shifted --hash-accum mean --hash-recent 2 --prefill-chunk 7|
+hashevict|0.3|--rope shifted --hash-accum mean --hash-bits 3 --hash-sink 1 --hash-recent 2|'
 [ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;28p;40p;60p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
@@ -246,7 +251,8 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
     # POLICY[:NAME=VALUE...]: the policy and some of its parameters
     MP="h2o h2o:h2o-order=evict-first streaming local buzz buzz:buzz-score=current buzz_logn snapkv subgen scissorhands
         scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key hashevict:hash-accum=mean:hash-recent=2 l2norm random tova l2norm:rope=shifted random:rope=shifted
-        h2o:h2o-order=evict-first:rope=shifted"
+        h2o:h2o-order=evict-first:rope=shifted scissorhands:rope=shifted
+        hashevict:rope=shifted hashevict:hash-accum=mean:hash-recent=2:rope=shifted"
     [ "$FULL" = 1 ] || MP="h2o snapkv"
     for pol in $MP; do
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol//:/ } >"$TMP/mi" 2>&1

@@ -1,8 +1,9 @@
 /* kernels/cuda/evict.cuh — the device policies' eviction of one region (internal to kernels/cuda;
  * used by select.cu's launch_evict and by the decode step of attn_decode.cu). Mirrors
  * eviction/policy_local.c, policy_streaming.c and policy_h2o.c post_attn + kv_cache.c
- * kv_evict_swap_last (POLICIES.md §1.3, §1.4, §1.6), and the counter RNG of policy_random.c (the
- * decode victims of random, in attn_decode.cu and select.cu's launch_ete_shifted). */
+ * kv_evict_swap_last (POLICIES.md §1.3, §1.4, §1.6), the counter RNG of policy_random.c,
+ * scissorhands' importance key and hashevict's code bits (the decode victims of random,
+ * scissorhands and hashevict, in attn_decode.cu and select.cu's launch_ete_shifted). */
 #ifndef LLM_CUDA_EVICT_CUH
 #define LLM_CUDA_EVICT_CUH
 
@@ -112,6 +113,27 @@ __device__ __forceinline__ unsigned long long ev_rng_key(unsigned long long seed
     h = ev_splitmix64(h ^ (unsigned long long)pos);
     h = ev_splitmix64(h ^ (unsigned long long)idx);
     return ev_splitmix64(seed ^ h) >> 11;
+}
+
+/* scissorhands' importance of a slot's history e (EV_SH_WORDS words) as an ordered key:
+ * ones / max(1, min(n_push, hist)) as a float — correctly rounded, and two different ratios of
+ * numerators and denominators ≤ 448 differ by ≥ 1/448², far above float rounding, so the floats
+ * order them as policy_scissorhands.c's exact integer comparison does (equal ratios: equal) */
+__device__ __forceinline__ unsigned long long sh_key(const unsigned long long *e, int hist)
+{
+    const unsigned *w = (const unsigned *)(e + 7);
+    unsigned rec = min(w[0], (unsigned)hist);
+    return __float_as_uint((float)w[1] / (float)(rec ? rec : 1u));
+}
+
+/* eviction/policy_hashevict.c hashevict_code, one bit: [Σ_i R[b][i] · x[i] ≥ 0], summed in fp32
+ * in order with separate roundings (no fused multiply-add: the CPU's sequence) */
+template <typename T> __device__ __forceinline__ bool he_bit(const float *R, int d, int b, const T *x)
+{
+    const float *r = R + (size_t)b * d;
+    float s = 0.0f;
+    for (int i = 0; i < d; i++) s = __fadd_rn(s, __fmul_rn(r[i], to_f32(x[i])));
+    return s >= 0.0f;
 }
 
 /* The ring of local / streaming after an eviction (policy_local.c, policy_streaming.c). */

@@ -77,11 +77,17 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             memset(&es, 0, sizeof es);
             es.kc = ce->kc, es.vc = ce->vc, es.kv_dt = ce->kv_dt, es.head_dim = hd, es.n_kv_heads = Hkv;
             es.kr = ce->kr, es.pos = ce->pos;
-            es.score = ce->dp.evict == EV_RANDOM ? NULL : ce->score; /* l2norm's norms, h2o's scores */
+            /* l2norm's norms, h2o's scores, scissorhands' prefill scores (moved with their slots;
+             * hashevict: whatever the array holds, moved too) */
+            es.score = ce->dp.evict == EV_RANDOM ? NULL : ce->score;
             es.off = ce->off + i0, es.len = ce->len + i0, es.cap = ce->cap + i0, es.step = ce->step_d;
             es.evict = ce->dp.evict, es.n_sink = ce->dp.n_sink, es.n_recent = ce->dp.n_recent;
             es.mean = ce->dp.mean, es.layer = l, es.seed = ce->dp.seed;
             es.cos_t = ce->rope_cos, es.sin_t = ce->rope_sin;
+            es.sstate = ce->sstate, es.sh_hist = ce->dp.sh_hist;
+            es.q = ce->q, es.G = G;
+            es.he_R = ce->he_R ? ce->he_R + (size_t)l * ce->dp.he_bits * hd : NULL;
+            es.he_bits = ce->dp.he_bits, es.he_probe = ce->dp.he_probe;
             LAUNCH(launch_ete_shifted(&es, ce->st));
         } else if (shifted) {
             LAUNCH(launch_rope_live(ce->kr, ce->kc, ce->kv_dt, ce->pos, ce->off + i0, ce->len + i0, device, Hkv, hd,
@@ -123,7 +129,9 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
              * prefill ranks by: only moved with their slots, zeroed for the new token) */
             s.knorm = !ete_shifted && (ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_SH) ? ce->score : NULL;
             s.ev_part = ce->ev_part, s.layer = l, s.seed = ce->dp.seed;
-            s.evict = device && !ete_shifted ? ce->dp.evict : EV_NONE; /* 0 for ROUNDS */
+            /* 0 for ROUNDS; ete_shifted: evicted already (scissorhands keeps its mode: the
+             * histories are pushed after the attention, which finds no region over capacity) */
+            s.evict = device && (!ete_shifted || ce->dp.evict == EV_SH) ? ce->dp.evict : EV_NONE;
             s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
             s.score_set = ce->dp.score_set;
             s.sstate = ce->sstate, s.sh_hist = ce->dp.sh_hist;
