@@ -15,7 +15,7 @@
  *   order evict-    with the score (/ (t − pos) with mean) as
  *   first           the key; score += probs after, the new
  *                   token's score moved into the victim's slot;
- *                   --rope shifted: host-assisted (below)
+ *                   --rope shifted: on the device as l2norm
  *   buzz,           device: append, score += probs (--buzz-score host keep-list from device
  *   buzz_logn       current: score = probs); host: the CPU      column sums, device gather
  *                   post_attn only on round steps (a region
@@ -46,7 +46,11 @@
  *                   policy_random.c), the finishing block
  *                   keeps the winner out, puts the others
  *                   back, swap-last of the new token into it;
- *                   --rope shifted: host-assisted (below)
+ *                   --rope shifted: on the device too, the
+ *                   victim (same key, same rule) chosen and
+ *                   swapped out before the rank rotation, in
+ *                   its kernel (select.cu launch_ete_shifted),
+ *                   then the attention over the C live slots
  *   tova            device: the layer's last finishing group    host-assisted as above
  *                   averages every head's probabilities and
  *                   evicts the argmin from every KV head
@@ -55,7 +59,8 @@
  *                   kernel pushes every slot's indicator into
  *                   its history (per-slot state on the device,
  *                   the prompt's first entry from the host);
- *                   --rope shifted: host-assisted (below)
+ *                   --rope shifted: on the device as l2norm,
+ *                   the histories pushed by the attention
  *   hashevict       device, evict-then-attend as l2norm with   host-assisted as above
  *                   the Hamming distance of the slot's SimHash
  *                   code to the probe codes as the key (codes
@@ -64,8 +69,9 @@
  *                   beside the code (the prompt's from the
  *                   host), every member's advanced at each rule
  *                   evaluation, the largest mean (exact integer
- *                   comparison) evicted; --rope shifted:
- *                   host-assisted (below)
+ *                   comparison) evicted; --rope shifted: on
+ *                   the device as l2norm (the codes, probes and
+ *                   sums in the rank rotation's kernel)
  *   subgen_stream   host-assisted: q/k/v and the step's         host-assisted (exact attention
  *                   probabilities copied back every layer of    on the device)
  *                   every step, the CPU hooks run, the device
@@ -77,7 +83,11 @@
  *   both backends): keys cached before RoPE; per layer a kernel writes the live keys rotated by
  *   their rank in position order into a scratch of the cache's layout (one more K-sized
  *   buffer), queries (and a prefill chunk's keys) are rotated at ranks len + i; host-assisted
- *   prefill hooks get the rotated keys copied back (kv_cand_key), as on the CPU.
+ *   prefill hooks get the rotated keys copied back (kv_cand_key), as on the CPU. The
+ *   evict-then-attend policies (l2norm, random, h2o evict-first, scissorhands, hashevict) evict
+ *   in that kernel before rotating (select.cu launch_ete_shifted: the victim changes the older
+ *   keys' ranks; its key does not depend on the step's attention), the attention then evicts
+ *   nothing (scissorhands' histories are still pushed there).
  *   Nothing is refused for its policy any more; a policy this function does not know is REFUSED
  *   (one line; --device auto runs it on the CPU).
  */
@@ -129,7 +139,8 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
     } else if (!strcmp(ops->name, "h2o")) {
         /* the parameters of eviction/policy_h2o.c; attend-first: append, attend, evict the
          * argmin (EV_H2O); evict-first: the argmin of the history up to t − 1 left out of the
-         * attention and overwritten by the new token (EV_H2O_EF, evict-then-attend) */
+         * attention and overwritten by the new token (EV_H2O_EF, evict-then-attend; --rope
+         * shifted: evicted before the rank rotation, select.cu launch_ete_shifted) */
         int n_sink, n_recent, mean, order;
         if (policy_param_int(p, "h2o-sink", 0, 0, 1 << 24, &n_sink, e, sizeof e) != 0 ||
             policy_param_int(p, "h2o-recent", -1, 0, 1 << 24, &n_recent, e, sizeof e) != 0 ||
@@ -137,13 +148,6 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
             policy_param_enum(p, "h2o-order", "attend-first|evict-first", 0, &order, e, sizeof e) != 0) {
             snprintf(why, whylen, "%s", e);
             return -1;
-        }
-        if (order != 0 && p->rope_shifted) {
-            /* evict-first with --rope shifted: the victim changes the ranks of the keys older
-             * than it, and the rank rotation runs before it is known (as l2norm below): the CPU
-             * hooks, host-assisted */
-            dp->mode = DEV_POLICY_HOST;
-            return 0;
         }
         if (n_recent < 0) n_recent = cap - cap / 2;
         dp->mode = DEV_POLICY_DEVICE;
@@ -189,9 +193,10 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         }
         dp->mode = DEV_POLICY_HOST;
         /* --rope shifted: the victim leaves the ranks of the keys older than it one lower than
-         * in an attention over C + 1 slots with it left out (§1.7), and the rank rotation runs
-         * before the victim is known: the host-assisted path there */
-        dp->dev_decode = p->rope_shifted ? DEV_DECODE_NONE : DEV_DECODE_ALWAYS;
+         * in an attention over C + 1 slots with it left out (§1.7): the victim (its key does not
+         * depend on the step's attention) is evicted before the rank rotation, in its kernel
+         * (select.cu launch_ete_shifted), and the attention evicts nothing */
+        dp->dev_decode = DEV_DECODE_ALWAYS;
         dp->evict = pre[0] == 'l' ? EV_L2NORM : EV_RANDOM;
         dp->n_sink = n_sink;
         dp->n_recent = n_recent;
@@ -205,8 +210,9 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         /* evict-then-attend with per-slot histories (POLICIES.md §10.1): on the device as
          * l2norm, the key the slot's importance, the histories pushed by the attention kernel
          * (EV_SH); the parameters of eviction/policy_scissorhands.c (--sh-hist 400, --sh-sink /
-         * --sh-recent: evict_protect_init's defaults); prefill host-assisted, --rope shifted
-         * host-assisted (as l2norm) */
+         * --sh-recent: evict_protect_init's defaults); prefill host-assisted; --rope shifted
+         * as l2norm (the victim before the rank rotation; the histories pushed after the
+         * attention, which then evicts nothing) */
         int n_sink, n_recent, hist;
         if (policy_param_int(p, "sh-hist", 400, 1, EV_SH_MAX_HIST, &hist, e, sizeof e) != 0 ||
             policy_param_int(p, "sh-sink", 4, 0, 1 << 20, &n_sink, e, sizeof e) != 0 ||
@@ -215,7 +221,7 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
             return -1;
         }
         dp->mode = DEV_POLICY_HOST;
-        dp->dev_decode = p->rope_shifted ? DEV_DECODE_NONE : DEV_DECODE_ALWAYS;
+        dp->dev_decode = DEV_DECODE_ALWAYS;
         dp->evict = EV_SH;
         dp->n_sink = n_sink;
         dp->n_recent = n_recent;
@@ -226,7 +232,8 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
          * as per-slot state, the policy's projections uploaded); --hash-accum mean (dp->mean):
          * the running sum and age per slot beside the code, advanced for every member at each
          * rule evaluation, the largest mean evicted (exact integer comparison, as the CPU);
-         * --rope shifted host-assisted; prefill host-assisted */
+         * --rope shifted as l2norm (codes, probes and sums before the rank rotation, the probe
+         * queries unrotated as the CPU's pre_attn sees them); prefill host-assisted */
         int bits, n_sink, n_recent, probe, accum;
         if (policy_param_int(p, "hash-bits", 16, 1, 64, &bits, e, sizeof e) != 0 ||
             policy_param_int(p, "hash-sink", 4, 0, 1 << 20, &n_sink, e, sizeof e) != 0 ||
@@ -237,15 +244,13 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
             return -1;
         }
         dp->mode = DEV_POLICY_HOST;
-        if (!p->rope_shifted) {
-            dp->dev_decode = DEV_DECODE_ALWAYS;
-            dp->evict = EV_HASH;
-            dp->n_sink = n_sink;
-            dp->n_recent = n_recent;
-            dp->he_bits = bits;
-            dp->he_probe = probe == 1;
-            dp->mean = accum == 1;
-        }
+        dp->dev_decode = DEV_DECODE_ALWAYS;
+        dp->evict = EV_HASH;
+        dp->n_sink = n_sink;
+        dp->n_recent = n_recent;
+        dp->he_bits = bits;
+        dp->he_probe = probe == 1;
+        dp->mean = accum == 1;
     } else if (!strcmp(ops->name, "subgen_stream")) {
         /* hooks that only move slots within their regions: replayable on the device */
         dp->mode = DEV_POLICY_HOST;

@@ -124,6 +124,9 @@ l2norm|0.5|--prefill-chunk 7|
 l2norm|0.5|--rope shifted --prefill-chunk 7|
 random|0.3|--prefill-chunk 7|
 random|0.5|--rope shifted|
+random|0.3|--rope shifted --prefill-chunk 7 --seed 5|
+l2norm|0.3|--rope shifted --l2-sink 2 --l2-recent 3|
+h2o|0.4|--h2o-order evict-first --h2o-score mean --rope shifted --prefill-chunk 7|
 tova|0.3|--prefill-chunk 7|
 tova|0.5|--rope shifted --prefill-chunk 7|
 subgen|0.4|--prefill-only-decode capped --subgen-recompress 4|
@@ -143,6 +146,8 @@ tova|0.5|--kv-dtype f16|lowp
 subgen_stream|0.3|--kv-dtype f16 --prefill-chunk 7|lowp
 full|1.0|--kv-dtype f16 --rope shifted|lowp
 streaming|0.5|--kv-dtype bf16 --rope shifted|lowp
+l2norm|0.4|--kv-dtype f16 --rope shifted|lowp
+h2o|0.4|--kv-dtype bf16 --h2o-order evict-first --rope shifted|lowp
 hashevict|0.3|--prefill-chunk 7|
 hashevict|0.5|--hash-probe key --hash-bits 64|
 hashevict|0.5|--hash-accum mean|
@@ -151,8 +156,13 @@ hashevict|0.4|--kv-dtype f16 --hash-bits 8|lowp
 hashevict|0.4|--hash-accum mean --hash-recent 2 --prefill-chunk 7|
 hashevict|0.3|--hash-accum mean --hash-bits 3 --hash-sink 1 --hash-recent 2|
 hashevict|0.4|--hash-accum mean --kv-dtype f16|lowp
-hashevict|0.4|--hash-accum mean --hash-probe key --hash-recent 3 --kv-dtype bf16|lowp'
-[ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;37p;55p')
+hashevict|0.4|--hash-accum mean --hash-probe key --hash-recent 3 --kv-dtype bf16|lowp
+scissorhands|0.4|--rope shifted --sh-hist 5 --prefill-chunk 7|
+scissorhands|0.5|--kv-dtype bf16 --rope shifted --sh-hist 3|lowp
+hashevict|0.5|--rope shifted --hash-probe key --hash-bits 64|
+hashevict|0.4|--rope shifted --hash-accum mean --hash-recent 2 --prefill-chunk 7|
+hashevict|0.3|--rope shifted --hash-accum mean --hash-bits 3 --hash-sink 1 --hash-recent 2|'
+[ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;28p;40p;60p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
     parity "stories260K $pol $b $extra" "$MODEL" "$MODEL" "${crit:-f32}" 24 -- -p "$PROMPT" --policy "$pol" --budget "$b" $extra
@@ -240,7 +250,9 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
         "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm -fopenmp -lpthread >>"$OUTD/mirror.log" 2>&1; then
     # POLICY[:NAME=VALUE...]: the policy and some of its parameters
     MP="h2o h2o:h2o-order=evict-first streaming local buzz buzz:buzz-score=current buzz_logn snapkv subgen scissorhands
-        scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key hashevict:hash-accum=mean:hash-recent=2 l2norm random tova"
+        scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key hashevict:hash-accum=mean:hash-recent=2 l2norm random tova l2norm:rope=shifted random:rope=shifted
+        h2o:h2o-order=evict-first:rope=shifted scissorhands:rope=shifted
+        hashevict:rope=shifted hashevict:hash-accum=mean:hash-recent=2:rope=shifted"
     [ "$FULL" = 1 ] || MP="h2o snapkv"
     for pol in $MP; do
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol//:/ } >"$TMP/mi" 2>&1

@@ -14,39 +14,6 @@
 #define DC_THREADS 128
 #define DC_MAX_SPLIT 1024 /* split_len limit (shared logits buffer) */
 #define DC_MAX_G 32
-#define RND_STREAM_DECODE 0x524e44444543ULL /* eviction/policy_random.c */
-
-/* eviction/policy_common.c evict_splitmix64 / evict_rng_u01, bit for bit */
-__device__ __forceinline__ unsigned long long ev_splitmix64(unsigned long long x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-/* the 53-bit integer behind u = that · 2^-53 (the same order, no double arithmetic) */
-__device__ __forceinline__ unsigned long long ev_rng_key(unsigned long long seed, unsigned long long stream, int layer,
-                                                         int g, long long pos, long long idx)
-{
-    unsigned long long h = ev_splitmix64(stream);
-    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)layer);
-    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)g);
-    h = ev_splitmix64(h ^ (unsigned long long)pos);
-    h = ev_splitmix64(h ^ (unsigned long long)idx);
-    return ev_splitmix64(seed ^ h) >> 11;
-}
-
-/* scissorhands' importance of a slot's history e (EV_SH_WORDS words) as an ordered key:
- * ones / max(1, min(n_push, hist)) as a float — correctly rounded, and two different ratios of
- * numerators and denominators ≤ 448 differ by ≥ 1/448², far above float rounding, so the floats
- * order them as policy_scissorhands.c's exact integer comparison does (equal ratios: equal) */
-__device__ __forceinline__ unsigned long long sh_key(const unsigned long long *e, int hist)
-{
-    const unsigned *w = (const unsigned *)(e + 7);
-    unsigned rec = min(w[0], (unsigned)hist);
-    return __float_as_uint((float)w[1] / (float)(rec ? rec : 1u));
-}
-
 /* policy_scissorhands.c ring_push: indicator `bit` into the ring of `hist` entries of history e */
 __device__ __forceinline__ void sh_push(unsigned long long *e, unsigned hist, bool bit)
 {
@@ -58,16 +25,6 @@ __device__ __forceinline__ void sh_push(unsigned long long *e, unsigned hist, bo
     else e[i / 64] &= ~m;
     w[1] = w[1] + (unsigned)bit - (unsigned)old;
     w[0] = np + 1;
-}
-
-/* eviction/policy_hashevict.c hashevict_code, one bit: [Σ_i R[b][i] · x[i] ≥ 0], summed in fp32
- * in order with separate roundings (no fused multiply-add: the CPU's sequence) */
-template <typename T> __device__ __forceinline__ bool he_bit(const float *R, int d, int b, const T *x)
-{
-    const float *r = R + (size_t)b * d;
-    float s = 0.0f;
-    for (int i = 0; i < d; i++) s = __fadd_rn(s, __fmul_rn(r[i], to_f32(x[i])));
-    return s >= 0.0f;
 }
 
 /* (v, p) ranks before (bv, bp) as a victim: smaller key, ties → smaller position; j < 0: none.
@@ -305,7 +262,7 @@ __device__ void attn_step_finish(const attn_step_args &a, int g, int L, unsigned
             for (int j = tid; j < L; j += DC_THREADS) {
                 if (j == victim) continue;
                 unsigned long long *e = St + (size_t)j * EV_SH_WORDS;
-                if (j == L - 1)
+                if (j == L - 1 && a.n_extra) /* (n_extra 0: launch_ete_shifted emptied it) */
                     for (int w = 0; w < EV_SH_WORDS; w++) e[w] = 0ULL;
                 float acc = 0.0f;
                 for (int hh = 0; hh < G; hh++)

@@ -1,7 +1,9 @@
 /* kernels/cuda/evict.cuh — the device policies' eviction of one region (internal to kernels/cuda;
  * used by select.cu's launch_evict and by the decode step of attn_decode.cu). Mirrors
  * eviction/policy_local.c, policy_streaming.c and policy_h2o.c post_attn + kv_cache.c
- * kv_evict_swap_last (POLICIES.md §1.3, §1.4, §1.6). */
+ * kv_evict_swap_last (POLICIES.md §1.3, §1.4, §1.6), the counter RNG of policy_random.c,
+ * scissorhands' importance key and hashevict's code bits (the decode victims of random,
+ * scissorhands and hashevict, in attn_decode.cu and select.cu's launch_ete_shifted). */
 #ifndef LLM_CUDA_EVICT_CUH
 #define LLM_CUDA_EVICT_CUH
 
@@ -89,6 +91,49 @@ __device__ __forceinline__ void ev_swap_last(T *K, T *V, int32_t *P, float *S, i
         P[victim] = P[last];
         if (S) S[victim] = S[last];
     }
+}
+
+#define RND_STREAM_DECODE 0x524e44444543ULL /* eviction/policy_random.c: the decode victims' stream */
+
+/* eviction/policy_common.c evict_splitmix64 / evict_rng_u01, bit for bit */
+__device__ __forceinline__ unsigned long long ev_splitmix64(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+/* the 53-bit integer behind u = that · 2^-53 (the same order, no double arithmetic) */
+__device__ __forceinline__ unsigned long long ev_rng_key(unsigned long long seed, unsigned long long stream, int layer,
+                                                         int g, long long pos, long long idx)
+{
+    unsigned long long h = ev_splitmix64(stream);
+    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)layer);
+    h = ev_splitmix64(h ^ (unsigned long long)(unsigned)g);
+    h = ev_splitmix64(h ^ (unsigned long long)pos);
+    h = ev_splitmix64(h ^ (unsigned long long)idx);
+    return ev_splitmix64(seed ^ h) >> 11;
+}
+
+/* scissorhands' importance of a slot's history e (EV_SH_WORDS words) as an ordered key:
+ * ones / max(1, min(n_push, hist)) as a float — correctly rounded, and two different ratios of
+ * numerators and denominators ≤ 448 differ by ≥ 1/448², far above float rounding, so the floats
+ * order them as policy_scissorhands.c's exact integer comparison does (equal ratios: equal) */
+__device__ __forceinline__ unsigned long long sh_key(const unsigned long long *e, int hist)
+{
+    const unsigned *w = (const unsigned *)(e + 7);
+    unsigned rec = min(w[0], (unsigned)hist);
+    return __float_as_uint((float)w[1] / (float)(rec ? rec : 1u));
+}
+
+/* eviction/policy_hashevict.c hashevict_code, one bit: [Σ_i R[b][i] · x[i] ≥ 0], summed in fp32
+ * in order with separate roundings (no fused multiply-add: the CPU's sequence) */
+template <typename T> __device__ __forceinline__ bool he_bit(const float *R, int d, int b, const T *x)
+{
+    const float *r = R + (size_t)b * d;
+    float s = 0.0f;
+    for (int i = 0; i < d; i++) s = __fadd_rn(s, __fmul_rn(r[i], to_f32(x[i])));
+    return s >= 0.0f;
 }
 
 /* The ring of local / streaming after an eviction (policy_local.c, policy_streaming.c). */

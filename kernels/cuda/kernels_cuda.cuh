@@ -110,7 +110,7 @@ cudaError_t launch_attn_colsum(const float *q, int q_stride, const void *kc, int
  * and the victim's slot the new token's score (0 from the append + its probability).
  * EV_SH (scissorhands, eviction/policy_scissorhands.c): the key is the slot's importance
  * ones / max(1, min(n_push, sh_hist)) from sstate (the least important evicted); after the
- * attention every live slot (the new one's state zeroed first) pushes the indicator
+ * attention every live slot (the new one's state zeroed first, when n_extra) pushes the indicator
  * [Σ_h p_h(j) / G ≥ 1 / n] (n: the live slots after the step) into its ring, and the new
  * token's state moves into the victim's slot. The prompt tokens' first entry is the host's
  * (kv_device_prepare_decode) before the first device step.
@@ -254,6 +254,57 @@ cudaError_t launch_evict(int mode, void *kc, void *vc, int kv_dt, int32_t *pos, 
                          const size_t *off, int *len, const int *cap, int *ring, int n_kv_heads,
                          int head_dim, int n_sink, int recent_from, int mean, int t,
                          cudaStream_t s);
+/* --rope shifted (POLICIES.md §1.7) with an evict-then-attend policy (EV_L2NORM, EV_RANDOM,
+ * EV_H2O_EF, EV_SH, EV_HASH): the decode step's eviction BEFORE the rank rotation, in place of
+ * launch_rope_live (the victim changes the ranks of the keys older than it, so it must be gone
+ * before they are rotated). For every KV head g, with L = len[g] + 1 slots (slot L − 1 holds this step's token,
+ * appended at position t = step[1] by launch_gemv's GV_QKV) and C = cap[g]:
+ *   - EV_L2NORM: score[off + L − 1] = ‖k_new‖₂ as stored (cu_key_norm, policy_l2norm.c); EV_SH:
+ *     the new slot's history (sstate, EV_SH_WORDS words per slot) emptied; EV_HASH: the new
+ *     key's code (he_R · k ≥ 0 per bit, fp32 in order, as attn_decode.cu) as its state
+ *     (EV_HASH_WORDS per slot; sum 0, age 0), and the probe codes: the G queries q of the
+ *     group ([n_kv_heads · G][head_dim] as given, unrotated), or the new key (he_probe);
+ *   - when L > C, the victim among slots j < L − 1 with n_sink ≤ pos < t − n_recent: the largest
+ *     key norm score[j] (l2norm), the smallest u = U(seed; "RNDDEC", layer, g, t, pos) (random,
+ *     policy_random.c), the smallest score[j] (h2o evict-first; score[j] / (t − pos) when
+ *     mean), the least importance ones / max(1, min(n_push, sh_hist)) of the slot's history
+ *     (scissorhands, policy_scissorhands.c) or the largest summed Hamming distance d of the
+ *     slot's code to the probe codes (hashevict; with mean the largest (acc + d) / (age + 1),
+ *     exact, after which every member's acc += d and age += 1, policy_hashevict.c rule_victim),
+ *     ties → smaller position; no candidate: the oldest slot before L − 1 — the same rule
+ *     as attn_decode.cu's evict-then-attend — takes the new token by swap-last (K, V in the
+ *     cache kc/vc of kv_dt, pos, score, the per-slot state) and len[g] = L − 1; else
+ *     len[g] = L;
+ *   - then kr[off + j] (f32) = key slot j rotated by its rank among the len[g] live slots in
+ *     position order (as launch_rope_live; tables [rows][head_dim/2], rows > the capacity).
+ * The attention then runs over len[g] slots with n_extra 0 and no eviction (score += the step's
+ * probabilities there: h2o's new token gets 0 + its probability in the victim's slot, as
+ * policy_h2o.c; scissorhands: its mode kept, every live slot pushes its indicator there and the
+ * new slot's history is not emptied again). One block per KV head (grid n_kv_heads, 128
+ * threads). head_dim even. Errors: cudaErrorInvalidValue for another mode or a missing array. */
+struct ete_shift_args {
+    void *kc, *vc;
+    int kv_dt, head_dim, n_kv_heads;
+    float *kr;
+    int32_t *pos;
+    float *score;                 /* EV_L2NORM: the key norms; EV_H2O_EF: the h2o scores (both
+                                     required); else NULL or a per-slot value moved with its slot
+                                     (scissorhands' prefill scores) */
+    const size_t *off;
+    int *len;
+    const int *cap;
+    const int *step;              /* device: step[1] = t */
+    int evict, n_sink, n_recent, mean, layer;
+    unsigned long long seed;
+    const float *cos_t, *sin_t;
+    unsigned long long *sstate;   /* EV_SH / EV_HASH: [slots][EV_SH_WORDS / EV_HASH_WORDS] state */
+    int sh_hist;                  /* EV_SH: --sh-hist (1..EV_SH_MAX_HIST) */
+    const float *q;               /* EV_HASH: the queries [n_kv_heads · G][head_dim] (f32) */
+    int G;                        /* EV_HASH: query heads per KV head (≤ EV_HASH_MAX_G) */
+    const float *he_R;            /* EV_HASH: this layer's projection [he_bits][head_dim] */
+    int he_bits, he_probe;        /* EV_HASH: --hash-bits (1..64); 1: --hash-probe key */
+};
+cudaError_t launch_ete_shifted(const ete_shift_args *a, cudaStream_t s);
 /* Gathers rows into dst (stable compaction, POLICIES.md §1.3): dst row i (i < n) = source row
  * src[i], where src[i] < n_live is live slot src[i] of the region at kc/vc + region_off*head_dim
  * and src[i] ≥ n_live is chunk token src[i] − n_live of k_new/v_new (f32 rows of stride

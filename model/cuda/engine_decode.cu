@@ -1,9 +1,13 @@
 /* The device engine's decode step (model/cuda/cuda_engine.h, cuda_engine_decode): one token
- * through every layer, same order as model/forward.c engine_decode, five kernels per layer:
+ * through every layer, same order as model/forward.c engine_decode, five kernels per layer
+ * (six with --rope shifted):
  *   1. RMSNorm + q/k/v GEMVs + biases + RoPE + K/V rounded to the cache's dtype (+ appended to
  *      the cache, device policies) — kernels/cuda/gemv.cu GV_QKV
  *   2. attention over the live slots (split over the length), its statistics, the device
  *      policies' eviction and the length update — kernels/cuda/attn_decode.cu
+ *      (--rope shifted: one more before it, the rank rotation of the live keys, and with an
+ *      evict-then-attend policy the eviction in that kernel instead — select.cu
+ *      launch_ete_shifted: its victim changes the older keys' ranks)
  *   3. o-proj (+ bias) + residual — GV_ADD
  *   4. RMSNorm + gate/up GEMVs + SwiGLU — GV_SWIGLU
  *   5. down-proj + residual — GV_ADD
@@ -62,12 +66,34 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
         }
         LAUNCH(launch_gemv(&a, ce->gemv_blocks, ce->st));
         if (!device && ce_host_pre_attn(ce, l, pos, err, errlen)) return -1;
-        /* --rope shifted: the live keys (the new one included) rotated by rank into ce->kr */
+        /* --rope shifted: the live keys (the new one included) rotated by rank into ce->kr; an
+         * evict-then-attend policy's device step evicts first (its victim changes the ranks of
+         * the keys older than it), in the same kernel, and the attention then evicts nothing */
         const void *katt = ce->kc;
         int k_dt = ce->kv_dt;
-        if (shifted) {
+        const int ete_shifted = shifted && device && EV_IS_ETE(ce->dp.evict);
+        if (ete_shifted) {
+            ete_shift_args es;
+            memset(&es, 0, sizeof es);
+            es.kc = ce->kc, es.vc = ce->vc, es.kv_dt = ce->kv_dt, es.head_dim = hd, es.n_kv_heads = Hkv;
+            es.kr = ce->kr, es.pos = ce->pos;
+            /* l2norm's norms, h2o's scores, scissorhands' prefill scores (moved with their slots;
+             * hashevict: whatever the array holds, moved too) */
+            es.score = ce->dp.evict == EV_RANDOM ? NULL : ce->score;
+            es.off = ce->off + i0, es.len = ce->len + i0, es.cap = ce->cap + i0, es.step = ce->step_d;
+            es.evict = ce->dp.evict, es.n_sink = ce->dp.n_sink, es.n_recent = ce->dp.n_recent;
+            es.mean = ce->dp.mean, es.layer = l, es.seed = ce->dp.seed;
+            es.cos_t = ce->rope_cos, es.sin_t = ce->rope_sin;
+            es.sstate = ce->sstate, es.sh_hist = ce->dp.sh_hist;
+            es.q = ce->q, es.G = G;
+            es.he_R = ce->he_R ? ce->he_R + (size_t)l * ce->dp.he_bits * hd : NULL;
+            es.he_bits = ce->dp.he_bits, es.he_probe = ce->dp.he_probe;
+            LAUNCH(launch_ete_shifted(&es, ce->st));
+        } else if (shifted) {
             LAUNCH(launch_rope_live(ce->kr, ce->kc, ce->kv_dt, ce->pos, ce->off + i0, ce->len + i0, device, Hkv, hd,
                                     ce->rope_cos, ce->rope_sin, ce->max_cap + 1, ce->st));
+        }
+        if (shifted) {
             katt = ce->kr;
             k_dt = CU_F32;
         }
@@ -89,7 +115,7 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             s.q = ce->q;
             s.kc = katt, s.k_dt = k_dt, s.vc = ce->vc, s.v_dt = ce->kv_dt;
             s.off = ce->off + i0, s.len = ce->len + i0, s.cap = ce->cap + i0, s.ring = ce->ring + i0;
-            s.n_extra = device;
+            s.n_extra = device && !ete_shifted; /* ete_shifted: len already counts the new token */
             s.n_heads = H, s.G = G, s.head_dim = hd, s.scale = scale, s.head_scale = hs;
             s.split_len = ce->split_len, s.n_split = ce->n_split;
             s.part_acc = ce->part_acc, s.part_ml = ce->part_ml;
@@ -101,9 +127,11 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
                                                                                                      : NULL;
             /* l2norm's key norms; scissorhands' scores (the prefill column sums its next
              * prefill ranks by: only moved with their slots, zeroed for the new token) */
-            s.knorm = ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_SH ? ce->score : NULL;
+            s.knorm = !ete_shifted && (ce->dp.evict == EV_L2NORM || ce->dp.evict == EV_SH) ? ce->score : NULL;
             s.ev_part = ce->ev_part, s.layer = l, s.seed = ce->dp.seed;
-            s.evict = device ? ce->dp.evict : EV_NONE; /* 0 for ROUNDS */
+            /* 0 for ROUNDS; ete_shifted: evicted already (scissorhands keeps its mode: the
+             * histories are pushed after the attention, which finds no region over capacity) */
+            s.evict = device && (!ete_shifted || ce->dp.evict == EV_SH) ? ce->dp.evict : EV_NONE;
             s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
             s.score_set = ce->dp.score_set;
             s.sstate = ce->sstate, s.sh_hist = ce->dp.sh_hist;

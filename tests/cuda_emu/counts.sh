@@ -12,8 +12,9 @@
 # steps through the host hooks (measured, the host bound). l2norm, random (evict-then-attend) and
 # tova (layer-wise) evict on the device: 1 sync, and so do h2o --h2o-order evict-first,
 # scissorhands and hashevict (evict-then-attend like l2norm; --hash-accum mean too, its running
-# sums and ages per-slot state on the device); l2norm/random/h2o evict-first/scissorhands/
-# hashevict with --rope shifted stay host-assisted (the victim moves the older keys' ranks).
+# sums and ages per-slot state on the device); and all of these (l2norm, random, h2o evict-first,
+# scissorhands, hashevict) with --rope shifted too (the victim moves the older keys' ranks: it is
+# evicted before the rank rotation, in its kernel, select.cu launch_ete_shifted).
 # buzz --buzz-score current runs BUZZ's rounds path (the scores replaced on the device).
 
 L260=5 # stories260K's layers
@@ -77,12 +78,17 @@ hashevict|--budget 24 --hash-accum mean|device
 hashevict|--budget 24 --hash-accum mean --hash-probe key --kv-dtype f16|device
 tova|--budget 24|device
 tova|--budget 24 --rope shifted|shifted
-l2norm|--budget 24 --rope shifted|host
+l2norm|--budget 24 --rope shifted|shifted
+l2norm|--budget 24 --rope shifted --kv-dtype f16|shifted
+random|--budget 24 --rope shifted|shifted
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
-scissorhands|--budget 24 --rope shifted|host
-hashevict|--budget 24 --rope shifted|host
-h2o|--budget 24 --h2o-order evict-first --rope shifted|host
+scissorhands|--budget 24 --rope shifted|shifted
+scissorhands|--budget 24 --sh-hist 5 --kv-dtype bf16 --rope shifted|shifted
+hashevict|--budget 24 --rope shifted|shifted
+hashevict|--budget 24 --hash-accum mean --hash-probe key --rope shifted|shifted
+h2o|--budget 24 --h2o-order evict-first --rope shifted|shifted
+h2o|--budget 24 --h2o-order evict-first --h2o-score mean --rope shifted|shifted
 LIST
 
 # the 1-sync check can fail: snapkv with every decode step forced through the host hooks

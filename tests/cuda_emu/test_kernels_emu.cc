@@ -337,6 +337,168 @@ static void test_elementwise()
 
 #include "tests/cuda_emu/kt_quant.h"
 
+
+/* select.cu launch_ete_shifted (--rope shifted, evict-then-attend): for several steps, the new
+ * token appended at slot len (as launch_gemv's GV_QKV), then the kernel; against the policies'
+ * victim rule (ref_ete_victim, the oldest when every slot is protected), swap-last of K, V,
+ * position and score, the length, the new key's norm (l2norm, the CPU's double sum rounded) and
+ * the live keys rotated by their rank in position order. Regions in shuffled position order. */
+static void test_ete_shifted(int mode, const char *name, int cap, int n_sink, int n_recent, int mean, int steps,
+                             int sh_hist = 5, int he_bits = 16, int he_probe = 0)
+{
+    const int Hkv = 2, hd = 8, half = hd / 2, S = cap + 1, rows = cap + 2, G = 2;
+    /* hashevict (EV_HASH): codes, sums, ages per slot; the projections; the step's queries */
+    std::vector<unsigned long long> hst((size_t)Hkv * S * EV_HASH_WORDS, 0);
+    std::vector<float> R((size_t)he_bits * hd), q((size_t)Hkv * G * hd);
+    for (auto &v : R) v = frand(-1, 1);
+    std::vector<ref_sh> sst((size_t)Hkv * S); /* scissorhands' histories (EV_SH) */
+    static_assert(sizeof(ref_sh) == EV_SH_WORDS * 8, "ref_sh is the device layout");
+    std::vector<float> kc((size_t)Hkv * S * hd), vc(kc.size()), kr(kc.size()), score((size_t)Hkv * S, 0.0f);
+    std::vector<int32_t> pos((size_t)Hkv * S, -1);
+    std::vector<size_t> off(Hkv);
+    std::vector<int> len(Hkv), cp(Hkv, cap), step(2);
+    std::vector<float> ct((size_t)rows * half), st((size_t)rows * half);
+    for (auto &v : ct) v = frand(-1, 1);
+    for (auto &v : st) v = frand(-1, 1);
+    for (int g = 0; g < Hkv; g++) { /* a prompt of cap − 1 tokens, shuffled slots */
+        off[g] = (size_t)g * S;
+        len[g] = cap - 1;
+        std::vector<int> p(cap - 1);
+        for (int j = 0; j < cap - 1; j++) p[j] = j;
+        std::shuffle(p.begin(), p.end(), rng);
+        for (int j = 0; j < cap - 1; j++) {
+            pos[off[g] + j] = p[j];
+            score[off[g] + j] = frand(0, 3);
+            unsigned long long *he = &hst[(off[g] + j) * EV_HASH_WORDS];
+            he[0] = ref_he_code(R.data(), he_bits, hd, &kc[(off[g] + j) * hd]);
+            he[1] = mean ? rng() % 40 : 0;
+            he[2] = (1ULL << 32) | (mean ? 1 + rng() % 5 : 0);
+            ref_sh &e = sst[off[g] + j];
+            memset(&e, 0, sizeof e);
+            e.n_push = 1 + rng() % (3 * sh_hist);
+            for (int b = 0; b < std::min<int>(e.n_push, sh_hist); b++)
+                if (rng() % 3 == 0) e.ring[b / 64] |= 1ULL << (b % 64), e.ones++;
+            for (int d = 0; d < hd; d++) kc[(off[g] + j) * hd + d] = frand(-1, 1), vc[(off[g] + j) * hd + d] = frand(-1, 1);
+        }
+    }
+    int t = cap - 1;
+    double worst = 0;
+    bool ok = true;
+    const uint64_t seed = 77;
+    for (int it = 0; it < steps && ok; it++, t++) {
+        const std::vector<int> L0 = len;
+        for (int g = 0; g < Hkv; g++) { /* the append */
+            size_t o = off[g] + len[g];
+            pos[o] = t;
+            score[o] = 0.0f;
+            memset(&sst[o], 0xa5, sizeof sst[o]); /* whatever the slot held: the kernel empties it */
+            for (int w = 0; w < EV_HASH_WORDS; w++) hst[o * EV_HASH_WORDS + w] = 0xa5a5a5a5a5a5a5a5ULL;
+            for (int d = 0; d < hd; d++) kc[o * hd + d] = frand(-1, 1), vc[o * hd + d] = frand(-1, 1);
+        }
+        const std::vector<float> K0 = kc, V0 = vc, S0 = score;
+        const std::vector<int32_t> P0 = pos;
+        const std::vector<ref_sh> H0 = sst;
+        for (auto &v : q) v = frand(-1, 1);
+        std::vector<unsigned long long> E = hst; /* the expected hashevict state */
+        step[0] = 0, step[1] = t;
+        ete_shift_args a;
+        memset(&a, 0, sizeof a);
+        a.kc = kc.data(), a.vc = vc.data(), a.kv_dt = CU_F32, a.head_dim = hd, a.n_kv_heads = Hkv;
+        a.kr = kr.data(), a.pos = pos.data(), a.score = mode == EV_RANDOM ? NULL : score.data();
+        a.off = off.data(), a.len = len.data(), a.cap = cp.data(), a.step = step.data();
+        a.evict = mode, a.n_sink = n_sink, a.n_recent = n_recent, a.mean = mean, a.layer = 3, a.seed = seed;
+        a.cos_t = ct.data(), a.sin_t = st.data();
+        a.sstate = mode == EV_SH ? (unsigned long long *)sst.data() : mode == EV_HASH ? hst.data() : NULL;
+        a.sh_hist = sh_hist;
+        a.q = q.data(), a.G = G, a.he_R = R.data(), a.he_bits = he_bits, a.he_probe = he_probe;
+        ok &= launch_ete_shifted(&a, 0) == cudaSuccess;
+        for (int g = 0; g < Hkv && ok; g++) {
+            const size_t o = off[g];
+            const int L = L0[g] + 1;
+            std::vector<float> S1(S0.begin() + o, S0.begin() + o + S);
+            if (mode == EV_L2NORM) {
+                double ss = 0;
+                for (int d = 0; d < hd; d++) ss += (double)K0[(o + L - 1) * hd + d] * K0[(o + L - 1) * hd + d];
+                S1[L - 1] = (float)sqrt(ss);
+            }
+            int n = L, victim = -1;
+            unsigned long long *Eg = &E[o * EV_HASH_WORDS];
+            std::vector<unsigned> dist(L, 0);
+            if (mode == EV_HASH) {
+                const unsigned long long cnew = ref_he_code(R.data(), he_bits, hd, &K0[(o + L - 1) * hd]);
+                std::vector<unsigned long long> probes;
+                if (he_probe) probes.push_back(cnew);
+                else
+                    for (int hh = 0; hh < G; hh++) probes.push_back(ref_he_code(R.data(), he_bits, hd, &q[(size_t)(g * G + hh) * hd]));
+                for (int j = 0; j < L - 1; j++)
+                    for (auto c : probes) dist[j] += (unsigned)__builtin_popcountll(Eg[j * EV_HASH_WORDS] ^ c);
+                Eg[(L - 1) * EV_HASH_WORDS] = cnew, Eg[(L - 1) * EV_HASH_WORDS + 1] = 0, Eg[(L - 1) * EV_HASH_WORDS + 2] = 1ULL << 32;
+            }
+            if (L > cap) {
+                if (mode == EV_HASH) { /* the largest distance, or (acc + d) / (age + 1) exactly */
+                    uint64_t bv = 0, bw = 0;
+                    for (int j = 0; j < L - 1; j++) {
+                        if (P0[o + j] < n_sink || P0[o + j] >= t - n_recent) continue;
+                        uint64_t v = mean ? Eg[j * EV_HASH_WORDS + 1] + dist[j] : dist[j];
+                        uint64_t w = mean ? (uint32_t)Eg[j * EV_HASH_WORDS + 2] + 1u : 1;
+                        if (victim < 0 || v * bw > bv * w || (v * bw == bv * w && P0[o + j] < P0[o + victim]))
+                            victim = j, bv = v, bw = w;
+                    }
+                } else if (mode == EV_SH) { /* the least important history (exact), ties → smaller position */
+                    for (int j = 0; j < L - 1; j++) {
+                        if (P0[o + j] < n_sink || P0[o + j] >= t - n_recent) continue;
+                        if (victim < 0 || ref_sh_less(&H0[o + j], &H0[o + victim], sh_hist) ||
+                            (!ref_sh_less(&H0[o + victim], &H0[o + j], sh_hist) && P0[o + j] < P0[o + victim]))
+                            victim = j;
+                    }
+                } else {
+                    victim = ref_ete_victim(mode, &P0[o], S1.data(), L - 1, n_sink, n_recent, t, 3, g, seed, mean);
+                }
+                if (victim < 0) {
+                    victim = 0;
+                    for (int j = 1; j < L - 1; j++)
+                        if (P0[o + j] < P0[o + victim]) victim = j;
+                }
+                n = L - 1;
+                if (mode == EV_HASH && mean)
+                    for (int j = 0; j < L - 1; j++) {
+                        Eg[j * EV_HASH_WORDS + 1] += dist[j];
+                        Eg[j * EV_HASH_WORDS + 2] = (Eg[j * EV_HASH_WORDS + 2] & 0xffffffff00000000ULL) |
+                                                    (uint32_t)(Eg[j * EV_HASH_WORDS + 2] + 1);
+                    }
+            }
+            ok &= len[g] == n;
+            for (int j = 0; j < n && ok; j++) {
+                const int src = j == victim ? L - 1 : j;
+                ok &= pos[o + j] == P0[o + src];
+                if (mode != EV_RANDOM) ok &= score[o + j] == S1[src];
+                if (mode == EV_SH) { /* the new token's history empty, the others moved with their slots */
+                    ref_sh want = H0[o + src];
+                    if (src == L - 1) memset(&want, 0, sizeof want);
+                    ok &= !memcmp(&sst[o + j], &want, sizeof want);
+                }
+                if (mode == EV_HASH)
+                    for (int w = 0; w < EV_HASH_WORDS; w++) ok &= hst[(o + j) * EV_HASH_WORDS + w] == Eg[src * EV_HASH_WORDS + w];
+                int rank = 0;
+                for (int i = 0; i < n; i++) rank += pos[o + i] < pos[o + j];
+                for (int d = 0; d < hd; d++) {
+                    ok &= kc[(o + j) * hd + d] == K0[(o + src) * hd + d] && vc[(o + j) * hd + d] == V0[(o + src) * hd + d];
+                    if (d < half) {
+                        float x0 = K0[(o + src) * hd + d], x1 = K0[(o + src) * hd + d + half];
+                        float c = ct[(size_t)rank * half + d], sn = st[(size_t)rank * half + d];
+                        worst = std::max(worst, (double)fabs(kr[(o + j) * hd + d] - (x0 * c - x1 * sn)));
+                        worst = std::max(worst, (double)fabs(kr[(o + j) * hd + d + half] - (x1 * c + x0 * sn)));
+                    }
+                }
+            }
+        }
+    }
+    char what[160];
+    snprintf(what, sizeof what, "ete_shifted %s: cap %d sink %d recent %d mean %d, %d steps: victim, swap-last, len, rank rotation",
+             name, cap, n_sink, n_recent, mean, steps);
+    check(ok && worst < 1e-6, what, worst);
+}
+
 int main(int argc, char **argv)
 {
     test_prefill<float>(CU_F32, "F32", 40, 21, {5, 19});
@@ -356,6 +518,17 @@ int main(int argc, char **argv)
     test_evict(EV_STREAMING, "streaming", 7, 3, 0, 0, 25, 8);
     test_evict(EV_H2O, "h2o", 8, 2, 3, 0, 30, 8);
     test_evict(EV_H2O, "h2o", 260, 4, 130, 1, 275, 4); /* more slots than threads */
+    test_ete_shifted(EV_L2NORM, "l2norm", 9, 2, 3, 0, 8);
+    test_ete_shifted(EV_RANDOM, "random", 9, 1, 2, 0, 8);
+    test_ete_shifted(EV_H2O_EF, "h2o evict-first", 9, 2, 2, 1, 8);
+    test_ete_shifted(EV_H2O_EF, "h2o evict-first", 140, 3, 5, 0, 4); /* more slots than threads */
+    test_ete_shifted(EV_L2NORM, "l2norm (every slot protected: the oldest)", 6, 4, 10, 0, 5);
+    test_ete_shifted(EV_SH, "scissorhands", 12, 2, 2, 0, 8, 5);
+    test_ete_shifted(EV_SH, "scissorhands", 9, 1, 3, 0, 6, 400);
+    test_ete_shifted(EV_HASH, "hashevict", 10, 2, 2, 0, 8, 5, 16, 0);
+    test_ete_shifted(EV_HASH, "hashevict (probe key, 3 bits)", 10, 1, 2, 0, 8, 5, 3, 1);
+    test_ete_shifted(EV_HASH, "hashevict (mean)", 10, 2, 2, 1, 8, 5, 16, 0);
+    test_ete_shifted(EV_HASH, "hashevict (mean, probe key, 2 bits)", 9, 1, 1, 1, 8, 5, 2, 1);
     test_gather();
     test_argmax();
     test_elementwise();

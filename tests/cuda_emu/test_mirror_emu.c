@@ -4,7 +4,7 @@
  * the mirror, so it must first be refreshed from the device. Linked with the emulated engine by
  * tests/test_cuda_emu.sh:
  *
- *   test_mirror_emu MODEL_DIR POLICY
+ *   test_mirror_emu MODEL_DIR POLICY [NAME=VALUE...]   (rope=shifted: --rope shifted)
  *
  * 1. the same token sequence on the CPU and the emulated GPU: prefill 21 tokens, 12 decode steps
  *    (each evicts: capacity 16), a prefill of 5 more tokens, 4 decode steps; after each phase the
@@ -138,8 +138,13 @@ int main(int argc, char **argv)
     pp.budget = 1;
     pp.budget_tokens = 16;
     pp.kv_dtype = DT_F32;
-    /* the policy's parameters: NAME=VALUE arguments after the policy (e.g. h2o-order=evict-first) */
+    /* the policy's parameters: NAME=VALUE arguments after the policy (e.g. h2o-order=evict-first);
+     * rope=shifted: --rope shifted (POLICIES.md §1.7), not a policy parameter */
     for (int i = 3; i < argc && pp.n_set < POLICY_MAX_SET; i++) {
+        if (!strcmp(argv[i], "rope=shifted")) {
+            pp.rope_shifted = 1;
+            continue;
+        }
         const char *eq = strchr(argv[i], '=');
         if (!eq || eq - argv[i] >= (int)sizeof pp.set[0].name || strlen(eq + 1) >= sizeof pp.set[0].value) {
             fprintf(stderr, "expected NAME=VALUE, got '%s'\n", argv[i]);
