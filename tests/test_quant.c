@@ -67,16 +67,6 @@ static float *rand_floats(size_t n, float scale)
     return a;
 }
 
-/* |a − b| ≤ tol, with a message naming what differs. */
-#define CLOSE(a, b, tol, ...)                                                                  \
-    do {                                                                                       \
-        double a_ = (a), b_ = (b), t_ = (tol);                                                 \
-        if (!(fabs(a_ - b_) <= t_)) {                                                          \
-            print_error(__VA_ARGS__);                                                          \
-            print_error(": %.9g vs %.9g (diff %.3g > tol %.3g)\n", a_, b_, fabs(a_ - b_), t_); \
-            fail();                                                                            \
-        }                                                                                      \
-    } while (0)
 
 /* ------------------------------------------------------------------------ fixtures */
 
@@ -348,7 +338,7 @@ static void test_scalar_reference_is_the_dot_product_of_dequantized_rows(void **
             for (int b = 0; b < K / 32; b++)
                 tol += fabs(f16_to_f32(q_rd16(W + b * dtype_block_bytes(dt) + 2))) *
                        fabs(((const float *)(X + qa_off_s2(K)))[2 * b + 1]) / 1024;
-        CLOSE(y, refq, tol, "%s: scalar dot vs Σ w·x̂", dtype_name(dt));
+        TS_CLOSE(y, refq, tol, "%s: scalar dot vs Σ w·x̂", dtype_name(dt));
         free(W), free(x), free(wf), free(X);
     }
 }
@@ -399,14 +389,14 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
                 }
             }
             float got = y[(size_t)j * rows + r];
-            CLOSE(got, ref, bound + 1e-6, "%s %s rows %d K %d n %d threads %d: y[%d][%d] vs f32 reference", fam,
+            TS_CLOSE(got, ref, bound + 1e-6, "%s %s rows %d K %d n %d threads %d: y[%d][%d] vs f32 reference", fam,
                   dtype_name(dt), rows, K, n, threads, j, r);
             e2 += (got - ref) * (got - ref);
         }
         if (j < 3 || j == n - 1) {   /* decode of the same row: the same numbers up to f32 rounding */
             matmul(y1, xj, &w, 1);
             for (int r = 0; r < rows; r++)
-                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag_of(wf + (size_t)r * K, xj, K), "%s %s: decode vs prefill row %d",
+                TS_CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag_of(wf + (size_t)r * K, xj, K), "%s %s: decode vs prefill row %d",
                       fam, dtype_name(dt), j);
         }
     }
@@ -421,7 +411,7 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
             for (int r = 0; r < rows; r++) {
                 double ref = 0;
                 for (int k = 0; k < K; k++) ref += (double)wf[(size_t)r * K + k] * x[(size_t)j * K + k];
-                CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag_of(wf + (size_t)r * K, x + (size_t)j * K, K),
+                TS_CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag_of(wf + (size_t)r * K, x + (size_t)j * K, K),
                       "%s sgemm path y[%d][%d]", dtype_name(dt), j, r);
             }
     }

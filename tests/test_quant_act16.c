@@ -56,15 +56,6 @@ static uint8_t *rand_weights(dtype_t dt, int rows, int K) { return ts_rand_block
 
 static double mag_of(const float *w, const float *x, int K) { return ts_mag(w, x, K); }
 
-#define CLOSE(a, b, tol, ...)                                                                  \
-    do {                                                                                       \
-        double a_ = (a), b_ = (b), t_ = (tol);                                                 \
-        if (!(fabs(a_ - b_) <= t_)) {                                                          \
-            print_error(__VA_ARGS__);                                                          \
-            print_error(": %.9g vs %.9g (diff %.3g > tol %.3g)\n", a_, b_, fabs(a_ - b_), t_); \
-            fail();                                                                            \
-        }                                                                                      \
-    } while (0)
 
 /* The quantized activation row as f32 (q·d per element, element order). */
 static void act16_values(const uint8_t *r, int kind, int K, double *out)
@@ -184,7 +175,7 @@ static void test_scalar16_reference_is_the_dot_product_of_dequantized_rows(void 
             }
             float y;
             cpu_quant_scalar16.mm[dt](&y, 0, W, 0, X, 0, 1, 1, K);
-            CLOSE(y, ref, 2e-6 * mag + 1e-30, "%s K %d: scalar16 dot vs Σ w·x̂", dtype_name(dt), K);
+            TS_CLOSE(y, ref, 2e-6 * mag + 1e-30, "%s K %d: scalar16 dot vs Σ w·x̂", dtype_name(dt), K);
             free(W), free(x), free(wf), free(X), free(xh);
         }
     }
@@ -279,9 +270,9 @@ static void test_kernels16_do_not_overflow_at_the_extremes(void **state)
                         mag += fabs((double)wf[(size_t)r * K + k] * xh[k]);
                     }
                     q->mm[dt](&y1, 0, W + r * rb, rb, X + j * xs, 0, 1, 1, K);
-                    CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag, "%s/16 %s extremes: tile y[%d][%d]", FAMILIES[f], dtype_name(dt), j, r);
-                    CLOSE(y1, ref, 1e-5 * mag, "%s/16 %s extremes: matvec y[%d][%d]", FAMILIES[f], dtype_name(dt), j, r);
-                    if (buf) CLOSE(yg[(size_t)j * rows + r], ref, 1e-5 * mag, "%s/16 %s extremes: packed GEMM y[%d][%d]", FAMILIES[f], dtype_name(dt), j, r);
+                    TS_CLOSE(y[(size_t)j * rows + r], ref, 1e-5 * mag, "%s/16 %s extremes: tile y[%d][%d]", FAMILIES[f], dtype_name(dt), j, r);
+                    TS_CLOSE(y1, ref, 1e-5 * mag, "%s/16 %s extremes: matvec y[%d][%d]", FAMILIES[f], dtype_name(dt), j, r);
+                    if (buf) TS_CLOSE(yg[(size_t)j * rows + r], ref, 1e-5 * mag, "%s/16 %s extremes: packed GEMM y[%d][%d]", FAMILIES[f], dtype_name(dt), j, r);
                 }
             }
             tested++;
@@ -326,14 +317,14 @@ static void check_matmul16(dtype_t dt, int rows, int K, int n, const char *fam, 
                 v2 += w2 * step * step / 12;
             }
             float got = y[(size_t)j * rows + r];
-            CLOSE(got, ref, bound + 2e-6 * mag_of(wr, xj, K) + 1e-6, "%s/16 %s rows %d K %d n %d threads %d: y[%d][%d] vs f32 reference",
+            TS_CLOSE(got, ref, bound + 2e-6 * mag_of(wr, xj, K) + 1e-6, "%s/16 %s rows %d K %d n %d threads %d: y[%d][%d] vs f32 reference",
                   fam, dtype_name(dt), rows, K, n, threads, j, r);
             e2 += (got - ref) * (got - ref);
         }
         if (j < 3 || j == n - 1) {
             matmul(y1, xj, &w, 1);
             for (int r = 0; r < rows; r++)
-                CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag_of(wf + (size_t)r * K, xj, K), "%s/16 %s: decode vs prefill row %d",
+                TS_CLOSE(y1[r], y[(size_t)j * rows + r], 1e-5 * mag_of(wf + (size_t)r * K, xj, K), "%s/16 %s: decode vs prefill row %d",
                       fam, dtype_name(dt), j);
         }
     }

@@ -36,15 +36,6 @@ static const dtype_t XTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1};
 static const char *const FAMILIES[] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni"};
 #define N_FAMILIES 5
 
-#define CLOSE(a, b, tol, ...)                                                                  \
-    do {                                                                                       \
-        double a_ = (a), b_ = (b), t_ = (tol);                                                 \
-        if (!(fabs(a_ - b_) <= t_)) {                                                          \
-            print_error(__VA_ARGS__);                                                          \
-            print_error(": %.9g vs %.9g (diff %.3g > tol %.3g)\n", a_, b_, fabs(a_ - b_), t_); \
-            fail();                                                                            \
-        }                                                                                      \
-    } while (0)
 
 static uint8_t *packed(dtype_t dt, const uint8_t *W, int rows, int K)
 {
@@ -150,9 +141,9 @@ static void test_x16_kernels_match_the_row_kernels_and_exact_sums(void **state)
                             ref += (double)wf[(size_t)r * K + k] * xv;
                             mag += fabs((double)wf[(size_t)r * K + k] * xv);
                         }
-                        CLOSE(yx[r], ref, 2e-6 * mag + 1e-30, "%s %s K %d%s: X16 kernel row %d vs exact", FAMILIES[f], dtype_name(dt), K,
+                        TS_CLOSE(yx[r], ref, 2e-6 * mag + 1e-30, "%s %s K %d%s: X16 kernel row %d vs exact", FAMILIES[f], dtype_name(dt), K,
                               ext ? " extremes" : "", r);
-                        CLOSE(yx[r], yr[r], 2e-6 * mag + 1e-30, "%s %s K %d%s: X16 kernel row %d vs the row kernel", FAMILIES[f],
+                        TS_CLOSE(yx[r], yr[r], 2e-6 * mag + 1e-30, "%s %s K %d%s: X16 kernel row %d vs the row kernel", FAMILIES[f],
                               dtype_name(dt), K, ext ? " extremes" : "", r);
                     }
                     tested++;
@@ -188,7 +179,7 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
                          dtype_name(dt), rows, K, n, threads, mode);
         } else {
             for (int r = 0; r < rows; r++)
-                CLOSE(yx[r], yr[r], 2e-6 * ts_mag(wf + (size_t)r * K, x, K) + 1e-30, "%s %s rows %d K %d threads %d: y[%d]", fam,
+                TS_CLOSE(yx[r], yr[r], 2e-6 * ts_mag(wf + (size_t)r * K, x, K) + 1e-30, "%s %s rows %d K %d threads %d: y[%d]", fam,
                       dtype_name(dt), rows, K, threads, r);
         }
     }
@@ -211,7 +202,7 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
                 fail_msg("%s %s n %d after a 40-row matrix: WL_X16 != WL_ROWS", fam, dtype_name(dt), n);
         } else {
             for (int r = 0; r < rows; r++)
-                CLOSE(yx[r], yr[r], 2e-6 * ts_mag(wf + (size_t)r * K, x, K) + 1e-30, "%s %s after a 40-row matrix: y[%d]", fam,
+                TS_CLOSE(yx[r], yr[r], 2e-6 * ts_mag(wf + (size_t)r * K, x, K) + 1e-30, "%s %s after a 40-row matrix: y[%d]", fam,
                       dtype_name(dt), r);
         }
         free(W0), free(y0), free(y0b);

@@ -27,21 +27,6 @@ __device__ __forceinline__ void sh_push(unsigned long long *e, unsigned hist, bo
     w[0] = np + 1;
 }
 
-/* (v, p) ranks before (bv, bp) as a victim: smaller key, ties → smaller position; j < 0: none.
- * rat (hashevict --hash-accum mean): the keys are the running means v / w (acc, age after this
- * step's evaluation, age ≥ 1), the largest first, compared exactly in integers as
- * policy_hashevict.c rule_victim does (v · bw against bv · w in 64 bits), ties → smaller position */
-__device__ __forceinline__ bool ete_better(bool rat, unsigned long long v, unsigned w, int p, int j,
-                                           unsigned long long bv, unsigned bw, int bp, int bj)
-{
-    if (j < 0) return false;
-    if (bj < 0) return true;
-    if (rat) {
-        const unsigned long long lhs = v * bw, rhs = bv * w;
-        return lhs > rhs || (lhs == rhs && p < bp);
-    }
-    return v < bv || (v == bv && p < bp);
-}
 
 /* hashevict's probe codes of KV head g: the group's G queries (as given, rotated, unscaled), or
  * the new key as stored (slot L − 1 of the region's keys Kr), --hash-probe key; all threads, the

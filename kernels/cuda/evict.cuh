@@ -142,4 +142,22 @@ __device__ __forceinline__ int ev_ring_next(int mode, int ring, int C, int n_sin
     return mode == EV_LOCAL ? (ring + 1) % C : mode == EV_STREAMING ? (ring + 1) % (C - n_sink) : ring;
 }
 
+/* The victim rule of the evict-then-attend kernels (attn_decode.cu, and select.cu's
+ * launch_ete_shifted for --rope shifted): (v, p) ranks before (bv, bp) as a victim: smaller key,
+ * ties → smaller position; j < 0: none.
+ * rat (hashevict --hash-accum mean): the keys are the running means v / w (acc, age after this
+ * step's evaluation, age ≥ 1), the largest first, compared exactly in integers as
+ * policy_hashevict.c rule_victim does (v · bw against bv · w in 64 bits), ties → smaller position */
+__device__ __forceinline__ bool ete_better(bool rat, unsigned long long v, unsigned w, int p, int j,
+                                           unsigned long long bv, unsigned bw, int bp, int bj)
+{
+    if (j < 0) return false;
+    if (bj < 0) return true;
+    if (rat) {
+        const unsigned long long lhs = v * bw, rhs = bv * w;
+        return lhs > rhs || (lhs == rhs && p < bp);
+    }
+    return v < bv || (v == bv && p < bp);
+}
+
 #endif

@@ -168,20 +168,6 @@ cudaError_t launch_key_norms(const void *kc, int kv_dt, const size_t *off, const
  * the rotation (the same arithmetic as elementwise.cu rope_live_kernel). */
 #define ES_THREADS 128
 
-/* (v, p, j) ranks before (bv, bp, bj) as a victim: smaller key, ties → smaller position; rat
- * (hashevict --hash-accum mean): the keys are the running means v / w, the largest first,
- * compared exactly in integers (policy_hashevict.c rule_victim, as attn_decode.cu ete_better) */
-__device__ __forceinline__ bool es_better(bool rat, unsigned long long v, unsigned w, int p, int j,
-                                          unsigned long long bv, unsigned bw, int bp, int bj)
-{
-    if (j < 0) return false;
-    if (bj < 0) return true;
-    if (rat) {
-        const unsigned long long lhs = v * bw, rhs = bv * w;
-        return lhs > rhs || (lhs == rhs && p < bp);
-    }
-    return v < bv || (v == bv && p < bp);
-}
 
 template <typename T> __global__ void __launch_bounds__(ES_THREADS) ete_shift_kernel(ete_shift_args a)
 {
@@ -250,7 +236,7 @@ template <typename T> __global__ void __launch_bounds__(ES_THREADS) ete_shift_ke
                     v = 0xffffffffULL - dist;
                 }
             } else v = __float_as_uint(a.mean ? S[j] / (float)(t - p) : S[j]);
-            if (es_better(rat, v, w, p, j, bv, bw, bp, bj)) bv = v, bw = w, bp = p, bj = j;
+            if (ete_better(rat, v, w, p, j, bv, bw, bp, bj)) bv = v, bw = w, bp = p, bj = j;
         }
         sv[tid] = bv;
         sw[tid] = bw;
@@ -258,7 +244,7 @@ template <typename T> __global__ void __launch_bounds__(ES_THREADS) ete_shift_ke
         sj[tid] = bj;
         __syncthreads();
         for (int w = ES_THREADS / 2; w > 0; w >>= 1) {
-            if (tid < w && es_better(rat, sv[tid + w], sw[tid + w], sp[tid + w], sj[tid + w], sv[tid], sw[tid], sp[tid],
+            if (tid < w && ete_better(rat, sv[tid + w], sw[tid + w], sp[tid + w], sj[tid + w], sv[tid], sw[tid], sp[tid],
                                      sj[tid])) {
                 sv[tid] = sv[tid + w];
                 sw[tid] = sw[tid + w];

@@ -11,6 +11,18 @@
 
 #include "eviction/eviction.h"
 
+/* |a − b| ≤ tol (doubles), else the message (printf arguments) and the two values, and the test
+ * fails (cmocka: needs <cmocka.h> and <math.h> before use). */
+#define TS_CLOSE(a, b, tol, ...)                                                               \
+    do {                                                                                       \
+        double a_ = (a), b_ = (b), t_ = (tol);                                                 \
+        if (!(fabs(a_ - b_) <= t_)) {                                                          \
+            print_error(__VA_ARGS__);                                                          \
+            print_error(": %.9g vs %.9g (diff %.3g > tol %.3g)\n", a_, b_, fabs(a_ - b_), t_); \
+            fail();                                                                            \
+        }                                                                                      \
+    } while (0)
+
 /* --------------------------------------------------------------------- quantized blocks
  * (quant_data.c, for the tests of kernels/cpu/quant*) */
 
