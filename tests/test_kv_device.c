@@ -712,7 +712,7 @@ static void test_device_policy_plan(void **st)
                                                                                : EV_TOVA);
     }
     /* l2norm / random: the CPU policies' protections (eviction/policy_common.h defaults) and
-     * seed; --rope shifted stays host-assisted (the ranks move with the victim) */
+     * seed; --rope shifted decodes on the device as well (select.cu launch_ete_shifted) */
     {
         policy_params r = p;
         char e2[256];
@@ -725,11 +725,12 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(device_policy_plan(policy_find("l2norm"), &p, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.n_recent, EVICT_RECENT_DEFAULT_T);
         r = p;
-        r.rope_shifted = 1;
+        r.rope_shifted = 1;   /* --rope shifted: the victim before the rank rotation, on the device too */
         assert_int_equal(device_policy_plan(policy_find("l2norm"), &r, NULL, &dp, why, sizeof why), 0);
-        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        assert_int_equal(dp.evict, EV_L2NORM);
         assert_int_equal(device_policy_plan(policy_find("scissorhands"), &r, NULL, &dp, why, sizeof why), 0);
-        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
         assert_int_equal(device_policy_plan(policy_find("tova"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
         /* scissorhands: --sh-hist and the protections of policy_scissorhands.c */
@@ -757,13 +758,14 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.evict, EV_HASH);
         assert_int_equal(dp.mean, 1);
         assert_int_equal(dp.he_bits, 9);
-        r.rope_shifted = 1; /* mean with --rope shifted: host-assisted as none */
+        r.rope_shifted = 1; /* mean with --rope shifted: on the device too (launch_ete_shifted) */
         assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
-        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        assert_int_equal(dp.mean, 1);
         r = p;
         r.rope_shifted = 1;
         assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
-        assert_int_equal(dp.dev_decode, DEV_DECODE_NONE);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
     }
     /* every registered policy is in the table above; one the plan does not know is refused
      * with a one-line reason naming it */
@@ -786,9 +788,10 @@ static void test_device_policy_plan(void **st)
     assert_int_equal(device_policy_plan(policy_find("h2o"), &q, NULL, &dp, why, sizeof why), 0);
     assert_int_equal(dp.mode, DEV_POLICY_DEVICE); /* evict-first: evict-then-attend on the device */
     assert_int_equal(dp.evict, EV_H2O_EF);
-    q.rope_shifted = 1; /* the victim moves the older keys' ranks: the CPU hooks */
+    q.rope_shifted = 1; /* the victim before the rank rotation: on the device too (launch_ete_shifted) */
     assert_int_equal(device_policy_plan(policy_find("h2o"), &q, NULL, &dp, why, sizeof why), 0);
-    assert_int_equal(dp.mode, DEV_POLICY_HOST);
+    assert_int_equal(dp.mode, DEV_POLICY_DEVICE);
+    assert_int_equal(dp.evict, EV_H2O_EF);
     q = p;
     assert_int_equal(policy_params_set(&q, policy_find("buzz"), "buzz-score", "current", err, sizeof err), 0);
     assert_int_equal(device_policy_plan(policy_find("buzz"), &q, NULL, &dp, why, sizeof why), 0);
