@@ -741,7 +741,7 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.n_sink, EVICT_SINK_DEFAULT_T);
         assert_int_equal(dp.n_recent, EVICT_RECENT_DEFAULT_T);
         /* hashevict: --hash-bits, --hash-probe; --hash-accum mean on the device too (dp.mean:
-         * running sums and ages as per-slot state); --rope shifted stays on the host (the ranks) */
+         * running sums and ages as per-slot state); --rope shifted on the device too (select.cu) */
         r = p;
         assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-bits", "9", e2, sizeof e2), 0);
         assert_int_equal(policy_params_set(&r, policy_find("hashevict"), "hash-probe", "key", e2, sizeof e2), 0);
