@@ -7,7 +7,9 @@
  *      policies' eviction and the length update — kernels/cuda/attn_decode.cu
  *      (--rope shifted: one more before it, the rank rotation of the live keys, and with an
  *      evict-then-attend policy the eviction in that kernel instead — select.cu
- *      launch_ete_shifted: its victim changes the older keys' ranks)
+ *      launch_ete_shifted: its victim changes the older keys' ranks); subgen_stream (EV_SS):
+ *      two kernels instead, its window/sketch update and its estimator (ss_insert.cu,
+ *      ss_attend.cu, POLICIES.md §8.3)
  *   3. o-proj (+ bias) + residual — GV_ADD
  *   4. RMSNorm + gate/up GEMVs + SwiGLU — GV_SWIGLU
  *   5. down-proj + residual — GV_ADD
@@ -116,8 +118,8 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             LAUNCH(launch_ss_insert(&ss, ce->st));
             LAUNCH(launch_ss_attend(&ss, ce->st));
         } else if (ce->dp.host_attend && !device) {
-            /* the policy's own attention (subgen_stream, §8.3) on the host mirror's K/V and
-             * state, with the query ce_host_pre_attn copied back (h_qkv) */
+            /* a host step: the policy's own attention (subgen_stream, §8.3) on the host mirror's
+             * K/V and state, with the query ce_host_pre_attn copied back (h_qkv) */
             for (int g = 0; g < Hkv; g++)
                 kv->ops->attend(kv, l, g, ce->h_qkv + (size_t)g * G * hd, scale, ce->h_att + (size_t)g * G * hd);
             CUDA_TRY(cudaMemcpyAsync(ce->att, ce->h_att, (size_t)H * hd * sizeof(float), cudaMemcpyHostToDevice,
