@@ -134,6 +134,20 @@ else
     bad "gguf mix h2o 0.5 (seed 1): $(head -2 "$TMP/re")"
 fi
 
+# subgen_stream's sketch kernels (shared-memory reductions, reservoir writes): the same logits bit
+# for bit under other block/thread orders and without the graph
+A=(-m "$MODEL" -p "$PROMPT" -n 10 --ignore-eos --temp 0 --device cuda --policy subgen_stream --budget 16 --ss-t 2 --json)
+if env EMU_SEED=1 "$EMU" "${A[@]}" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP/re"; then
+    for v in "LLM_CUDA_GRAPH=0" "EMU_SEED=2" "EMU_SEED=0"; do
+        [ "$FULL" = 1 ] || [ "$v" = EMU_SEED=2 ] || continue
+        env $v "$EMU" "${A[@]}" --logits-out "$TMP/l2.npy" >/dev/null 2>"$TMP/re"
+        if cmp -s "$TMP/l1.npy" "$TMP/l2.npy"; then ok "stories260K subgen_stream 16 --ss-t 2: logits bit-identical with $v"
+        else bad "stories260K subgen_stream 16 --ss-t 2: logits differ with $v"; fi
+    done
+else
+    bad "stories260K subgen_stream 16 (seed 1): $(head -2 "$TMP/re")"
+fi
+
 # device memory: nothing left after a run, nor after a failure at any allocation (every device
 # and pinned allocation, the graph instantiation) — error paths free what they allocated
 for pol in h2o snapkv; do
