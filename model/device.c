@@ -263,6 +263,10 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->dev_decode = DEV_DECODE_ALWAYS;
         dp->evict = EV_SS;
         dp->seed = p->seed;
+        /* a window covering prompt + max new tokens (r = C, §8.3) without passthrough (hooks
+         * forced on by a test): nothing ever enters the sketch, the attention stays exact and
+         * the device appends */
+        if (kv && (int64_t)kv->cap[0] >= (int64_t)kv->prompt_tokens + kv->max_new) dp->evict = EV_NONE;
     } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {
         /* hooks that re-partition a layer's arena among its heads (kv->cap/off change,
          * eviction/snap_alloc.c snap_relayout): the device gathers the whole layer; decode as

@@ -769,6 +769,23 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
     }
+    /* subgen_stream: EV_SS once its window can fill (the sketch used); a window covering
+     * prompt + max new (r = C) without passthrough only appends on the device */
+    {
+        kv_cache kv;
+        assert_int_equal(init_kv(&kv, "subgen_stream", 0.5, 40, 20), 0);
+        assert_int_equal(device_policy_plan(policy_find("subgen_stream"), &kv.params, &kv, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.evict, EV_SS);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        kv_free(&kv);
+        assert_int_equal(init_kv(&kv, "subgen_stream", 1.0, 40, 20), 0);
+        kv.passthrough = 0; /* as with params.hooks_always */
+        assert_int_equal(device_policy_plan(policy_find("subgen_stream"), &kv.params, &kv, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.mode, DEV_POLICY_HOST);
+        assert_int_equal(dp.evict, EV_NONE);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        kv_free(&kv);
+    }
     /* every registered policy is in the table above; one the plan does not know is refused
      * with a one-line reason naming it */
     const policy_ops *const *all = policy_all();
