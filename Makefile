@@ -26,6 +26,7 @@ endif
 # CUDA=1: the same ./llm-run with the CUDA backend too (kernels/cuda/*.cu), objects in
 # build-cuda so `make` and `make CUDA=1` never mix. Compiles and links without a GPU (only the
 # toolkit: nvcc, cudart, cuBLAS); sm_80 and sm_90 code plus sm_90 PTX for newer GPUs.
+comma := ,
 ifeq ($(CUDA),1)
   BUILD     ?= build-cuda
 endif
@@ -49,6 +50,9 @@ ifeq ($(CUDA),1)
   LIB_CU  := $(wildcard kernels/cuda/*.cu) $(wildcard model/cuda/*.cu)
   LIB_OBJ += $(LIB_CU:%.cu=$(BUILD)/%.o)
   LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
+  # [DECISION] subgen_stream's sketch update reproduces the CPU policy's double arithmetic (its
+  # cluster choice and reservoir draws, kernels/cuda/ss_insert.cu): the one kernel allowed FP64
+  $(BUILD)/kernels/cuda/ss_insert.o: NVCCFLAGS := $(subst $(comma)-warn-double-usage,,$(NVCCFLAGS))
 endif
 
 TEST_C   := $(wildcard tests/test_*.c)

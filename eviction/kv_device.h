@@ -7,6 +7,7 @@
 #define LLM_KV_DEVICE_H
 
 #include "eviction/eviction.h"
+#include "eviction/ss_sketch.h"
 
 /* The bytes the KV cache would allocate for this policy and budget: Σ over (layer, KV head) of
  * (cap + 1) slots × head_dim × 2 (K and V) × elem_bytes, where cap comes from ops->init run on a
@@ -89,6 +90,10 @@ void kv_device_prepare_decode(kv_cache *kv);
 /* hashevict's projections [n_layers][bits][head_dim] (fp32, the policy's own, policy_hashevict.c)
  * and their bits, for a device that computes its codes; NULL before its init. */
 const float *hashevict_device_proj(const kv_cache *kv, int *bits);
+
+/* subgen_stream's sketch arrays (eviction/ss_sketch.h: the host policy's own, the layout a
+ * device keeps its copy in) into *out; -1 for another policy or before its init. */
+int subgen_stream_device_sketch(const kv_cache *kv, ss_sketch *out);
 
 /* Zeroes the per-slot policy state of every slot (the state is recomputed from the cached rows
  * at the next hook: l2norm's norms) — after a device moved slots the host did not follow. */

@@ -21,6 +21,8 @@
  * (0 when they are fewer than m_max). When C ≥ N + max_new, r = C and the sketch is never used.
  * Randomness: the counter RNG of §1.6, U(seed; stream S|M, layer, g, pos, slot). */
 #include "eviction/policy_common.h"
+#include "eviction/kv_device.h"
+#include "eviction/ss_sketch.h"
 #include "kernels/kernels.h"
 
 #include <float.h>
@@ -28,18 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define SS_STREAM_S 0x534753545253ULL /* "SGSTRS": cluster sample reservoirs */
-#define SS_STREAM_M 0x534753545244ULL /* "SGSTRM": value-norm sample reservoirs */
-
-/* Sketch of one (layer, KV head): scalars here, arrays in ss_state at offset idx. */
-typedef struct {
-    int m;           /* clusters */
-    int delta_set;   /* δ fixed (by --ss-delta, or at the first insertion) */
-    double delta;
-    int64_t n_ins;   /* tokens inserted = Σ n_i */
-    double mu;       /* Σ ‖v‖² of the inserted tokens */
-} ss_head;
 
 typedef struct {
     int r, s, t, m_max, d;
@@ -211,6 +201,17 @@ static const policy_param_def ss_params[] = {
      "cluster radius; auto: Gonzalez covering radius of the prompt keys in the sketch"},
     {NULL, NULL, 0, NULL, NULL, NULL},
 };
+
+int subgen_stream_device_sketch(const kv_cache *kv, ss_sketch *out)
+{
+    const ss_state *s = kv->pstate;
+    if (!kv->ops || strcmp(kv->ops->name, "subgen_stream") != 0 || !s) return -1;
+    out->r = s->r, out->s = s->s, out->t = s->t, out->m_max = s->m_max, out->d = s->d;
+    out->n = kv->n_layers * kv->n_kv_heads;
+    out->head = s->head, out->rep = s->rep, out->count = s->count, out->samp = s->samp;
+    out->samp_pos = s->samp_pos, out->mk = s->mk, out->mv = s->mv, out->mw2 = s->mw2, out->mpos = s->mpos;
+    return 0;
+}
 
 static void ss_free(kv_cache *kv)
 {

@@ -72,12 +72,15 @@
  *                   comparison) evicted; --rope shifted: on
  *                   the device as l2norm (the codes, probes and
  *                   sums in the rank rotation's kernel)
- *   subgen_stream   host-assisted: q/k/v and the step's         host-assisted (exact attention
- *                   probabilities copied back every layer of    on the device)
- *                   every step, the CPU hooks run, the device
- *                   replays their slot moves; its own
- *                   attention (ops->attend) runs on the host
- *                   mirror; the output is uploaded
+ *   subgen_stream   device: the window's oldest slot goes into   host-assisted (exact attention
+ *                   the sketch (a device copy of the policy's   on the device; on_prefill feeds
+ *                   arrays; the CPU's cluster choice and        the host's sketch, uploaded
+ *                   counter-RNG draws reproduced in double,     before the next device step)
+ *                   ss_insert.cu), the new token takes its
+ *                   slot, then the estimator over window and
+ *                   sketch in place of the attention
+ *                   (ss_attend.cu); the sketch comes back with
+ *                   the mirror's rows (ce_refresh_mirror)
  *
  *   --rope shifted (POLICIES.md §1.7), every policy above but subgen_stream (which refuses it on
  *   both backends): keys cached before RoPE; per layer a kernel writes the live keys rotated by
@@ -252,8 +255,18 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
         dp->he_probe = probe == 1;
         dp->mean = accum == 1;
     } else if (!strcmp(ops->name, "subgen_stream")) {
-        /* hooks that only move slots within their regions: replayable on the device */
+        /* the window + sketch estimator (§8.3): decode on the device (EV_SS: the sketch's copy
+         * there, kernels/cuda/ss_insert.cu reproduces the CPU's cluster choice and counter-RNG
+         * draws, ss_attend.cu the estimator in place of the attention); prefill host-assisted
+         * (on_prefill feeds the host's sketch, uploaded before the next device step) */
         dp->mode = DEV_POLICY_HOST;
+        dp->dev_decode = DEV_DECODE_ALWAYS;
+        dp->evict = EV_SS;
+        dp->seed = p->seed;
+        /* a window covering prompt + max new tokens (r = C, §8.3) without passthrough (hooks
+         * forced on by a test): nothing ever enters the sketch, the attention stays exact and
+         * the device appends */
+        if (kv && (int64_t)kv->cap[0] >= (int64_t)kv->prompt_tokens + kv->max_new) dp->evict = EV_NONE;
     } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {
         /* hooks that re-partition a layer's arena among its heads (kv->cap/off change,
          * eviction/snap_alloc.c snap_relayout): the device gathers the whole layer; decode as

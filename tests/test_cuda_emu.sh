@@ -41,7 +41,7 @@ if [ "$BUILD" = build-san ]; then
 fi
 OUTD=$BUILD/emu
 mkdir -p "$OUTD" || exit 1
-for f in elementwise attn_prefill attn_decode select sample gemv dequant; do
+for f in elementwise attn_prefill attn_decode select sample gemv dequant ss_insert ss_attend; do
     python3 tests/cuda_emu/rewrite.py "kernels/cuda/$f.cu" "$OUTD/$f.inc" || { bad "rewrite $f.cu"; finish; }
 done
 CXXF="-std=c++20 -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I$OUTD -I$CUDA_HOME/include -pthread"
@@ -161,7 +161,9 @@ scissorhands|0.4|--rope shifted --sh-hist 5 --prefill-chunk 7|
 scissorhands|0.5|--kv-dtype bf16 --rope shifted --sh-hist 3|lowp
 hashevict|0.5|--rope shifted --hash-probe key --hash-bits 64|
 hashevict|0.4|--rope shifted --hash-accum mean --hash-recent 2 --prefill-chunk 7|
-hashevict|0.3|--rope shifted --hash-accum mean --hash-bits 3 --hash-sink 1 --hash-recent 2|'
+hashevict|0.3|--rope shifted --hash-accum mean --hash-bits 3 --hash-sink 1 --hash-recent 2|
+subgen_stream|0.3|--ss-t 2 --seed 5|lowp
+subgen_stream|0.4|--kv-dtype bf16 --ss-t 3 --ss-s 2|lowp'
 [ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;28p;40p;60p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
@@ -252,8 +254,8 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
     MP="h2o h2o:h2o-order=evict-first streaming local buzz buzz:buzz-score=current buzz_logn snapkv subgen scissorhands
         scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key hashevict:hash-accum=mean:hash-recent=2 l2norm random tova l2norm:rope=shifted random:rope=shifted
         h2o:h2o-order=evict-first:rope=shifted scissorhands:rope=shifted
-        hashevict:rope=shifted hashevict:hash-accum=mean:hash-recent=2:rope=shifted"
-    [ "$FULL" = 1 ] || MP="h2o snapkv"
+        hashevict:rope=shifted hashevict:hash-accum=mean:hash-recent=2:rope=shifted subgen_stream subgen_stream:ss-t=2"
+    [ "$FULL" = 1 ] || MP="h2o snapkv subgen_stream:ss-t=2"
     for pol in $MP; do
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol//:/ } >"$TMP/mi" 2>&1
         rc=$?

@@ -697,18 +697,20 @@ static void test_device_policy_plan(void **st)
         assert_int_equal(dp.relayout, !strncmp(want[i].name, "ada_", 4));
         assert_int_equal(dp.host_attend, !strcmp(want[i].name, "subgen_stream"));
         /* the prefill-only family decodes on the device between its hooks; l2norm, random,
-         * scissorhands, hashevict and tova evict on the device */
+         * scissorhands, hashevict and tova evict on the device, subgen_stream's window and
+         * sketch (EV_SS) are updated there (its host attend hook only for host steps) */
         int quiet = !strcmp(want[i].name, "snapkv") || !strcmp(want[i].name, "pyramidkv") ||
                     !strcmp(want[i].name, "subgen") || !strncmp(want[i].name, "ada_", 4);
         int always = !strcmp(want[i].name, "l2norm") || !strcmp(want[i].name, "random") ||
                      !strcmp(want[i].name, "tova") || !strcmp(want[i].name, "scissorhands") ||
-                     !strcmp(want[i].name, "hashevict");
+                     !strcmp(want[i].name, "hashevict") || !strcmp(want[i].name, "subgen_stream");
         assert_int_equal(dp.dev_decode, quiet ? DEV_DECODE_QUIET : always ? DEV_DECODE_ALWAYS : DEV_DECODE_NONE);
         if (always)
             assert_int_equal(dp.evict, !strcmp(want[i].name, "l2norm")         ? EV_L2NORM
                                        : !strcmp(want[i].name, "random")       ? EV_RANDOM
                                        : !strcmp(want[i].name, "scissorhands") ? EV_SH
                                        : !strcmp(want[i].name, "hashevict")    ? EV_HASH
+                                       : !strcmp(want[i].name, "subgen_stream") ? EV_SS
                                                                                : EV_TOVA);
     }
     /* l2norm / random: the CPU policies' protections (eviction/policy_common.h defaults) and
@@ -766,6 +768,23 @@ static void test_device_policy_plan(void **st)
         r.rope_shifted = 1;
         assert_int_equal(device_policy_plan(policy_find("hashevict"), &r, NULL, &dp, why, sizeof why), 0);
         assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+    }
+    /* subgen_stream: EV_SS once its window can fill (the sketch used); a window covering
+     * prompt + max new (r = C) without passthrough only appends on the device */
+    {
+        kv_cache kv;
+        assert_int_equal(init_kv(&kv, "subgen_stream", 0.5, 40, 20), 0);
+        assert_int_equal(device_policy_plan(policy_find("subgen_stream"), &kv.params, &kv, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.evict, EV_SS);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        kv_free(&kv);
+        assert_int_equal(init_kv(&kv, "subgen_stream", 1.0, 40, 20), 0);
+        kv.passthrough = 0; /* as with params.hooks_always */
+        assert_int_equal(device_policy_plan(policy_find("subgen_stream"), &kv.params, &kv, &dp, why, sizeof why), 0);
+        assert_int_equal(dp.mode, DEV_POLICY_HOST);
+        assert_int_equal(dp.evict, EV_NONE);
+        assert_int_equal(dp.dev_decode, DEV_DECODE_ALWAYS);
+        kv_free(&kv);
     }
     /* every registered policy is in the table above; one the plan does not know is refused
      * with a one-line reason naming it */

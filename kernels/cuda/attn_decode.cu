@@ -72,25 +72,10 @@ __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int
     for (int j = j0 + tid; j < j1; j += DC_THREADS) {
         const int p = a.pos[o + j];
         if (p < a.n_sink || (long long)p >= (long long)t - a.n_recent) continue;
-        /* l2norm: the largest norm first; h2o: the smallest score (norms and scores ≥ 0: their
-         * bits order them) */
-        unsigned long long v;
-        unsigned w = 0;
-        if (a.evict == EV_L2NORM) v = 0xffffffffULL - __float_as_uint(a.knorm[o + j]);
-        else if (a.evict == EV_RANDOM) v = ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
-        else if (a.evict == EV_H2O_EF) v = __float_as_uint(a.mean ? a.score[o + j] / (float)(t - p) : a.score[o + j]);
-        else if (a.evict == EV_SH) v = sh_key(a.sstate + (o + j) * EV_SH_WORDS, a.sh_hist);
-        else { /* hashevict: the largest Hamming distance to the probe codes (summed) first */
-            const unsigned long long *e = a.sstate + (o + j) * EV_HASH_WORDS;
-            unsigned dist = 0;
-            for (int i = 0; i < he_nq; i++) dist += (unsigned)__popcll(e[0] ^ he_codes[i]);
-            if (rat) { /* --hash-accum mean: this evaluation's distance joins the running sum first */
-                v = e[1] + dist;
-                w = (unsigned)e[2] + 1u;
-            } else {
-                v = 0xffffffffULL - dist;
-            }
-        }
+        unsigned w;
+        const unsigned long long v = ete_key(a.evict, rat, a.mean, a.seed, a.layer, g, t, p,
+                                             a.evict == EV_L2NORM ? a.knorm : a.score, o + j, a.sstate, o + j,
+                                             a.sh_hist, he_codes, he_nq, &w);
         if (ete_better(rat, v, w, p, j, bv, bw, bp, bj)) bv = v, bw = w, bp = p, bj = j;
     }
     sv[tid] = bv;

@@ -160,4 +160,31 @@ __device__ __forceinline__ bool ete_better(bool rat, unsigned long long v, unsig
     return v < bv || (v == bv && p < bp);
 }
 
+/* The victim key of slot `slot` (position p) for the evict-then-attend kernels at step t, lower
+ * first (ete_better): l2norm the largest norm S (0xffffffff − its bits), random the counter RNG,
+ * h2o evict-first the score S (/ (t − p) with mean; norms and scores ≥ 0: their bits order
+ * them), scissorhands the importance of its history, hashevict the largest Hamming distance of
+ * its code to the nq probe codes (summed); --hash-accum mean (rat): the running sum with this
+ * step's distance as the key and the age after it as *w (else *w = 0). S: the region's norms
+ * (l2norm) or scores (h2o), entry si, read only for those; sstate: every slot's state. */
+__device__ __forceinline__ unsigned long long ete_key(int evict, bool rat, int mean, unsigned long long seed, int layer,
+                                                      int g, int t, int p, const float *S, size_t si,
+                                                      const unsigned long long *sstate, size_t slot, int sh_hist,
+                                                      const unsigned long long *codes, int nq, unsigned *w)
+{
+    *w = 0;
+    if (evict == EV_L2NORM) return 0xffffffffULL - __float_as_uint(S[si]);
+    if (evict == EV_RANDOM) return ev_rng_key(seed, RND_STREAM_DECODE, layer, g, t, p);
+    if (evict == EV_SH) return sh_key(sstate + slot * EV_SH_WORDS, sh_hist);
+    if (evict == EV_HASH) {
+        const unsigned long long *e = sstate + slot * EV_HASH_WORDS;
+        unsigned dist = 0;
+        for (int i = 0; i < nq; i++) dist += (unsigned)__popcll(e[0] ^ codes[i]);
+        if (!rat) return 0xffffffffULL - dist;
+        *w = (unsigned)e[2] + 1u; /* --hash-accum mean: this evaluation's distance joins the sum first */
+        return e[1] + dist;
+    }
+    return __float_as_uint(mean ? S[si] / (float)(t - p) : S[si]); /* EV_H2O_EF */
+}
+
 #endif

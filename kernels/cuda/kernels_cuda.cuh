@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/evict_modes.h" /* EV_* */
+#include "eviction/ss_sketch.h"     /* ss_sketch: subgen_stream's sketch */
 
 /* ---- elementwise.cu ---- */
 /* out[n][dim] = x / sqrt(mean(x²) + eps) * w (LLaMA RMSNorm, f32; w f32 [dim]). out may alias x. */
@@ -314,6 +315,47 @@ cudaError_t launch_kv_gather(void *kdst, void *vdst, const void *kc, const void 
                              size_t region_off, const int *src, int n, int n_live,
                              const float *k_new, const float *v_new, int kv_stride, int col,
                              int head_dim, cudaStream_t s);
+
+/* ---- ss_insert.cu, ss_attend.cu: subgen_stream's decode step (POLICIES.md §8.3) ----
+ * The window is the cache (regions of capacity r), the sketch sk the device copy of the host
+ * policy's arrays (eviction/ss_sketch.h, index layer · n_kv_heads + g); the GEMV kernel has
+ * written the new token at slot len[g] (with its position).
+ * launch_ss_insert (grid n_kv_heads, 128 threads): ss_pre_attn + sketch_insert of
+ * eviction/policy_subgen_stream.c bit for bit — while len[g] < cap[g] the token is appended
+ * (len[g] + 1); else the oldest window slot (smallest position, ties → lower slot) goes into the
+ * sketch (nearest representative in double ℓ2, within δ or at m_max: joins it, else a new
+ * cluster; the t cluster and s value-norm reservoirs drawn with the counter RNG of §1.6 in the
+ * CPU's double arithmetic; μ += ‖v‖²) and the new token (slot len[g]) takes its slot (K, V,
+ * position, score when non-NULL), len[g] unchanged. Then, every step, the region's estimator
+ * weights in f32 for the attention: cw[i] = n_i / t, mwt[j] = μ / (s · w2_j) (0 for an empty or
+ * zero-norm sample). Doubles only here (the CPU's draws and cluster choice need its rounding).
+ * launch_ss_attend (grid n_heads, 128 threads): out [n_heads][head_dim] = ss_attend's estimator
+ * for query head h of group g = h / G over the len[g] window slots, the m · t cluster samples
+ * and (once the sketch holds a token) the s value-norm samples, in f32 (logits as the CPU's
+ * dotf, e^{l − m*} by expf; the CPU sums in double: within float rounding); an empty sketch is
+ * softmax attention over the window. scratch: f32 [n_heads][scratch_stride ≥ cap + m_max · t +
+ * s]. head_dim ≤ 256. */
+struct ss_step_args {
+    void *kc, *vc;
+    int kv_dt, head_dim, n_kv_heads, layer;
+    int32_t *pos;
+    float *score;                 /* NULL or a per-slot value moved with its slot */
+    const size_t *off;            /* this layer's entries */
+    int *len;
+    const int *cap;
+    unsigned long long seed;      /* --seed: the counter RNG's key */
+    ss_sketch sk;                 /* device arrays */
+    float *cw, *mwt;              /* [n][m_max], [n][s]: the f32 estimator weights */
+    /* launch_ss_attend */
+    const float *q;               /* [n_heads][head_dim] */
+    float *out;                   /* [n_heads][head_dim] */
+    int G;
+    float scale;
+    float *scratch;
+    size_t scratch_stride;
+};
+cudaError_t launch_ss_insert(const ss_step_args *a, cudaStream_t s);
+cudaError_t launch_ss_attend(const ss_step_args *a, cudaStream_t s);
 
 /* ---- sample.cu ---- */
 /* out[0] = argmax of x[0..n) (lowest index on ties; NaNs never win), as model/sampler.c. */

@@ -220,22 +220,9 @@ template <typename T> __global__ void __launch_bounds__(ES_THREADS) ete_shift_ke
         for (int j = tid; j < L - 1; j += ES_THREADS) {
             const int p = P[j];
             if (p < a.n_sink || (long long)p >= (long long)t - a.n_recent) continue;
-            unsigned long long v; /* lower first: norms and scores ≥ 0, their bits order them */
-            unsigned w = 0;
-            if (a.evict == EV_L2NORM) v = 0xffffffffULL - __float_as_uint(S[j]);
-            else if (a.evict == EV_RANDOM) v = ev_rng_key(a.seed, RND_STREAM_DECODE, a.layer, g, t, p);
-            else if (a.evict == EV_SH) v = sh_key(a.sstate + (o + j) * EV_SH_WORDS, a.sh_hist);
-            else if (hash) { /* the largest Hamming distance to the probe codes (summed) first */
-                const unsigned long long *e = a.sstate + (o + j) * EV_HASH_WORDS;
-                unsigned dist = 0;
-                for (int i = 0; i < nq; i++) dist += (unsigned)__popcll(e[0] ^ s_hc[i]);
-                if (rat) { /* --hash-accum mean: this evaluation's distance joins the running sum first */
-                    v = e[1] + dist;
-                    w = (unsigned)e[2] + 1u;
-                } else {
-                    v = 0xffffffffULL - dist;
-                }
-            } else v = __float_as_uint(a.mean ? S[j] / (float)(t - p) : S[j]);
+            unsigned w;
+            const unsigned long long v = ete_key(a.evict, rat, a.mean, a.seed, a.layer, g, t, p, S, j, a.sstate, o + j,
+                                                 a.sh_hist, s_hc, nq, &w);
             if (ete_better(rat, v, w, p, j, bv, bw, bp, bj)) bv = v, bw = w, bp = p, bj = j;
         }
         sv[tid] = bv;

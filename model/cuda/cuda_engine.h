@@ -58,8 +58,9 @@ typedef struct {
     int relayout;      /* host-assisted policies whose hooks re-partition a layer's regions
                           (kv->cap/off change: ada_*): the device gathers the whole layer into
                           the new layout */
-    int host_attend;   /* the policy's own decode attention (ops->attend, subgen_stream): run
-                          on the host mirror with the query copied back, the output uploaded */
+    int host_attend;   /* the policy's own decode attention (ops->attend, subgen_stream): on a
+                          host step (LLM_CUDA_HOST_DECODE=1) run on the host mirror with the
+                          query copied back, the output uploaded; device steps: EV_SS */
 } device_policy;
 
 /* Which policy runs where on the GPU (model/device.c: the table there). kv: NULL before

@@ -125,6 +125,15 @@ struct cuda_engine {
     unsigned long long *sstate;
     int sstate_dirty, sstate_words;
     float *he_R;
+    /* EV_SS device steps (subgen_stream, §8.3): ss_h the host policy's sketch arrays
+     * (eviction/ss_sketch.h), ss_d the device copy (the same layout); ss_dirty: the host's are
+     * newer (a prefill or a host step ran), uploaded before the next device step; ce_refresh_mirror
+     * takes them back. ss_cw [n][m_max], ss_mwt [n][s]: the f32 estimator weights;
+     * ss_scratch [n_heads][ss_stride] f32: the attention's logits and weights */
+    ss_sketch ss_h, ss_d;
+    int ss_dirty;
+    float *ss_cw, *ss_mwt, *ss_scratch;
+    size_t ss_stride;
 };
 
 #define LAUNCH(expr)                                                                           \
@@ -157,5 +166,7 @@ int ce_rounds_post_attn(cuda_engine *ce, int l, int pos, char *err, size_t errle
 int ce_rounds_append(cuda_engine *ce, int l, int pos);
 int ce_refresh_mirror(cuda_engine *ce, char *err, size_t errlen);
 int ce_upload_qring(cuda_engine *ce, char *err, size_t errlen);
+/* subgen_stream's sketch: host → device (to_dev) or back (EV_SS device steps) */
+int ce_ss_copy(cuda_engine *ce, int to_dev, char *err, size_t errlen);
 
 #endif

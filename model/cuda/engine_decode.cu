@@ -7,7 +7,9 @@
  *      policies' eviction and the length update — kernels/cuda/attn_decode.cu
  *      (--rope shifted: one more before it, the rank rotation of the live keys, and with an
  *      evict-then-attend policy the eviction in that kernel instead — select.cu
- *      launch_ete_shifted: its victim changes the older keys' ranks)
+ *      launch_ete_shifted: its victim changes the older keys' ranks); subgen_stream (EV_SS):
+ *      two kernels instead, its window/sketch update and its estimator (ss_insert.cu,
+ *      ss_attend.cu, POLICIES.md §8.3)
  *   3. o-proj (+ bias) + residual — GV_ADD
  *   4. RMSNorm + gate/up GEMVs + SwiGLU — GV_SWIGLU
  *   5. down-proj + residual — GV_ADD
@@ -102,9 +104,22 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             if (device) hs = ce->hscale_d + i0; /* filled for every layer before the step */
             else if (!(hs = ce_head_scales(ce, l, 0, scale, err, errlen))) return -1;
         }
-        if (ce->dp.host_attend) {
-            /* the policy's own attention (subgen_stream, §8.3) on the host mirror's K/V and
-             * state, with the query ce_host_pre_attn copied back (h_qkv) */
+        if (device && ce->dp.evict == EV_SS) {
+            /* subgen_stream (§8.3): the window slot that leaves goes into the sketch and the new
+             * token takes it (or appends), then the estimator over window and sketch */
+            ss_step_args ss;
+            memset(&ss, 0, sizeof ss);
+            ss.kc = ce->kc, ss.vc = ce->vc, ss.kv_dt = ce->kv_dt, ss.head_dim = hd, ss.n_kv_heads = Hkv;
+            ss.layer = l, ss.pos = ce->pos, ss.score = ce->score;
+            ss.off = ce->off + i0, ss.len = ce->len + i0, ss.cap = ce->cap + i0, ss.seed = ce->dp.seed;
+            ss.sk = ce->ss_d, ss.cw = ce->ss_cw, ss.mwt = ce->ss_mwt;
+            ss.q = ce->q, ss.out = ce->att, ss.G = G, ss.scale = scale;
+            ss.scratch = ce->ss_scratch, ss.scratch_stride = ce->ss_stride;
+            LAUNCH(launch_ss_insert(&ss, ce->st));
+            LAUNCH(launch_ss_attend(&ss, ce->st));
+        } else if (ce->dp.host_attend && !device) {
+            /* a host step: the policy's own attention (subgen_stream, §8.3) on the host mirror's
+             * K/V and state, with the query ce_host_pre_attn copied back (h_qkv) */
             for (int g = 0; g < Hkv; g++)
                 kv->ops->attend(kv, l, g, ce->h_qkv + (size_t)g * G * hd, scale, ce->h_att + (size_t)g * G * hd);
             CUDA_TRY(cudaMemcpyAsync(ce->att, ce->h_att, (size_t)H * hd * sizeof(float), cudaMemcpyHostToDevice,
@@ -222,6 +237,11 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
         ce->sstate_dirty = 0;
     }
     if (host_step && ce->sstate) ce->sstate_dirty = 1; /* the hooks change the mirror's histories */
+    if (device_policy && ce->ss_d.head && ce->ss_dirty) { /* subgen_stream: the host's sketch (once after each prefill) */
+        if (ce_ss_copy(ce, 1, err, errlen)) return -1;
+        ce->ss_dirty = 0;
+    }
+    if (host_step && ce->ss_d.head) ce->ss_dirty = 1; /* its hooks feed the mirror's sketch */
     int round = 0;
     for (int i = 0; i < n_lh; i++) {
         if (device_policy && kv->len[i] + 1 > kv->cap[i] + 1) {
@@ -238,7 +258,7 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     ce->h_step[1] = pos;
     if (ce->dp.logit_scale && device_policy) /* every layer's scales at len + 1 keys, before the step */
         for (int i = 0; i < n_lh; i++) ce->h_hscale[i] = scale * kv->ops->logit_scale(kv, kv->len[i] + 1);
-    const int graph = ce->use_graphs && !ce->dp.host_attend &&
+    const int graph = ce->use_graphs && (!ce->dp.host_attend || !host_step) &&
                       (ce->dp.mode == DEV_POLICY_DEVICE || (ce->dp.mode == DEV_POLICY_ROUNDS && !round) ||
                        (ce->dp.mode == DEV_POLICY_HOST && !host_step));
     if (graph) {

@@ -362,6 +362,32 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
         DALLOC(ce->he_R, rb);
         CUDA_TRY(cudaMemcpy(ce->he_R, R, rb, cudaMemcpyHostToDevice));
     }
+    if (ce->dp.evict == EV_SS && ce->dp.dev_decode) {
+        /* subgen_stream: the device copy of the sketch (uploaded before the first device step
+         * after each prefill, taken back by ce_refresh_mirror), its f32 weights, the attention's
+         * scratch */
+        ss_sketch *h = &ce->ss_h, *d = &ce->ss_d;
+        if (subgen_stream_device_sketch(kv, h) != 0 || h->d != hd || h->t < 1 || h->s < 1 || h->m_max < 1) {
+            snprintf(err, errlen, "policy %s: no sketch for the device", kv->ops->name);
+            return -1;
+        }
+        *d = *h;
+        const size_t n = (size_t)h->n, nm = n * h->m_max, ns = n * h->s;
+        DALLOC(d->head, n * sizeof(ss_head));
+        DALLOC(d->rep, nm * hd * sizeof(float));
+        DALLOC(d->count, nm * sizeof(int64_t));
+        DALLOC(d->samp, nm * h->t * hd * sizeof(float));
+        DALLOC(d->samp_pos, nm * h->t * sizeof(int32_t));
+        DALLOC(d->mk, ns * hd * sizeof(float));
+        DALLOC(d->mv, ns * hd * sizeof(float));
+        DALLOC(d->mw2, ns * sizeof(double));
+        DALLOC(d->mpos, ns * sizeof(int32_t));
+        DALLOC(ce->ss_cw, nm * sizeof(float));
+        DALLOC(ce->ss_mwt, ns * sizeof(float));
+        ce->ss_stride = (size_t)ce->max_cap + 1 + (size_t)h->m_max * h->t + h->s;
+        DALLOC(ce->ss_scratch, (size_t)H * ce->ss_stride * sizeof(float));
+        ce->ss_dirty = 1;
+    }
     if (ce->dp.dev_decode) {
         ce->kv_fresh = (int *)calloc((size_t)n_lh, sizeof(int));
         if (!ce->kv_fresh) {

@@ -417,6 +417,7 @@ int ce_refresh_mirror(cuda_engine *ce, char *err, size_t errlen)
         if (ce->sstate) /* scissorhands' histories, hashevict's codes (sums, ages): moved and grown with the rows */
             CUDA_TRY(cudaMemcpyAsync(kv->state, ce->sstate, kv->n_slots * ce->sstate_words * sizeof(unsigned long long),
                                      cudaMemcpyDeviceToHost, ce->st));
+        if (ce->ss_d.head && ce_ss_copy(ce, 0, err, errlen)) return -1; /* subgen_stream's sketch */
         if (ce->qring)
             CUDA_TRY(cudaMemcpyAsync(ce->h_qring, ce->qring,
                                      (size_t)kv->n_layers * ce->qring_rows * kv->n_heads * hd * sizeof(float),
@@ -448,5 +449,28 @@ int ce_upload_qring(cuda_engine *ce, char *err, size_t errlen)
     CUDA_TRY(cudaMemcpyAsync(ce->qring, ce->h_qring,
                              (size_t)kv->n_layers * ce->qring_rows * kv->n_heads * kv->head_dim * sizeof(float),
                              cudaMemcpyHostToDevice, ce->st));
+    return 0;
+}
+
+/* subgen_stream's sketch arrays, host policy ↔ device copy (the same layout, eviction/ss_sketch.h) */
+int ce_ss_copy(cuda_engine *ce, int to_dev, char *err, size_t errlen)
+{
+    const ss_sketch *h = &ce->ss_h, *d = &ce->ss_d;
+    const size_t n = (size_t)h->n, nm = n * h->m_max, ns = n * h->s, hd = (size_t)h->d;
+    const struct {
+        void *host, *dev;
+        size_t bytes;
+    } a[] = {{h->head, d->head, n * sizeof(ss_head)},
+             {h->rep, d->rep, nm * hd * sizeof(float)},
+             {h->count, d->count, nm * sizeof(int64_t)},
+             {h->samp, d->samp, nm * h->t * hd * sizeof(float)},
+             {h->samp_pos, d->samp_pos, nm * h->t * sizeof(int32_t)},
+             {h->mk, d->mk, ns * hd * sizeof(float)},
+             {h->mv, d->mv, ns * hd * sizeof(float)},
+             {h->mw2, d->mw2, ns * sizeof(double)},
+             {h->mpos, d->mpos, ns * sizeof(int32_t)}};
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        CUDA_TRY(cudaMemcpyAsync(to_dev ? a[i].dev : a[i].host, to_dev ? a[i].host : a[i].dev, a[i].bytes,
+                                 to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, ce->st));
     return 0;
 }

@@ -16,6 +16,8 @@
 # scissorhands, hashevict) with --rope shifted too (the victim moves the older keys' ranks: it is
 # evicted before the rank rotation, in its kernel, select.cu launch_ete_shifted).
 # buzz --buzz-score current runs BUZZ's rounds path (the scores replaced on the device).
+# subgen_stream updates its window and sketch on the device and runs its estimator there in place
+# of the attention (two kernels per layer instead of one: "sketch", <= 6L + 10).
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
@@ -30,7 +32,7 @@ while IFS='|' read -r pol extra kind; do
     tag="per decode token, $pol $extra: $syncs host sync(s), $d2h copy(ies) back, $kern kernels, $graphs graph launch(es)"
     case $kind in
     device) lim=$((5 * L260 + 10)) ;;
-    shifted) lim=$((6 * L260 + 10)) ;;
+    shifted | sketch) lim=$((6 * L260 + 10)) ;;
     *) lim=0 ;;
     esac
     if [ "$kind" = host ]; then
@@ -89,6 +91,8 @@ hashevict|--budget 24 --rope shifted|shifted
 hashevict|--budget 24 --hash-accum mean --hash-probe key --rope shifted|shifted
 h2o|--budget 24 --h2o-order evict-first --rope shifted|shifted
 h2o|--budget 24 --h2o-order evict-first --h2o-score mean --rope shifted|shifted
+subgen_stream|--budget 24|sketch
+subgen_stream|--budget 24 --kv-dtype f16 --ss-t 2|sketch
 LIST
 
 # the 1-sync check can fail: snapkv with every decode step forced through the host hooks
@@ -104,6 +108,17 @@ if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy snapkv --budget 24 --sna
 else
     bad "counts snapkv LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
 fi
+# and subgen_stream, forced through its host hooks and host attention
+if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy subgen_stream --budget 24); then
+    read -r syncs d2h kern graphs <<<"$r"
+    if python3 -c "import sys; sys.exit(not $syncs > 1)"; then
+        ok "counts subgen_stream forced through the host hooks: $syncs syncs per token, over the bound of 1 (the check can fail)"
+    else
+        bad "counts subgen_stream forced through the host hooks: $syncs syncs per token (LLM_CUDA_HOST_DECODE=1 not honoured?)"
+    fi
+else
+    bad "counts subgen_stream LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
+fi
 unset LLM_CUDA_HOST_DECODE
 
 # graph replay = the same kernels launched one by one, bit for bit; other block/thread orders too
@@ -117,6 +132,20 @@ if env EMU_SEED=1 "$EMU" "${A[@]}" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP
     done
 else
     bad "gguf mix h2o 0.5 (seed 1): $(head -2 "$TMP/re")"
+fi
+
+# subgen_stream's sketch kernels (shared-memory reductions, reservoir writes): the same logits bit
+# for bit under other block/thread orders and without the graph
+A=(-m "$MODEL" -p "$PROMPT" -n 10 --ignore-eos --temp 0 --device cuda --policy subgen_stream --budget 16 --ss-t 2 --json)
+if env EMU_SEED=1 "$EMU" "${A[@]}" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP/re"; then
+    for v in "LLM_CUDA_GRAPH=0" "EMU_SEED=2" "EMU_SEED=0"; do
+        [ "$FULL" = 1 ] || [ "$v" = EMU_SEED=2 ] || continue
+        env $v "$EMU" "${A[@]}" --logits-out "$TMP/l2.npy" >/dev/null 2>"$TMP/re"
+        if cmp -s "$TMP/l1.npy" "$TMP/l2.npy"; then ok "stories260K subgen_stream 16 --ss-t 2: logits bit-identical with $v"
+        else bad "stories260K subgen_stream 16 --ss-t 2: logits differ with $v"; fi
+    done
+else
+    bad "stories260K subgen_stream 16 (seed 1): $(head -2 "$TMP/re")"
 fi
 
 # device memory: nothing left after a run, nor after a failure at any allocation (every device

@@ -38,6 +38,8 @@
 #include "sample.inc"
 #include "gemv.inc"
 #include "dequant.inc"
+#include "ss_insert.inc"
+#include "ss_attend.inc"
 
 #include "model/cuda/engine_init.cu"
 #include "model/cuda/engine_linear.cu"

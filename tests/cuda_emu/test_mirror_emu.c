@@ -10,6 +10,10 @@
  *    (each evicts: capacity 16), a prefill of 5 more tokens, 4 decode steps; after each phase the
  *    two caches' lengths, positions (and scores where kept) must be equal and the logits within
  *    1e-5 x the row's max |logit| (F32 model, f32 K/V);
+ *    subgen_stream: the mirror's sketch (brought back from the device, then fed by the prefill)
+ *    equal to the CPU's — clusters, sizes, δ, the positions of every cluster and value-norm
+ *    sample (the same cluster choices and counter-RNG draws), μ and the sampled rows within
+ *    float rounding;
  * 2. a stale mirror is caught: the host's length of region 0 is changed after decode steps, the
  *    next prefill must fail with one line naming the regions out of step (not run on).
  * Prints "ok ..." / "FAIL ..." lines and "N passed, M failed"; exits 1 on any failure. */
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #include "eviction/eviction.h"
+#include "eviction/kv_device.h"
 #include "model/cuda/cuda_engine.h"
 #include "model/model.h"
 
@@ -109,6 +114,57 @@ static int same_cache(const kv_cache *a, const kv_cache *b, int rows, char *msg,
     snprintf(msg, n, "%d regions equal%s", a->n_layers * a->n_kv_heads,
              rows ? g_states ? " (positions, K/V rows, per-slot state)" : " (positions, K/V rows)" : "");
     return 1;
+}
+
+/* subgen_stream's sketches of a (CPU) and b (the GPU's host mirror): the same decisions (integers
+ * and positions exactly), μ, δ and the sampled K/V within 1e-4 relative (the rows' rounding) */
+static int same_sketch(const kv_cache *a, const kv_cache *b, char *msg, size_t n)
+{
+    ss_sketch x, y;
+    if (subgen_stream_device_sketch(a, &x) || subgen_stream_device_sketch(b, &y)) {
+        snprintf(msg, n, "no sketch");
+        return 0;
+    }
+    long long ins = 0;
+    for (int i = 0; i < x.n; i++) {
+        const ss_head *ha = &x.head[i], *hb = &y.head[i];
+        if (ha->m != hb->m || ha->n_ins != hb->n_ins || ha->delta_set != hb->delta_set ||
+            fabs(ha->mu - hb->mu) > 1e-4 * fabs(ha->mu) || fabs(ha->delta - hb->delta) > 1e-4 * fabs(ha->delta)) {
+            snprintf(msg, n, "region %d: m %d/%d, inserted %lld/%lld, mu %.9g/%.9g, delta %.9g/%.9g (CPU/GPU)", i, ha->m,
+                     hb->m, (long long)ha->n_ins, (long long)hb->n_ins, ha->mu, hb->mu, ha->delta, hb->delta);
+            return 0;
+        }
+        ins += ha->n_ins;
+        for (int c = 0; c < ha->m; c++) {
+            const size_t o = (size_t)i * x.m_max + c;
+            if (x.count[o] != y.count[o]) {
+                snprintf(msg, n, "region %d cluster %d: size %lld/%lld", i, c, (long long)x.count[o], (long long)y.count[o]);
+                return 0;
+            }
+            for (int j = 0; j < x.t; j++)
+                if (x.samp_pos[o * x.t + j] != y.samp_pos[o * x.t + j]) {
+                    snprintf(msg, n, "region %d cluster %d sample %d: position %d/%d", i, c, j, x.samp_pos[o * x.t + j],
+                             y.samp_pos[o * x.t + j]);
+                    return 0;
+                }
+        }
+        for (int j = 0; j < x.s; j++) {
+            const size_t o = (size_t)i * x.s + j;
+            if (x.mpos[o] != y.mpos[o] || fabs(x.mw2[o] - y.mw2[o]) > 1e-4 * fabs(x.mw2[o])) {
+                snprintf(msg, n, "region %d value sample %d: position %d/%d, w2 %.9g/%.9g", i, j, x.mpos[o], y.mpos[o],
+                         x.mw2[o], y.mw2[o]);
+                return 0;
+            }
+            for (int e = 0; e < x.d; e++)
+                if (fabsf(x.mv[o * x.d + e] - y.mv[o * x.d + e]) > 1e-4f * (1.0f + fabsf(x.mv[o * x.d + e]))) {
+                    snprintf(msg, n, "region %d value sample %d: V[%d] %g/%g", i, j, e, x.mv[o * x.d + e],
+                             y.mv[o * x.d + e]);
+                    return 0;
+                }
+        }
+    }
+    snprintf(msg, n, "%d regions, %lld tokens sketched: clusters, sizes, sample positions equal", x.n, ins);
+    return ins > 0;
 }
 
 int main(int argc, char **argv)
@@ -205,6 +261,11 @@ int main(int argc, char **argv)
             }
         }
         if (ph == 2 && ok_run) ok_cache1 = same_cache(&kv[0], &kv[1], mirror_rows, cache_msg, sizeof cache_msg);
+        if (ph == 2 && ok_run && !strcmp(argv[2], "subgen_stream")) {
+            char sk_msg[300];
+            int same = same_sketch(&kv[0], &kv[1], sk_msg, sizeof sk_msg);
+            check(same, "subgen_stream: the mirror's sketch after device steps + prefill = the CPU's", sk_msg);
+        }
     }
     r = 2 + ND1 + ND2;
     t = NP + ND1 + NP2 + ND2;
