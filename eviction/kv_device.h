@@ -7,7 +7,7 @@
 #define LLM_KV_DEVICE_H
 
 #include "eviction/eviction.h"
-#include "eviction/ss_sketch.h"
+#include "kernels/cuda/ss_sketch.h"
 
 /* The bytes the KV cache would allocate for this policy and budget: Σ over (layer, KV head) of
  * (cap + 1) slots × head_dim × 2 (K and V) × elem_bytes, where cap comes from ops->init run on a
@@ -91,7 +91,7 @@ void kv_device_prepare_decode(kv_cache *kv);
  * and their bits, for a device that computes its codes; NULL before its init. */
 const float *hashevict_device_proj(const kv_cache *kv, int *bits);
 
-/* subgen_stream's sketch arrays (eviction/ss_sketch.h: the host policy's own, the layout a
+/* subgen_stream's sketch arrays (kernels/cuda/ss_sketch.h: the host policy's own, the layout a
  * device keeps its copy in) into *out; -1 for another policy or before its init. */
 int subgen_stream_device_sketch(const kv_cache *kv, ss_sketch *out);
 

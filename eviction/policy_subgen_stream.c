@@ -22,7 +22,7 @@
  * Randomness: the counter RNG of §1.6, U(seed; stream S|M, layer, g, pos, slot). */
 #include "eviction/policy_common.h"
 #include "eviction/kv_device.h"
-#include "eviction/ss_sketch.h"
+#include "kernels/cuda/ss_sketch.h"
 #include "kernels/kernels.h"
 
 #include <float.h>

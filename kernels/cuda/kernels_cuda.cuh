@@ -13,7 +13,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/evict_modes.h" /* EV_* */
-#include "eviction/ss_sketch.h"     /* ss_sketch: subgen_stream's sketch */
+#include "kernels/cuda/ss_sketch.h"     /* ss_sketch: subgen_stream's sketch */
 
 /* ---- elementwise.cu ---- */
 /* out[n][dim] = x / sqrt(mean(x²) + eps) * w (LLaMA RMSNorm, f32; w f32 [dim]). out may alias x. */
@@ -318,7 +318,7 @@ cudaError_t launch_kv_gather(void *kdst, void *vdst, const void *kc, const void 
 
 /* ---- ss_insert.cu, ss_attend.cu: subgen_stream's decode step (POLICIES.md §8.3) ----
  * The window is the cache (regions of capacity r), the sketch sk the device copy of the host
- * policy's arrays (eviction/ss_sketch.h, index layer · n_kv_heads + g); the GEMV kernel has
+ * policy's arrays (kernels/cuda/ss_sketch.h, index layer · n_kv_heads + g); the GEMV kernel has
  * written the new token at slot len[g] (with its position).
  * launch_ss_insert (grid n_kv_heads, 128 threads): ss_pre_attn + sketch_insert of
  * eviction/policy_subgen_stream.c bit for bit — while len[g] < cap[g] the token is appended

@@ -126,7 +126,7 @@ struct cuda_engine {
     int sstate_dirty, sstate_words;
     float *he_R;
     /* EV_SS device steps (subgen_stream, §8.3): ss_h the host policy's sketch arrays
-     * (eviction/ss_sketch.h), ss_d the device copy (the same layout); ss_dirty: the host's are
+     * (kernels/cuda/ss_sketch.h), ss_d the device copy (the same layout); ss_dirty: the host's are
      * newer (a prefill or a host step ran), uploaded before the next device step; ce_refresh_mirror
      * takes them back. ss_cw [n][m_max], ss_mwt [n][s]: the f32 estimator weights;
      * ss_scratch [n_heads][ss_stride] f32: the attention's logits and weights */

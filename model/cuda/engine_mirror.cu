@@ -452,7 +452,7 @@ int ce_upload_qring(cuda_engine *ce, char *err, size_t errlen)
     return 0;
 }
 
-/* subgen_stream's sketch arrays, host policy ↔ device copy (the same layout, eviction/ss_sketch.h) */
+/* subgen_stream's sketch arrays, host policy ↔ device copy (the same layout, kernels/cuda/ss_sketch.h) */
 int ce_ss_copy(cuda_engine *ce, int to_dev, char *err, size_t errlen)
 {
     const ss_sketch *h = &ce->ss_h, *d = &ce->ss_d;

@@ -1,7 +1,8 @@
-/* subgen_stream's sketch (POLICIES.md §8.3) as plain arrays: the layout the CPU policy
- * (eviction/policy_subgen_stream.c) keeps and the device's decode step (kernels/cuda/
- * subgen_stream.cu) mirrors byte for byte, so the engine copies it either way as it is.
- * Plain C (no kv_cache): included by the CUDA kernels too. */
+/* kernels/cuda/ss_sketch.h — subgen_stream's sketch (POLICIES.md §8.3) as plain arrays: the
+ * layout the CPU policy (eviction/policy_subgen_stream.c) keeps and the device's decode step
+ * (kernels/cuda/ss_insert.cu, ss_attend.cu) mirrors byte for byte, so the engine copies it
+ * either way as it is. Plain C (no kv_cache), beside evict_modes.h: the kernels layer owns it
+ * so that eviction/ includes it downward. */
 #ifndef LLM_SS_SKETCH_H
 #define LLM_SS_SKETCH_H
 
