@@ -78,20 +78,7 @@ __device__ __forceinline__ int ete_candidate(const attn_step_args &a, int g, int
                                              a.sh_hist, he_codes, he_nq, &w);
         if (ete_better(rat, v, w, p, j, bv, bw, bp, bj)) bv = v, bw = w, bp = p, bj = j;
     }
-    sv[tid] = bv;
-    sw[tid] = bw;
-    sp[tid] = bp;
-    sj[tid] = bj;
-    __syncthreads();
-    for (int w = DC_THREADS / 2; w > 0; w >>= 1) {
-        if (tid < w && ete_better(rat, sv[tid + w], sw[tid + w], sp[tid + w], sj[tid + w], sv[tid], sw[tid], sp[tid], sj[tid])) {
-            sv[tid] = sv[tid + w];
-            sw[tid] = sw[tid + w];
-            sp[tid] = sp[tid + w];
-            sj[tid] = sj[tid + w];
-        }
-        __syncthreads();
-    }
+    ete_block_best<DC_THREADS>(rat, bv, bw, bp, bj, sv, sw, sp, sj);
     const int r = sj[0];
     *out_v = sv[0];
     *out_w = sw[0];

@@ -160,6 +160,31 @@ __device__ __forceinline__ bool ete_better(bool rat, unsigned long long v, unsig
     return v < bv || (v == bv && p < bp);
 }
 
+/* Block-wide best of the candidates (bv, bw, bp, bj) each of the NT threads proposes, by
+ * ete_better (j < 0: none): left in sv[0], sw[0], sp[0], sj[0] (shared arrays of NT entries, NT a
+ * power of two); every thread calls it. The caller reads element 0 and synchronises before it
+ * reuses the arrays. */
+template <int NT>
+__device__ __forceinline__ void ete_block_best(bool rat, unsigned long long bv, unsigned bw, int bp, int bj,
+                                               unsigned long long *sv, unsigned *sw, int *sp, int *sj)
+{
+    const int tid = threadIdx.x;
+    sv[tid] = bv;
+    sw[tid] = bw;
+    sp[tid] = bp;
+    sj[tid] = bj;
+    __syncthreads();
+    for (int w = NT / 2; w > 0; w >>= 1) {
+        if (tid < w && ete_better(rat, sv[tid + w], sw[tid + w], sp[tid + w], sj[tid + w], sv[tid], sw[tid], sp[tid], sj[tid])) {
+            sv[tid] = sv[tid + w];
+            sw[tid] = sw[tid + w];
+            sp[tid] = sp[tid + w];
+            sj[tid] = sj[tid + w];
+        }
+        __syncthreads();
+    }
+}
+
 /* The victim key of slot `slot` (position p) for the evict-then-attend kernels at step t, lower
  * first (ete_better): l2norm the largest norm S (0xffffffff − its bits), random the counter RNG,
  * h2o evict-first the score S (/ (t − p) with mean; norms and scores ≥ 0: their bits order

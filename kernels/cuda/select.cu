@@ -225,21 +225,7 @@ template <typename T> __global__ void __launch_bounds__(ES_THREADS) ete_shift_ke
                                                  a.sh_hist, s_hc, nq, &w);
             if (ete_better(rat, v, w, p, j, bv, bw, bp, bj)) bv = v, bw = w, bp = p, bj = j;
         }
-        sv[tid] = bv;
-        sw[tid] = bw;
-        sp[tid] = bp;
-        sj[tid] = bj;
-        __syncthreads();
-        for (int w = ES_THREADS / 2; w > 0; w >>= 1) {
-            if (tid < w && ete_better(rat, sv[tid + w], sw[tid + w], sp[tid + w], sj[tid + w], sv[tid], sw[tid], sp[tid],
-                                     sj[tid])) {
-                sv[tid] = sv[tid + w];
-                sw[tid] = sw[tid + w];
-                sp[tid] = sp[tid + w];
-                sj[tid] = sj[tid + w];
-            }
-            __syncthreads();
-        }
+        ete_block_best<ES_THREADS>(rat, bv, bw, bp, bj, sv, sw, sp, sj);
         int victim = sj[0];
         if (victim < 0) { /* no candidate (C < sink + recent + 1: the policy rules it out): the oldest */
             victim = 0;

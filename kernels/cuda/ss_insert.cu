@@ -32,6 +32,21 @@ __device__ __forceinline__ double si_u01(unsigned long long seed, unsigned long 
     return (double)ev_rng_key(seed, stream, layer, g, pos, idx) * 0x1.0p-53;
 }
 
+/* Block-wide argmin of the (key, j) each of the SI_THREADS threads proposes (j < 0: none), ties
+ * → the lower j: left in sk[0], sj[0] (shared [SI_THREADS]); every thread calls it. */
+template <typename K> __device__ __forceinline__ void si_block_argmin(K key, int j, K *sk, int *sj)
+{
+    const int tid = threadIdx.x;
+    sk[tid] = key, sj[tid] = j;
+    __syncthreads();
+    for (int w = SI_THREADS / 2; w > 0; w >>= 1) {
+        if (tid < w && sj[tid + w] >= 0 &&
+            (sj[tid] < 0 || sk[tid + w] < sk[tid] || (sk[tid + w] == sk[tid] && sj[tid + w] < sj[tid])))
+            sk[tid] = sk[tid + w], sj[tid] = sj[tid + w];
+        __syncthreads();
+    }
+}
+
 template <typename T> __global__ void __launch_bounds__(SI_THREADS) ss_insert_kernel(ss_step_args a)
 {
     __shared__ float sk[SI_MAX_D], sv[SI_MAX_D]; /* the leaving token's K, V widened to f32 */
@@ -53,14 +68,7 @@ template <typename T> __global__ void __launch_bounds__(SI_THREADS) ss_insert_ke
         int bp = 0, bj = -1;
         for (int j = tid; j < n; j += SI_THREADS)
             if (bj < 0 || P[j] < bp) bp = P[j], bj = j;
-        sp[tid] = bp, sj[tid] = bj;
-        __syncthreads();
-        for (int w = SI_THREADS / 2; w > 0; w >>= 1) {
-            if (tid < w && sj[tid + w] >= 0 &&
-                (sj[tid] < 0 || sp[tid + w] < sp[tid] || (sp[tid + w] == sp[tid] && sj[tid + w] < sj[tid])))
-                sp[tid] = sp[tid + w], sj[tid] = sj[tid + w];
-            __syncthreads();
-        }
+        si_block_argmin(bp, bj, sp, sj);
         const int old = sj[0], pos = sp[0];
         for (int e = tid; e < d; e += SI_THREADS) {
             sk[e] = to_f32(K[(size_t)old * d + e]);
@@ -75,14 +83,7 @@ template <typename T> __global__ void __launch_bounds__(SI_THREADS) ss_insert_ke
             const double e = si_dist2(S.rep + ((size_t)idx * S.m_max + i) * d, sk, d);
             if (bi < 0 || e < bd) bd = e, bi = i;
         }
-        sd[tid] = bd, sj[tid] = bi;
-        __syncthreads();
-        for (int w = SI_THREADS / 2; w > 0; w >>= 1) {
-            if (tid < w && sj[tid + w] >= 0 &&
-                (sj[tid] < 0 || sd[tid + w] < sd[tid] || (sd[tid + w] == sd[tid] && sj[tid + w] < sj[tid])))
-                sd[tid] = sd[tid + w], sj[tid] = sj[tid + w];
-            __syncthreads();
-        }
+        si_block_argmin(bd, bi, sd, sj);
         if (tid == 0) {
             /* δ of a sketch first fed during decode: 0 (§8.3) */
             if (!h->delta_set) h->delta = 0.0, h->delta_set = 1;
