@@ -121,32 +121,28 @@ else
 fi
 unset LLM_CUDA_HOST_DECODE
 
-# graph replay = the same kernels launched one by one, bit for bit; other block/thread orders too
-A=(-m "$G/mix.gguf" --prompt-ids $IDS -n 10 --temp 0 --device cuda --policy h2o --budget 0.5 --json)
-if env EMU_SEED=1 "$EMU" "${A[@]}" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP/re"; then
-    for v in "LLM_CUDA_GRAPH=0" "EMU_SEED=2" "EMU_SEED=0"; do
-        [ "$FULL" = 1 ] || [ "$v" = LLM_CUDA_GRAPH=0 ] || continue
-        env $v "$EMU" "${A[@]}" --logits-out "$TMP/l2.npy" >/dev/null 2>"$TMP/re"
-        if cmp -s "$TMP/l1.npy" "$TMP/l2.npy"; then ok "gguf mix h2o 0.5: logits bit-identical with $v"
-        else bad "gguf mix h2o 0.5: logits differ with $v"; fi
-    done
-else
-    bad "gguf mix h2o 0.5 (seed 1): $(head -2 "$TMP/re")"
-fi
-
-# subgen_stream's sketch kernels (shared-memory reductions, reservoir writes): the same logits bit
-# for bit under other block/thread orders and without the graph
-A=(-m "$MODEL" -p "$PROMPT" -n 10 --ignore-eos --temp 0 --device cuda --policy subgen_stream --budget 16 --ss-t 2 --json)
-if env EMU_SEED=1 "$EMU" "${A[@]}" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP/re"; then
-    for v in "LLM_CUDA_GRAPH=0" "EMU_SEED=2" "EMU_SEED=0"; do
-        [ "$FULL" = 1 ] || [ "$v" = EMU_SEED=2 ] || continue
-        env $v "$EMU" "${A[@]}" --logits-out "$TMP/l2.npy" >/dev/null 2>"$TMP/re"
-        if cmp -s "$TMP/l1.npy" "$TMP/l2.npy"; then ok "stories260K subgen_stream 16 --ss-t 2: logits bit-identical with $v"
-        else bad "stories260K subgen_stream 16 --ss-t 2: logits differ with $v"; fi
-    done
-else
-    bad "stories260K subgen_stream 16 (seed 1): $(head -2 "$TMP/re")"
-fi
+# order_identity NAME QUICK ARGS...: the run's logits bit for bit under LLM_CUDA_GRAPH=0 (the
+# kernels launched one by one instead of the graph replay) and other block/thread orders
+# (EMU_SEED 2 and 0) against EMU_SEED=1; outside FULL=1 only the variant QUICK
+order_identity() {
+    local name=$1 quick=$2
+    shift 2
+    if env EMU_SEED=1 "$EMU" "$@" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP/re"; then
+        for v in "LLM_CUDA_GRAPH=0" "EMU_SEED=2" "EMU_SEED=0"; do
+            [ "$FULL" = 1 ] || [ "$v" = "$quick" ] || continue
+            env $v "$EMU" "$@" --logits-out "$TMP/l2.npy" >/dev/null 2>"$TMP/re"
+            if cmp -s "$TMP/l1.npy" "$TMP/l2.npy"; then ok "$name: logits bit-identical with $v"
+            else bad "$name: logits differ with $v"; fi
+        done
+    else
+        bad "$name (seed 1): $(head -2 "$TMP/re")"
+    fi
+}
+order_identity "gguf mix h2o 0.5" LLM_CUDA_GRAPH=0 \
+    -m "$G/mix.gguf" --prompt-ids $IDS -n 10 --temp 0 --device cuda --policy h2o --budget 0.5 --json
+# subgen_stream's sketch kernels (shared-memory reductions, reservoir writes)
+order_identity "stories260K subgen_stream 16 --ss-t 2" EMU_SEED=2 \
+    -m "$MODEL" -p "$PROMPT" -n 10 --ignore-eos --temp 0 --device cuda --policy subgen_stream --budget 16 --ss-t 2 --json
 
 # device memory: nothing left after a run, nor after a failure at any allocation (every device
 # and pinned allocation, the graph instantiation) — error paths free what they allocated
