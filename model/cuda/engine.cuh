@@ -168,5 +168,14 @@ int ce_refresh_mirror(cuda_engine *ce, char *err, size_t errlen);
 int ce_upload_qring(cuda_engine *ce, char *err, size_t errlen);
 /* subgen_stream's sketch: host → device (to_dev) or back (EV_SS device steps) */
 int ce_ss_copy(cuda_engine *ce, int to_dev, char *err, size_t errlen);
+/* The sketch's CE_SS_ARRAYS arrays: the host's (ce->ss_h), where the device copy's pointer lives
+ * (ce->ss_d, its scalars copied from ss_h first) and their bytes, for ce_setup's allocation and
+ * ce_ss_copy */
+#define CE_SS_ARRAYS 9
+typedef struct {
+    void *host, **dev;
+    size_t bytes;
+} ce_ss_array;
+void ce_ss_arrays(cuda_engine *ce, ce_ss_array a[CE_SS_ARRAYS]);
 
 #endif

@@ -372,16 +372,11 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
             return -1;
         }
         *d = *h;
-        const size_t n = (size_t)h->n, nm = n * h->m_max, ns = n * h->s;
-        DALLOC(d->head, n * sizeof(ss_head));
-        DALLOC(d->rep, nm * hd * sizeof(float));
-        DALLOC(d->count, nm * sizeof(int64_t));
-        DALLOC(d->samp, nm * h->t * hd * sizeof(float));
-        DALLOC(d->samp_pos, nm * h->t * sizeof(int32_t));
-        DALLOC(d->mk, ns * hd * sizeof(float));
-        DALLOC(d->mv, ns * hd * sizeof(float));
-        DALLOC(d->mw2, ns * sizeof(double));
-        DALLOC(d->mpos, ns * sizeof(int32_t));
+        const size_t nm = (size_t)h->n * h->m_max, ns = (size_t)h->n * h->s;
+        ce_ss_array a[CE_SS_ARRAYS];
+        ce_ss_arrays(ce, a);
+        for (int i = 0; i < CE_SS_ARRAYS; i++)
+            if (dalloc(ce, a[i].dev, a[i].bytes, err, errlen) != 0) return -1;
         DALLOC(ce->ss_cw, nm * sizeof(float));
         DALLOC(ce->ss_mwt, ns * sizeof(float));
         ce->ss_stride = (size_t)ce->max_cap + 1 + (size_t)h->m_max * h->t + h->s;

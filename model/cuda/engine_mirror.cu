@@ -453,24 +453,29 @@ int ce_upload_qring(cuda_engine *ce, char *err, size_t errlen)
 }
 
 /* subgen_stream's sketch arrays, host policy ↔ device copy (the same layout, kernels/cuda/ss_sketch.h) */
+void ce_ss_arrays(cuda_engine *ce, ce_ss_array a[CE_SS_ARRAYS])
+{
+    const ss_sketch *h = &ce->ss_h;
+    ss_sketch *d = &ce->ss_d;
+    const size_t n = (size_t)h->n, nm = n * h->m_max, ns = n * h->s, hd = (size_t)h->d;
+    const ce_ss_array t[CE_SS_ARRAYS] = {{h->head, (void **)&d->head, n * sizeof(ss_head)},
+                                         {h->rep, (void **)&d->rep, nm * hd * sizeof(float)},
+                                         {h->count, (void **)&d->count, nm * sizeof(int64_t)},
+                                         {h->samp, (void **)&d->samp, nm * h->t * hd * sizeof(float)},
+                                         {h->samp_pos, (void **)&d->samp_pos, nm * h->t * sizeof(int32_t)},
+                                         {h->mk, (void **)&d->mk, ns * hd * sizeof(float)},
+                                         {h->mv, (void **)&d->mv, ns * hd * sizeof(float)},
+                                         {h->mw2, (void **)&d->mw2, ns * sizeof(double)},
+                                         {h->mpos, (void **)&d->mpos, ns * sizeof(int32_t)}};
+    for (int i = 0; i < CE_SS_ARRAYS; i++) a[i] = t[i];
+}
+
 int ce_ss_copy(cuda_engine *ce, int to_dev, char *err, size_t errlen)
 {
-    const ss_sketch *h = &ce->ss_h, *d = &ce->ss_d;
-    const size_t n = (size_t)h->n, nm = n * h->m_max, ns = n * h->s, hd = (size_t)h->d;
-    const struct {
-        void *host, *dev;
-        size_t bytes;
-    } a[] = {{h->head, d->head, n * sizeof(ss_head)},
-             {h->rep, d->rep, nm * hd * sizeof(float)},
-             {h->count, d->count, nm * sizeof(int64_t)},
-             {h->samp, d->samp, nm * h->t * hd * sizeof(float)},
-             {h->samp_pos, d->samp_pos, nm * h->t * sizeof(int32_t)},
-             {h->mk, d->mk, ns * hd * sizeof(float)},
-             {h->mv, d->mv, ns * hd * sizeof(float)},
-             {h->mw2, d->mw2, ns * sizeof(double)},
-             {h->mpos, d->mpos, ns * sizeof(int32_t)}};
-    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
-        CUDA_TRY(cudaMemcpyAsync(to_dev ? a[i].dev : a[i].host, to_dev ? a[i].host : a[i].dev, a[i].bytes,
+    ce_ss_array a[CE_SS_ARRAYS];
+    ce_ss_arrays(ce, a);
+    for (int i = 0; i < CE_SS_ARRAYS; i++)
+        CUDA_TRY(cudaMemcpyAsync(to_dev ? *a[i].dev : a[i].host, to_dev ? a[i].host : *a[i].dev, a[i].bytes,
                                  to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, ce->st));
     return 0;
 }
