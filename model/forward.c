@@ -372,11 +372,14 @@ static void decode_attention(engine *e, int l, float scale, int n_threads)
  * none of them slower than the old median, else it goes back at once (one lucky step on a noisy
  * machine costs a step or a few, not an interval). A
  * kept switch probes back after DEC_BACK_PROBE steps; a probe that loses doubles the interval
- * (up to DEC_MAX_INTERVAL). On an idle machine that is one 1-thread step after 16 steps, then
- * after 32, 64, ... The results do not depend on the thread count (every kernel sums in the
+ * (up to DEC_MAX_INTERVAL; the first loss to DEC_BACK_PROBE). The first probe comes as soon as 4
+ * steps are timed: a core already taken when decode starts (a 96-token reply at 2 threads on a
+ * 2-core host with one core busy spent its first 16 steps 1.4x slower, 0.85-0.90 of 1-thread
+ * decode in all) costs 4 slow steps. On an idle machine that is one 1-thread step after 4 steps,
+ * then after 16, 32, 64, ... The results do not depend on the thread count (every kernel sums in the
  * same order for any split), so switching never changes an output. LLM_ADAPT_THREADS=0 keeps
  * n_threads (=flip alternates, for the tests); LLM_ADAPT_DEBUG=1 prints each decision. */
-#define DEC_FIRST_PROBE 16
+#define DEC_FIRST_PROBE 4
 #define DEC_BACK_PROBE 16
 #define DEC_MAX_INTERVAL 1024
 #define DEC_SWITCH 0.92
@@ -439,6 +442,13 @@ static double dec_median(const engine *e)
     return 0.5 * (r[1] + r[2]);
 }
 
+/* The probe interval after a probe (or its trial) lost: doubled, at least DEC_BACK_PROBE, at
+ * most DEC_MAX_INTERVAL. */
+static int dec_next_interval(int interval)
+{
+    return interval < DEC_BACK_PROBE ? DEC_BACK_PROBE : interval < DEC_MAX_INTERVAL ? 2 * interval : DEC_MAX_INTERVAL;
+}
+
 /* After a step of T threads that took dt seconds. */
 static void decode_threads_end(engine *e, int T, double dt)
 {
@@ -463,7 +473,7 @@ static void decode_threads_end(engine *e, int T, double dt)
             } else {
                 e->dec_threads = e->dec_threads == 1 ? e->n_threads : 1;
                 e->dec_nref = 0;
-                e->dec_interval = e->dec_old_interval < DEC_MAX_INTERVAL ? 2 * e->dec_old_interval : DEC_MAX_INTERVAL;
+                e->dec_interval = dec_next_interval(e->dec_old_interval);
             }
         }
         return;
@@ -478,8 +488,8 @@ static void decode_threads_end(engine *e, int T, double dt)
         e->dec_trial = 1;
         e->dec_old_med = med;
         e->dec_old_interval = e->dec_interval;
-    } else if (e->dec_interval < DEC_MAX_INTERVAL) {
-        e->dec_interval *= 2;
+    } else {
+        e->dec_interval = dec_next_interval(e->dec_interval);
     }
 }
 
