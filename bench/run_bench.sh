@@ -11,6 +11,7 @@
 # with a note when not in $LLM_RUN_MODELS / ~/.cache/llm-run) at 1 thread and at THREADS threads,
 # with their peak RSS. Then bench/issue17_rows.py: the issue-17 ratios (4k-prompt budget ÷ full on SmolLM2, F32
 # prefill ÷ llama.cpp when its build is cached, 2-thread decode beside a busy core ÷ 1 thread).
+# The session logs at the end of the old bench/cpu.md (from the line HIST_MARK below) are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -78,6 +79,12 @@ if ! python3 bench/issue17_rows.py --rounds "${BENCH_ROUNDS:-3}" --threads "$THR
     echo "(bench/issue17_rows.py failed: see its stderr)" >"$tmp17"
 fi
 secs=$(( $(date +%s) - start ))
+# the session logs below HIST_MARK in the old file (hand-run A/B measurements, with their
+# commands) are kept under the new tables
+HIST_MARK='<!-- session logs: kept by bench/run_bench.sh -->'
+tmph=$(mktemp)
+trap 'rm -f "$tmp" "$tmp17" "$tmpg" "$tmph"' EXIT
+[ -f "$OUT" ] && awk -v m="$HIST_MARK" 'f || $0 == m { f = 1; print }' "$OUT" >"$tmph"
 
 cpu_model=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 cores=$(nproc)
@@ -108,6 +115,10 @@ l3=$(lscpu | sed -n 's/^L3 cache: *//p' | head -1)
     echo "pass before each round, and the BF16 ÷ F32 ratio comes from the two decoding in lockstep,"
     echo "so the ratios hold on a busy machine better than the absolute figures (rerun on a quiet"
     echo "machine for those)."
+    if [ -s "$tmph" ]; then
+        echo
+        cat "$tmph"
+    fi
 } >"$OUT"
 echo "run_bench: wrote $OUT" >&2
 cat "$OUT"

@@ -32,11 +32,29 @@ void sampler_free(sampler *s)
     s->buf = NULL;
 }
 
+/* The lowest index of the largest of x[0..n) (n ≥ 1), exactly as `best = 0; for i: if (x[i] >
+ * x[best]) best = i` (NaNs never win, except x[0] which then wins). 16 lanes each keep their first
+ * value above x[0], which the compiler vectorizes (one greedy step of a 151936-entry vocabulary:
+ * 156 → 44 µs on the baseline x86-64 build, about 1% of a Qwen2.5-0.5B token at 2 threads
+ * while the other thread waits); then the lanes by value, ties to the lower index. */
 static int argmax(const float *x, int n)
 {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
+    enum { L = 16 };
+    float m[L];
+    int id[L], i = 0;
+    for (int j = 0; j < L; j++) m[j] = x[0], id[j] = 0;
+    for (; i + L <= n; i += L)
+        for (int j = 0; j < L; j++)
+            if (x[i + j] > m[j]) {
+                m[j] = x[i + j];
+                id[j] = i + j;
+            }
+    float bm = m[0];
+    int best = id[0];
+    for (int j = 1; j < L; j++)
+        if (m[j] > bm || (m[j] == bm && id[j] < best)) bm = m[j], best = id[j];
+    for (; i < n; i++)
+        if (x[i] > bm) bm = x[i], best = i;
     return best;
 }
 
