@@ -43,6 +43,8 @@ void cli_run_print_json(const run_options *o, const kv_cache *kv, const gen_resu
     cJSON_AddNumberToObject(tm, "prefill_tok_s", g->prefill_s > 0 ? g->n_prompt / g->prefill_s : 0);
     cJSON_AddNumberToObject(tm, "decode_tok_s",
                             g->decode_s > 0 && g->n_decode_steps > 0 ? g->n_decode_steps / g->decode_s : 0);
+    cJSON_AddNumberToObject(tm, "decode_step_ms_median", gen_step_ms_quantile(g, 0.5));
+    cJSON_AddNumberToObject(tm, "decode_step_ms_p90", gen_step_ms_quantile(g, 0.9));
     cJSON *wj = cJSON_AddObjectToObject(j, "weights");
     cJSON_AddNumberToObject(wj, "bytes", (double)model_weight_bytes(eng->w, 0));
     cJSON_AddNumberToObject(wj, "bytes_per_token", (double)model_weight_bytes(eng->w, 1));

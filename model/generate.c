@@ -37,8 +37,12 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
     float *rows = NULL;
     if (want_rows && !(rows = malloc((size_t)chunk * vocab * sizeof *rows)))
         return fail(err, errlen, "out of memory");
-    if (!(r->tokens = malloc(((size_t)(p->max_new > 0 ? p->max_new : 0) + 1) * sizeof *r->tokens))) {
+    const size_t n_max = (size_t)(p->max_new > 0 ? p->max_new : 0) + 1;
+    r->tokens = malloc(n_max * sizeof *r->tokens);
+    r->step_ms = malloc(n_max * sizeof *r->step_ms);
+    if (!r->tokens || !r->step_ms) {
         free(rows);
+        gen_result_free(r);
         return fail(err, errlen, "out of memory");
     }
 #define INTERRUPTED() (p->interrupted && *p->interrupted)
@@ -87,8 +91,9 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
             }
         }
         if (r->n_gen == p->max_new) break;
+        double ts = now_s();
         if (engine_decode(e, next, pos, err, errlen) != 0) goto done;
-        r->n_decode_steps++;
+        r->step_ms[r->n_decode_steps++] = (float)((now_s() - ts) * 1e3);
         if (cb && cb->on_logits && cb->on_logits(cb->ctx, e->logits, 1, err, errlen) != 0) goto done;
     }
     r->decode_s = now_s() - t1;
@@ -103,5 +108,28 @@ done:
 void gen_result_free(gen_result *r) {
     if (!r) return;
     free(r->tokens);
+    free(r->step_ms);
     r->tokens = NULL;
+    r->step_ms = NULL;
+}
+
+/* qsort order of floats, ascending. */
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+double gen_step_ms_quantile(const gen_result *r, double q)
+{
+    int n = r->n_decode_steps;
+    if (n <= 0 || !r->step_ms) return 0.0;
+    float *v = malloc((size_t)n * sizeof *v);
+    if (!v) return 0.0;
+    memcpy(v, r->step_ms, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, cmp_float);
+    double pos = q * (n - 1), lo = v[(int)pos], hi = v[(int)pos + 1 < n ? (int)pos + 1 : n - 1];
+    double x = lo + (hi - lo) * (pos - (int)pos);
+    free(v);
+    return x;
 }

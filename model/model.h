@@ -459,6 +459,8 @@ typedef struct {
     int *tokens;              /* [n_gen] generated ids (gen_result_free) */
     const char *stop;         /* "eos", "length", "stop" or "interrupted" */
     double prefill_s, decode_s;
+    float *step_ms;           /* [n_decode_steps] wall time of each decode forward pass, ms
+                                 (sampling and the callbacks not included) */
     int prefill_replayed;     /* 1: the prefill came from gen_params.fork (prefill_s: the replay) */
 } gen_result;
 
@@ -470,5 +472,10 @@ typedef struct {
 int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen_params *p,
              const gen_callbacks *cb, gen_result *r, char *err, size_t errlen);
 void gen_result_free(gen_result *r);
+
+/* The q-quantile (0..1, linear between order statistics) of r's decode step times, ms; 0 when
+ * no step ran. The median is the decode speed a stall does not move (a shared host
+ * descheduling the process for a few steps): bench/issue17_rows.py reads it from --json. */
+double gen_step_ms_quantile(const gen_result *r, double q);
 
 #endif

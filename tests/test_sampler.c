@@ -1,7 +1,8 @@
 /* test_sampler.c — greedy sampling (model/sampler.c): the vectorized argmax against the plain
  * loop it replaces (the lowest index of the largest logit; NaNs never win except at index 0),
  * on random rows of every length around its 16-lane blocks, with many ties, -inf and NaN, and a
- * vocabulary-sized row. */
+ * vocabulary-sized row; and the decode step-time quantiles of a generation (model/generate.c
+ * gen_step_ms_quantile, the --json decode_step_ms_median / _p90). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,10 +57,28 @@ static void test_greedy_matches_plain_loop(void **state)
     free(copy);
 }
 
+static void test_step_quantiles(void **state)
+{
+    (void)state;
+    float steps[] = {5.0f, 1.0f, 4.0f, 2.0f, 3.0f, 100.0f};   /* one stall */
+    gen_result r = {0};
+    assert_true(gen_step_ms_quantile(&r, 0.5) == 0.0);        /* no step */
+    r.step_ms = steps;
+    r.n_decode_steps = 5;
+    assert_true(fabs(gen_step_ms_quantile(&r, 0.5) - 3.0) < 1e-9);
+    assert_true(fabs(gen_step_ms_quantile(&r, 0.9) - 4.6) < 1e-6);   /* 4 + 0.6 * (5 - 4) */
+    assert_true(fabs(gen_step_ms_quantile(&r, 0.0) - 1.0) < 1e-9);
+    assert_true(fabs(gen_step_ms_quantile(&r, 1.0) - 5.0) < 1e-9);
+    r.n_decode_steps = 6;                                     /* the stall moves the median by half a step */
+    assert_true(fabs(gen_step_ms_quantile(&r, 0.5) - 3.5) < 1e-9);
+    assert_true(steps[0] == 5.0f && steps[5] == 100.0f);      /* the steps themselves stay in order */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_matches_plain_loop),
+        cmocka_unit_test(test_step_quantiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
