@@ -119,9 +119,10 @@ def rows_prefill_llamacpp(rounds, threads):
                 f()
             log("issue17: 110M F32 prefill t%d round %d: %s" % (T, r + 1, {k: round(v[-1], 1) for k, v in res.items()}))
         for n in (128, 512):
-            a, b = statistics.median(res["lr%d" % n]), statistics.median(res["lc%d" % n])
-            out.append("| prefill %d tokens, F32 110M shape ÷ llama.cpp F32, %d thread%s | %.2f× (%.1f ÷ %.1f tok/s) | ≥ 1.0× | %s |" % (
-                n, T, "s" if T > 1 else "", a / b, a, b, "yes" if a / b >= 1.0 else "no"))
+            # one pass each: the best of the rounds on both sides (a stall only slows a pass)
+            a, b = max(res["lr%d" % n]), max(res["lc%d" % n])
+            out.append("| prefill %d tokens, F32 110M shape ÷ llama.cpp F32, %d thread%s (best of %d) | %.2f× (%.1f ÷ %.1f tok/s) | ≥ 1.0× | %s |" % (
+                n, T, "s" if T > 1 else "", rounds, a / b, a, b, "yes" if a / b >= 1.0 else "no"))
     return out
 
 
@@ -183,9 +184,11 @@ def rows_budget1(rounds, threads):
             dec[pol].append(1e3 / j["timings"]["decode_step_ms_median"])   # a stall moves the mean only
         log("issue17: budget 1.0 round %d done (%d policies)" % (r + 1, len(pols)))
     out = []
-    for name, res in (("prefill 512", pre), ("decode (median step)", dec)):
-        full = statistics.median(res["full"])
-        ratios = {p: statistics.median(res[p]) / full for p in pols if p != "full"}
+    # prefill is one pass: the best of the rounds (a stall only slows a pass); decode: the median
+    # of the rounds' median steps
+    for name, res, pick in (("prefill 512 (best of %d)" % rounds, pre, max), ("decode (median step)", dec, statistics.median)):
+        full = pick(res["full"])
+        ratios = {p: pick(res[p]) / full for p in pols if p != "full"}
         worst = min(ratios, key=ratios.get)
         out.append("| %s at budget 1.0 (nothing to evict) ÷ full, every policy (%s, %d threads) | worst %s %.3f× (all: %s) | ≥ 0.95× | %s |" % (
             name, label, threads, worst, ratios[worst], ", ".join("%s %.2f" % (p, ratios[p]) for p in sorted(ratios)),
