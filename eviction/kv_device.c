@@ -242,6 +242,26 @@ void kv_device_append(kv_cache *kv, int layer, int t)
     }
 }
 
+int kv_device_snap_capped(const kv_cache *kv, kv_snap_capped *out)
+{
+    if (!is_snap(kv) || !kv->pstate) return -1;
+    const snap_state *s = kv->pstate;
+    if (s->mode != SNAP_CAPPED || s->ada) return -1;
+    if (out) *out = (kv_snap_capped){s->w, s->kernel, s->pool == SNAP_POOL_AVG, s->gqa == SNAP_GQA_MAX, s->target};
+    return 0;
+}
+
+void kv_device_recompressed(kv_cache *kv, int layer)
+{
+    const snap_state *s = kv->pstate;
+    for (int g = 0; g < kv->n_kv_heads; g++) {
+        int idx = kv_idx(kv, layer, g), target = s->target[idx];
+        if (kv->len[idx] < kv->cap[idx] || kv->len[idx] <= target) continue;
+        kv->evictions += kv->len[idx] - target;
+        kv->len[idx] = target;
+    }
+}
+
 float *kv_device_query_ring(kv_cache *kv, int *rows)
 {
     *rows = 0;

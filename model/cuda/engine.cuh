@@ -134,6 +134,13 @@ struct cuda_engine {
     int ss_dirty;
     float *ss_cw, *ss_mwt, *ss_scratch;
     size_t ss_stride;
+    /* EV_SNAP device steps (capped snapkv / pyramidkv, §7.6): the policy's re-compression
+     * parameters (snap.target the host's), snap_target_d [n_layers · n_kv_heads] its targets on
+     * the device, snap_scratch f32 [n_kv_heads][4 · max_cap + 4] and snap_map int
+     * [n_kv_heads][max_cap + 1] launch_snap_recompress's scratch */
+    kv_snap_capped snap;
+    int *snap_target_d, *snap_map;
+    float *snap_scratch;
 };
 
 #define LAUNCH(expr)                                                                           \

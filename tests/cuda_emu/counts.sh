@@ -17,7 +17,10 @@
 # evicted before the rank rotation, in its kernel, select.cu launch_ete_shifted).
 # buzz --buzz-score current runs BUZZ's rounds path (the scores replaced on the device).
 # subgen_stream updates its window and sketch on the device and runs its estimator there in place
-# of the attention (two kernels per layer instead of one: "sketch", <= 6L + 10).
+# of the attention (two kernels per layer instead of one: "sketch", <= 6L + 10). snapkv and
+# pyramidkv capped re-compress a region that reached C on the device, one kernel per layer after
+# the attention ("recompress", <= 6L + 10; with --rope shifted's rotation 7L + 10); subgen capped
+# stays host-assisted on its re-compression steps.
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
@@ -32,7 +35,8 @@ while IFS='|' read -r pol extra kind; do
     tag="per decode token, $pol $extra: $syncs host sync(s), $d2h copy(ies) back, $kern kernels, $graphs graph launch(es)"
     case $kind in
     device) lim=$((5 * L260 + 10)) ;;
-    shifted | sketch) lim=$((6 * L260 + 10)) ;;
+    shifted | sketch | recompress) lim=$((6 * L260 + 10)) ;;
+    recompress_shifted) lim=$((7 * L260 + 10)) ;;
     *) lim=0 ;;
     esac
     if [ "$kind" = host ]; then
@@ -83,7 +87,9 @@ tova|--budget 24 --rope shifted|shifted
 l2norm|--budget 24 --rope shifted|shifted
 l2norm|--budget 24 --rope shifted --kv-dtype f16|shifted
 random|--budget 24 --rope shifted|shifted
-snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
+snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|recompress
+pyramidkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 3 --kv-dtype f16|recompress
+snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4 --rope shifted|recompress_shifted
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
 scissorhands|--budget 24 --rope shifted|shifted
 scissorhands|--budget 24 --sh-hist 5 --kv-dtype bf16 --rope shifted|shifted
@@ -107,6 +113,18 @@ if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy snapkv --budget 24 --sna
     fi
 else
     bad "counts snapkv LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
+fi
+# and capped snapkv, its re-compressions forced through the host hooks
+if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy snapkv --budget 24 --snap-window 8 --prefill-only-decode capped \
+    --snap-recompress 4); then
+    read -r syncs d2h kern graphs <<<"$r"
+    if python3 -c "import sys; sys.exit(not $syncs > 1)"; then
+        ok "counts capped snapkv forced through the host hooks: $syncs syncs per token, over the bound of 1 (the check can fail)"
+    else
+        bad "counts capped snapkv forced through the host hooks: $syncs syncs per token (LLM_CUDA_HOST_DECODE=1 not honoured?)"
+    fi
+else
+    bad "counts capped snapkv LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
 fi
 # and subgen_stream, forced through its host hooks and host attention
 if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy subgen_stream --budget 24); then
@@ -143,6 +161,10 @@ order_identity "gguf mix h2o 0.5" LLM_CUDA_GRAPH=0 \
 # subgen_stream's sketch kernels (shared-memory reductions, reservoir writes)
 order_identity "stories260K subgen_stream 16 --ss-t 2" EMU_SEED=2 \
     -m "$MODEL" -p "$PROMPT" -n 10 --ignore-eos --temp 0 --device cuda --policy subgen_stream --budget 16 --ss-t 2 --json
+# capped snapkv's device re-compression (block reductions, the top-k ranks, the in-place compaction)
+order_identity "stories260K snapkv 16 capped" EMU_SEED=2 \
+    -m "$MODEL" -p "$PROMPT" -n 12 --ignore-eos --temp 0 --device cuda --policy snapkv --budget 16 --snap-window 4 \
+    --prefill-only-decode capped --snap-recompress 4 --json
 
 # device memory: nothing left after a run, nor after a failure at any allocation (every device
 # and pinned allocation, the graph instantiation) — error paths free what they allocated
