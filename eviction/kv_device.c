@@ -251,14 +251,18 @@ int kv_device_snap_capped(const kv_cache *kv, kv_snap_capped *out)
     return 0;
 }
 
-void kv_device_recompressed(kv_cache *kv, int layer)
+void kv_device_recompressed(kv_cache *kv, int layer, int *moved)
 {
-    const snap_state *s = kv->pstate;
+    const snap_state *s = is_snap(kv) ? kv->pstate : NULL;
+    int sg_target = 0;
+    if (!s && subgen_device_capped(kv, &sg_target, NULL) != 0) return;
     for (int g = 0; g < kv->n_kv_heads; g++) {
-        int idx = kv_idx(kv, layer, g), target = s->target[idx];
-        if (kv->len[idx] < kv->cap[idx] || kv->len[idx] <= target) continue;
+        int idx = kv_idx(kv, layer, g), target = s ? s->target[idx] : sg_target;
+        /* snap_post_attn acts at len ≥ cap, sg_post_attn past it */
+        if (kv->len[idx] < kv->cap[idx] + (s ? 0 : 1) || kv->len[idx] <= target) continue;
         kv->evictions += kv->len[idx] - target;
         kv->len[idx] = target;
+        if (moved) moved[g] = 0;
     }
 }
 

@@ -391,6 +391,32 @@ struct snap_rc_args {
 };
 cudaError_t launch_snap_recompress(const snap_rc_args *a, cudaStream_t s);
 
+/* ---- subgen_recompress.cu ---- */
+/* subgen's decode re-compression (POLICIES.md §8.2, §7.6), one layer, after the step's attention
+ * appended the new token: launch_subgen_recompress (grid n_kv_heads, 128 threads) does nothing
+ * in a region with len[g] ≤ cap[g]; one past its capacity keeps its `recent` last slots and
+ * target − recent greedy k-center representatives of the others (eviction/policy_subgen.c
+ * subgen_select: the first the oldest slot, then the farthest from the centers so far in ℓ2²
+ * summed in double as evict_dist2, ties → the lower slot), K, V (kv_dt), positions and score
+ * (NULL: none) compacted in place in position order, len[g] = target. Slot positions must ascend
+ * in each region. dist: f64 [n_kv_heads][stride], map: int [n_kv_heads][stride], stride ≥ the
+ * largest cap + 1. Errors: cudaErrorInvalidValue for a missing array, target < 1, recent outside
+ * [0, target) or another kv_dt. */
+struct subgen_rc_args {
+    void *kc, *vc;
+    int kv_dt, head_dim, n_kv_heads;
+    int32_t *pos;
+    float *score;                 /* NULL or a per-slot value moved with its slot */
+    const size_t *off;            /* this layer's entries */
+    int *len;
+    const int *cap;
+    int target, recent;           /* C', r (policy_subgen.c recent_for) */
+    double *dist;
+    int *map;
+    size_t stride;
+};
+cudaError_t launch_subgen_recompress(const subgen_rc_args *a, cudaStream_t s);
+
 /* ---- sample.cu ---- */
 /* out[0] = argmax of x[0..n) (lowest index on ties; NaNs never win), as model/sampler.c. */
 cudaError_t launch_argmax(const float *x, int n, int *out, cudaStream_t s);

@@ -9,6 +9,7 @@
  * the CPU's bit for bit where expf is (the emulator; a GPU's expf is within 2 ulp of glibc's).
  * No fused multiply-add (cu_mul / cu_add). */
 #include "kernels/cuda/kernels_cuda.cuh"
+#include "kernels/cuda/evict.cuh"
 
 #define SR_THREADS 128
 
@@ -109,28 +110,7 @@ template <typename T> __global__ void __launch_bounds__(SR_THREADS) snap_rc_kern
         }
         dst[j] = keep;
     }
-    __syncthreads();
-    if (tid == 0) { /* the kept slots' new places, in position order */
-        int n = 0;
-        for (int j = 0; j < L; j++) dst[j] = dst[j] ? n++ : -1;
-        for (int j = 0; j < L; j++)
-            if (dst[j] >= 0 && dst[j] != j) {
-                P[dst[j]] = P[j];
-                if (S) S[dst[j]] = S[j];
-            }
-        a.len[g] = n;
-    }
-    __syncthreads();
-    /* kv_compact: each thread moves its columns of the kept rows, in slot order (a row only ever
-     * moves down, onto a row this thread has already read) */
-    for (int i = tid; i < hd; i += SR_THREADS)
-        for (int j = 0; j < L; j++) {
-            const int d = dst[j];
-            if (d >= 0 && d != j) {
-                K[(size_t)d * hd + i] = K[(size_t)j * hd + i];
-                V[(size_t)d * hd + i] = V[(size_t)j * hd + i];
-            }
-        }
+    ev_compact<T, SR_THREADS>(K, V, P, S, L, hd, dst, a.len + g);
 }
 
 template <typename T> static cudaError_t snap_rc_go(const snap_rc_args &a, cudaStream_t s)
