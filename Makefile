@@ -50,9 +50,11 @@ ifeq ($(CUDA),1)
   LIB_CU  := $(wildcard kernels/cuda/*.cu) $(wildcard model/cuda/*.cu)
   LIB_OBJ += $(LIB_CU:%.cu=$(BUILD)/%.o)
   LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
-  # [DECISION] subgen_stream's sketch update reproduces the CPU policy's double arithmetic (its
-  # cluster choice and reservoir draws, kernels/cuda/ss_insert.cu): the one kernel allowed FP64
-  $(BUILD)/kernels/cuda/ss_insert.o: NVCCFLAGS := $(subst $(comma)-warn-double-usage,,$(NVCCFLAGS))
+  # [DECISION] subgen_stream's sketch update and subgen's decode k-center reproduce the CPU
+  # policies' double arithmetic (the cluster choice and reservoir draws, kernels/cuda/ss_insert.cu;
+  # the ℓ2² distances, kernels/cuda/subgen_recompress.cu): the two kernels allowed FP64
+  $(BUILD)/kernels/cuda/ss_insert.o $(BUILD)/kernels/cuda/subgen_recompress.o: \
+    NVCCFLAGS := $(subst $(comma)-warn-double-usage,,$(NVCCFLAGS))
 endif
 
 TEST_C   := $(wildcard tests/test_*.c)

@@ -242,6 +242,30 @@ void kv_device_append(kv_cache *kv, int layer, int t)
     }
 }
 
+int kv_device_snap_capped(const kv_cache *kv, kv_snap_capped *out)
+{
+    if (!is_snap(kv) || !kv->pstate) return -1;
+    const snap_state *s = kv->pstate;
+    if (s->mode != SNAP_CAPPED || s->ada) return -1;
+    if (out) *out = (kv_snap_capped){s->w, s->kernel, s->pool == SNAP_POOL_AVG, s->gqa == SNAP_GQA_MAX, s->target};
+    return 0;
+}
+
+void kv_device_recompressed(kv_cache *kv, int layer, int *moved)
+{
+    const snap_state *s = is_snap(kv) ? kv->pstate : NULL;
+    int sg_target = 0;
+    if (!s && subgen_device_capped(kv, &sg_target, NULL) != 0) return;
+    for (int g = 0; g < kv->n_kv_heads; g++) {
+        int idx = kv_idx(kv, layer, g), target = s ? s->target[idx] : sg_target;
+        /* snap_post_attn acts at len ≥ cap, sg_post_attn past it */
+        if (kv->len[idx] < kv->cap[idx] + (s ? 0 : 1) || kv->len[idx] <= target) continue;
+        kv->evictions += kv->len[idx] - target;
+        kv->len[idx] = target;
+        if (moved) moved[g] = 0;
+    }
+}
+
 float *kv_device_query_ring(kv_cache *kv, int *rows)
 {
     *rows = 0;

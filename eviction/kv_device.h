@@ -80,6 +80,30 @@ void kv_device_append(kv_cache *kv, int layer, int t);
  * without one. */
 float *kv_device_query_ring(kv_cache *kv, int *rows);
 
+/* --prefill-only-decode capped of snapkv and pyramidkv (POLICIES.md §7.6) on a device: the
+ * parameters of the re-compression a region gets when it reaches its capacity C after a step's
+ * append (snap_post_attn: back to target[i] = C' entries, window w, pooling; gqa_max: --ada-gqa
+ * max). target: the policy's own [n_layers · n_kv_heads] array. Returns 0 and fills *out (may be
+ * NULL) for those; -1 for another policy or mode (ada_*: their re-split is host-assisted). */
+typedef struct {
+    int w, kernel, pool_avg, gqa_max;
+    const int *target;
+} kv_snap_capped;
+int kv_device_snap_capped(const kv_cache *kv, kv_snap_capped *out);
+
+/* subgen in --prefill-only-decode capped (or reserve's capped fallback, POLICIES.md §8.2, §7.6):
+ * the target C' a region past its capacity goes back to (sg_post_attn) and the recent slots r
+ * kept exactly (clamped below C'); 0, or -1 for another policy or mode. target, recent: may be
+ * NULL. */
+int subgen_device_capped(const kv_cache *kv, int *target, int *recent);
+
+/* The host mirror's side of such a step (capped snapkv / pyramidkv, capped subgen) in layer
+ * `layer`, after kv_device_append: every region the policy re-compresses after the append (snap:
+ * len ≥ cap; subgen: len > cap) holds its target entries (lengths and the eviction count by rule;
+ * positions and K/V rows are the device's, brought back before the host next reads them).
+ * moved (may be NULL): [n_kv_heads], set to 0 for each region re-compressed (its rows moved). */
+void kv_device_recompressed(kv_cache *kv, int layer, int *moved);
+
 /* Before a device runs decode steps on its own after the host last ran the policy's hooks or a
  * prefill: the per-slot state the hooks would create lazily at their next call is created now, on
  * the host mirror, so the device can take the mirror's state (scissorhands: the prompt tokens'

@@ -17,17 +17,20 @@
  * r = ⌊C'/2⌋ (--subgen-recent, clamped to C' − 1), k = C' − r.
  * No per-slot state, no attention statistics; slots stay in position order (stable compaction). */
 #include "eviction/policy_common.h"
+#include "eviction/kv_device.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { DECODE_RESERVE, DECODE_CAPPED, DECODE_GROW };
 
 typedef struct {
     int recent;     /* --subgen-recent, or -1: ⌊C'/2⌋ */
     int target;     /* C': tokens kept by a compression */
+    int capped;     /* capped mode (or reserve's capped fallback): decode re-compresses */
     int max_cand;
     const float **rows; /* [max_cand] key of each candidate */
     double *dist;       /* [max_cand] Gonzalez distances */
@@ -90,7 +93,7 @@ static int sg_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
         return -1;
     }
     /* the compression target and the physical capacity (§7.6) */
-    int target, cap;
+    int target, cap, capped = 0;
     if (mode == DECODE_GROW) {
         target = C;
         cap = C + (max_new > 0 ? max_new : 0);
@@ -98,9 +101,13 @@ static int sg_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
         /* [DECISION] R ≥ C would leave nothing: keep at least one token */
         target = C - R >= 1 ? C - R : 1;
         cap = C;
+        capped = 1;
     } else {
         target = C - (max_new > 0 ? max_new : 0);
-        if (target < 2) target = C / 2 > 1 ? C / 2 : 1; /* capped fallback (see the header) */
+        if (target < 2) { /* capped fallback (see the header) */
+            target = C / 2 > 1 ? C / 2 : 1;
+            capped = 1;
+        }
         cap = C;
     }
     kv_set_uniform_capacity(kv, cap);
@@ -109,6 +116,7 @@ static int sg_init(kv_cache *kv, const policy_params *p, int n_prompt, int max_n
     kv->pstate = s;
     s->recent = recent;
     s->target = target;
+    s->capped = capped;
     s->max_cand = evict_max_cand(cap, n_prompt);
     s->rows = malloc((size_t)s->max_cand * sizeof *s->rows);
     s->dist = malloc((size_t)s->max_cand * sizeof *s->dist);
@@ -154,6 +162,15 @@ static void sg_post_attn(kv_cache *kv, int layer, int g, int t, const float *pro
     int n_keep = subgen_select(s->rows, n, d, s->target, recent_for(s, s->target), s->keep,
                                s->centers, s->dist);
     kv_compact(kv, layer, g, s->keep, n_keep);
+}
+
+int subgen_device_capped(const kv_cache *kv, int *target, int *recent)
+{
+    const sg_state *s = kv->pstate;
+    if (!kv->ops || strcmp(kv->ops->name, "subgen") != 0 || !s || !s->capped) return -1;
+    if (target) *target = s->target;
+    if (recent) *recent = recent_for(s, s->target);
+    return 0;
 }
 
 const policy_ops policy_subgen = {

@@ -30,10 +30,15 @@
  *   (prefill-only   only-decode reserve and grow), the query    back), device gather from the
  *   family, §7.6)   into the device's copy of the snap query    recovered keep-lists
  *                   ring; the host mirror appends by rule. The
- *                   steps where one can (capped: a region
- *                   reached C) run host-assisted as below, the
- *                   mirror's K/V rows and ring brought back
- *                   first (ce_refresh_mirror)
+ *                   steps where one can (past max_new) run
+ *                   host-assisted as below, the mirror's K/V
+ *                   rows and ring brought back first
+ *                   (ce_refresh_mirror); capped: every step
+ *                   on the device, a region that reached C
+ *                   re-compressed after the attention
+ *                   (snap_recompress.cu from the device's
+ *                   ring; subgen: subgen_recompress.cu, its
+ *                   k-center), the mirror's lengths by rule
  *   ada_snapkv,     as snapkv; when a hook re-partitions a      the same; a re-partitioned
  *   ada_pyramidkv   layer's regions (kv->cap/off change) the    layer is gathered whole
  *                   device gathers the whole layer into the
@@ -96,6 +101,7 @@
  */
 #include "model/cuda/cuda_engine.h"
 #include "eviction/eviction.h"
+#include "eviction/kv_device.h"
 #include "model/model.h"
 
 #include <stdio.h>
@@ -175,10 +181,16 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
                !strcmp(ops->name, "subgen")) {
         /* the prefill-only family (§7.6): host-assisted prefill; decode appends on the device
          * while no region is full (every step of reserve and grow), the hooks run on the host
-         * on the steps where one may re-compress (capped) */
+         * on the steps where one may re-compress; snapkv, pyramidkv and subgen capped: every
+         * step on the device, a region that reached C re-compressed there (EV_SNAP,
+         * kernels/cuda/snap_recompress.cu; EV_SUBGEN, subgen_recompress.cu) */
         dp->mode = DEV_POLICY_HOST;
         dp->dev_decode = DEV_DECODE_QUIET;
         dp->evict = EV_NONE;
+        if (kv && (kv_device_snap_capped(kv, NULL) == 0 || subgen_device_capped(kv, NULL, NULL) == 0)) {
+            dp->dev_decode = DEV_DECODE_ALWAYS;
+            dp->evict = kv_device_snap_capped(kv, NULL) == 0 ? EV_SNAP : EV_SUBGEN;
+        }
     } else if (!strcmp(ops->name, "l2norm") || !strcmp(ops->name, "random")) {
         /* evict-then-attend, one victim per step (POLICIES.md §10.2, §10.4): on the device
          * (kernels/cuda/attn_decode.cu), the parameters of eviction/policy_l2norm.c and

@@ -41,7 +41,7 @@ if [ "$BUILD" = build-san ]; then
 fi
 OUTD=$BUILD/emu
 mkdir -p "$OUTD" || exit 1
-for f in elementwise attn_prefill attn_decode select sample gemv dequant ss_insert ss_attend; do
+for f in elementwise attn_prefill attn_decode select sample gemv dequant ss_insert ss_attend snap_recompress subgen_recompress; do
     python3 tests/cuda_emu/rewrite.py "kernels/cuda/$f.cu" "$OUTD/$f.inc" || { bad "rewrite $f.cu"; finish; }
 done
 CXXF="-std=c++20 -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I$OUTD -I$CUDA_HOME/include -pthread"
@@ -163,7 +163,16 @@ hashevict|0.5|--rope shifted --hash-probe key --hash-bits 64|
 hashevict|0.4|--rope shifted --hash-accum mean --hash-recent 2 --prefill-chunk 7|
 hashevict|0.3|--rope shifted --hash-accum mean --hash-bits 3 --hash-sink 1 --hash-recent 2|
 subgen_stream|0.3|--ss-t 2 --seed 5|lowp
-subgen_stream|0.4|--kv-dtype bf16 --ss-t 3 --ss-s 2|lowp'
+subgen_stream|0.4|--kv-dtype bf16 --ss-t 3 --ss-s 2|lowp
+snapkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4|
+snapkv|0.3|--snap-window 4 --snap-pool avg --snap-kernel 3 --prefill-only-decode capped --snap-recompress 3 --prefill-chunk 7|
+snapkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4 --rope shifted|
+snapkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4 --kv-dtype f16|lowp
+pyramidkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 3|
+pyramidkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4 --kv-dtype bf16 --prefill-chunk 7|lowp
+subgen|0.3|--prefill-only-decode capped --subgen-recompress 3 --subgen-recent 2 --prefill-chunk 7|
+subgen|0.4|--prefill-only-decode capped --subgen-recompress 4 --rope shifted|
+subgen|0.4|--prefill-only-decode capped --subgen-recompress 4 --kv-dtype f16|lowp'
 [ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;28p;40p;60p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
@@ -181,6 +190,13 @@ if [ "$FULL" = 1 ]; then
             [ "$m" = syn-gqa-f32 ] && [ "$pol" != subgen_stream ] && crit=f32
             parity "$m $pol 0.5" "$BUILD/synthetic/$m" "$BUILD/synthetic/$m" $crit 20 -- -p "$PROMPT" --policy "$pol" --budget 0.5
         done
+    done
+    # GQA (G = 4): capped snapkv / pyramidkv's device re-compression (the group's query heads
+    # averaged), capped subgen's (per KV head, query-independent)
+    for pol in "snapkv --snap-window 4 --snap-recompress 3" "pyramidkv --snap-window 4 --snap-recompress 3" \
+               "subgen --subgen-recompress 3"; do
+        parity "syn-gqa-f32 $pol 0.4 capped" "$BUILD/synthetic/syn-gqa-f32" "$BUILD/synthetic/syn-gqa-f32" f32 20 -- \
+            -p "$PROMPT" --budget 0.4 --prefill-only-decode capped --policy $pol
     done
     # stories260K: the policies its list above leaves out
     for pol in l2norm hashevict random tova pyramidkv subgen; do
@@ -254,8 +270,11 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
     MP="h2o h2o:h2o-order=evict-first streaming local buzz buzz:buzz-score=current buzz_logn snapkv subgen scissorhands
         scissorhands:sh-hist=3 hashevict hashevict:hash-probe=key hashevict:hash-accum=mean:hash-recent=2 l2norm random tova l2norm:rope=shifted random:rope=shifted
         h2o:h2o-order=evict-first:rope=shifted scissorhands:rope=shifted
-        hashevict:rope=shifted hashevict:hash-accum=mean:hash-recent=2:rope=shifted subgen_stream subgen_stream:ss-t=2"
-    [ "$FULL" = 1 ] || MP="h2o snapkv subgen_stream:ss-t=2"
+        hashevict:rope=shifted hashevict:hash-accum=mean:hash-recent=2:rope=shifted subgen_stream subgen_stream:ss-t=2
+        snapkv:snap-window=4:prefill-only-decode=capped:snap-recompress=4
+        pyramidkv:snap-window=4:prefill-only-decode=capped:snap-recompress=3:rope=shifted
+        subgen:prefill-only-decode=capped:subgen-recompress=4"
+    [ "$FULL" = 1 ] || MP="h2o snapkv subgen_stream:ss-t=2 snapkv:snap-window=4:prefill-only-decode=capped:snap-recompress=4"
     for pol in $MP; do
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol//:/ } >"$TMP/mi" 2>&1
         rc=$?

@@ -10,6 +10,8 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/evict_modes.h"
 
+#include <cfloat>
+
 /* a ranks below b as an eviction candidate: smaller value, ties → smaller position; -1 = none */
 __device__ __forceinline__ bool ev_better(float va, int pa, int ja, float vb, int pb, int jb)
 {
@@ -134,6 +136,67 @@ template <typename T> __device__ __forceinline__ bool he_bit(const float *R, int
     float s = 0.0f;
     for (int i = 0; i < d; i++) s = __fadd_rn(s, __fmul_rn(r[i], to_f32(x[i])));
     return s >= 0.0f;
+}
+
+/* Block-wide argmin of the (key, j) each of the NT threads proposes (j < 0: none), ties → the
+ * lower j: left in sk[0], sj[0] (shared [NT], NT a power of two); every thread calls it and
+ * synchronises before it reuses the arrays. (ss_insert.cu: the oldest slot, the nearest cluster;
+ * subgen_recompress.cu: the farthest point, key −distance.) */
+template <int NT, typename K> __device__ __forceinline__ void ev_block_argmin_j(K key, int j, K *sk, int *sj)
+{
+    const int tid = threadIdx.x;
+    sk[tid] = key, sj[tid] = j;
+    __syncthreads();
+    for (int w = NT / 2; w > 0; w >>= 1) {
+        if (tid < w && sj[tid + w] >= 0 &&
+            (sj[tid] < 0 || sk[tid + w] < sk[tid] || (sk[tid + w] == sk[tid] && sj[tid + w] < sj[tid])))
+            sk[tid] = sk[tid + w], sj[tid] = sj[tid + w];
+        __syncthreads();
+    }
+}
+
+/* eviction/policy_common.c evict_dist2: Σ ((double)x − y)² in order, no fused multiply-add;
+ * non-finite → DBL_MAX. Double arithmetic: only the FP64 kernels instantiate it (ss_insert.cu,
+ * subgen_recompress.cu; Makefile). */
+template <typename X, typename Y> __device__ __forceinline__ double ev_dist2(const X *x, const Y *y, int d)
+{
+    double s = 0.0;
+    for (int i = 0; i < d; i++) {
+        const double e = __dsub_rn((double)to_f32(x[i]), (double)to_f32(y[i]));
+        s = __dadd_rn(s, __dmul_rn(e, e));
+    }
+    return s >= 0.0 && s <= DBL_MAX ? s : DBL_MAX;
+}
+
+/* kv_cache.c kv_compact on the device, all NT threads of the block: the region's slots j < L with
+ * keep[j] ≠ 0 (keep: [L], written by the block before the call) move down to 0, 1, … in slot order
+ * (K, V rows of head_dim, position P, score S when non-NULL); *len = their count. keep[j] becomes
+ * the new slot of j or −1. Each thread moves its columns in slot order: a row only moves down,
+ * onto one that thread has already read. */
+template <typename T, int NT>
+__device__ __forceinline__ void ev_compact(T *K, T *V, int32_t *P, float *S, int L, int head_dim, int *keep,
+                                           int *len)
+{
+    __syncthreads(); /* keep and every read of the old rows are done */
+    if (threadIdx.x == 0) {
+        int n = 0;
+        for (int j = 0; j < L; j++) keep[j] = keep[j] ? n++ : -1;
+        for (int j = 0; j < L; j++)
+            if (keep[j] >= 0 && keep[j] != j) {
+                P[keep[j]] = P[j];
+                if (S) S[keep[j]] = S[j];
+            }
+        *len = n;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < head_dim; i += NT)
+        for (int j = 0; j < L; j++) {
+            const int d = keep[j];
+            if (d >= 0 && d != j) {
+                K[(size_t)d * head_dim + i] = K[(size_t)j * head_dim + i];
+                V[(size_t)d * head_dim + i] = V[(size_t)j * head_dim + i];
+            }
+        }
 }
 
 /* The ring of local / streaming after an eviction (policy_local.c, policy_streaming.c). */

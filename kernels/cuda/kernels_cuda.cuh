@@ -357,6 +357,66 @@ struct ss_step_args {
 cudaError_t launch_ss_insert(const ss_step_args *a, cudaStream_t s);
 cudaError_t launch_ss_attend(const ss_step_args *a, cudaStream_t s);
 
+/* ---- snap_recompress.cu ---- */
+/* The capped decode re-compression of snapkv / pyramidkv (POLICIES.md §7.6, selection §5.3), one
+ * layer, after the step's attention appended the new token (position t = step[1]):
+ * launch_snap_recompress (grid n_kv_heads, 128 threads) does nothing in a region with
+ * len[g] < cap[g]; one that reached its capacity is re-compressed to target[g] entries as
+ * eviction/snap_score.c snap_select_head with the window ending at t + 1: the observation scores
+ * of the ring's queries (rows t + 1 − w .. t, the group's G query heads, [q_ring_rows][n_heads]
+ * [head_dim] f32, row = position mod q_ring_rows) against the region's keys (causal rows, fp32 in
+ * the CPU's order; GQA mean, or max with gqa_max), pooled over the prefix (max, or the
+ * zero-padded mean with pool_avg; odd kernel), the top-(target − window) of it (ties → the
+ * older token) and the window are kept: K, V (kv_dt), positions and score (NULL: none) compacted
+ * in place in position order, len[g] = their count. Slot positions must ascend in each region (the
+ * family's invariant). scratch: f32 [n_kv_heads][4 · stride], map: int [n_kv_heads][stride],
+ * stride ≥ the largest cap + 1. Errors: cudaErrorInvalidValue for a missing array, w < 1,
+ * q_ring_rows < w or another kv_dt. */
+struct snap_rc_args {
+    void *kc, *vc;
+    int kv_dt, head_dim, n_kv_heads, n_heads, G;
+    int32_t *pos;
+    float *score;                 /* NULL or a per-slot value moved with its slot */
+    const size_t *off;            /* this layer's entries */
+    int *len;
+    const int *cap, *target;
+    const int *step;              /* [0] token, [1] position t */
+    const float *q_ring;          /* this layer's ring */
+    int q_ring_rows;
+    int w, kernel, pool_avg, gqa_max; /* observation window, --snap-kernel, --snap-pool avg, --ada-gqa max */
+    float scale;                  /* 1 / sqrt(head_dim) */
+    float *scratch;
+    int *map;
+    size_t stride;
+};
+cudaError_t launch_snap_recompress(const snap_rc_args *a, cudaStream_t s);
+
+/* ---- subgen_recompress.cu ---- */
+/* subgen's decode re-compression (POLICIES.md §8.2, §7.6), one layer, after the step's attention
+ * appended the new token: launch_subgen_recompress (grid n_kv_heads, 128 threads) does nothing
+ * in a region with len[g] ≤ cap[g]; one past its capacity keeps its `recent` last slots and
+ * target − recent greedy k-center representatives of the others (eviction/policy_subgen.c
+ * subgen_select: the first the oldest slot, then the farthest from the centers so far in ℓ2²
+ * summed in double as evict_dist2, ties → the lower slot), K, V (kv_dt), positions and score
+ * (NULL: none) compacted in place in position order, len[g] = target. Slot positions must ascend
+ * in each region. dist: f64 [n_kv_heads][stride], map: int [n_kv_heads][stride], stride ≥ the
+ * largest cap + 1. Errors: cudaErrorInvalidValue for a missing array, target < 1, recent outside
+ * [0, target) or another kv_dt. */
+struct subgen_rc_args {
+    void *kc, *vc;
+    int kv_dt, head_dim, n_kv_heads;
+    int32_t *pos;
+    float *score;                 /* NULL or a per-slot value moved with its slot */
+    const size_t *off;            /* this layer's entries */
+    int *len;
+    const int *cap;
+    int target, recent;           /* C', r (policy_subgen.c recent_for) */
+    double *dist;
+    int *map;
+    size_t stride;
+};
+cudaError_t launch_subgen_recompress(const subgen_rc_args *a, cudaStream_t s);
+
 /* ---- sample.cu ---- */
 /* out[0] = argmax of x[0..n) (lowest index on ties; NaNs never win), as model/sampler.c. */
 cudaError_t launch_argmax(const float *x, int n, int *out, cudaStream_t s);

@@ -1,50 +1,22 @@
 /* subgen_stream's window and sketch update of one decode step on the device (POLICIES.md §8.3
  * insert; kernels_cuda.cuh launch_ss_insert): eviction/policy_subgen_stream.c ss_pre_attn +
  * sketch_insert bit for bit, then the f32 estimator weights launch_ss_attend reads.
- * [DECISION] The one kernel with double arithmetic (Makefile: ptxas's -warn-double-usage off for
- * this file): the CPU's cluster choice (ℓ2 distances summed in double, √ against δ) and its
+ * [DECISION] One of the two kernels with double arithmetic (with subgen_recompress.cu; Makefile:
+ * ptxas's -warn-double-usage off for these files): the CPU's cluster choice (ℓ2 distances summed in double, √ against δ) and its
  * reservoir draws (u < 1/n_i, u < w2 / (μ + w2)) must be reproduced with its rounding so that
  * both backends hold the same sketch; the work is O(m_max · d + (t + s) · d) per region and step.
  * No fused multiply-add: every operation rounded as the CPU's sequence. */
 #include "kernels/cuda/kernels_cuda.cuh"
 #include "kernels/cuda/evict.cuh"
 
-#include <cfloat>
-
 #define SI_THREADS 128
 #define SI_MAX_D 256
-
-/* eviction/policy_common.c evict_dist2: Σ ((double)x − y)² in order; non-finite → DBL_MAX */
-__device__ __forceinline__ double si_dist2(const float *x, const float *y, int d)
-{
-    double s = 0.0;
-    for (int i = 0; i < d; i++) {
-        const double e = __dsub_rn((double)x[i], (double)y[i]);
-        s = __dadd_rn(s, __dmul_rn(e, e));
-    }
-    return s >= 0.0 && s <= DBL_MAX ? s : DBL_MAX;
-}
 
 /* evict_rng_u01: the 53-bit key · 2^-53 (exact) */
 __device__ __forceinline__ double si_u01(unsigned long long seed, unsigned long long stream, int layer, int g,
                                          long long pos, long long idx)
 {
     return (double)ev_rng_key(seed, stream, layer, g, pos, idx) * 0x1.0p-53;
-}
-
-/* Block-wide argmin of the (key, j) each of the SI_THREADS threads proposes (j < 0: none), ties
- * → the lower j: left in sk[0], sj[0] (shared [SI_THREADS]); every thread calls it. */
-template <typename K> __device__ __forceinline__ void si_block_argmin(K key, int j, K *sk, int *sj)
-{
-    const int tid = threadIdx.x;
-    sk[tid] = key, sj[tid] = j;
-    __syncthreads();
-    for (int w = SI_THREADS / 2; w > 0; w >>= 1) {
-        if (tid < w && sj[tid + w] >= 0 &&
-            (sj[tid] < 0 || sk[tid + w] < sk[tid] || (sk[tid + w] == sk[tid] && sj[tid + w] < sj[tid])))
-            sk[tid] = sk[tid + w], sj[tid] = sj[tid + w];
-        __syncthreads();
-    }
 }
 
 template <typename T> __global__ void __launch_bounds__(SI_THREADS) ss_insert_kernel(ss_step_args a)
@@ -68,7 +40,7 @@ template <typename T> __global__ void __launch_bounds__(SI_THREADS) ss_insert_ke
         int bp = 0, bj = -1;
         for (int j = tid; j < n; j += SI_THREADS)
             if (bj < 0 || P[j] < bp) bp = P[j], bj = j;
-        si_block_argmin(bp, bj, sp, sj);
+        ev_block_argmin_j<SI_THREADS>(bp, bj, sp, sj);
         const int old = sj[0], pos = sp[0];
         for (int e = tid; e < d; e += SI_THREADS) {
             sk[e] = to_f32(K[(size_t)old * d + e]);
@@ -80,10 +52,10 @@ template <typename T> __global__ void __launch_bounds__(SI_THREADS) ss_insert_ke
         double bd = 0.0;
         int bi = -1;
         for (int i = tid; i < m; i += SI_THREADS) {
-            const double e = si_dist2(S.rep + ((size_t)idx * S.m_max + i) * d, sk, d);
+            const double e = ev_dist2(S.rep + ((size_t)idx * S.m_max + i) * d, sk, d);
             if (bi < 0 || e < bd) bd = e, bi = i;
         }
-        si_block_argmin(bd, bi, sd, sj);
+        ev_block_argmin_j<SI_THREADS>(bd, bi, sd, sj);
         if (tid == 0) {
             /* δ of a sketch first fed during decode: 0 (§8.3) */
             if (!h->delta_set) h->delta = 0.0, h->delta_set = 1;

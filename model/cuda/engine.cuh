@@ -134,6 +134,16 @@ struct cuda_engine {
     int ss_dirty;
     float *ss_cw, *ss_mwt, *ss_scratch;
     size_t ss_stride;
+    /* EV_SNAP device steps (capped snapkv / pyramidkv, §7.6): the policy's re-compression
+     * parameters (snap.target the host's), snap_target_d [n_layers · n_kv_heads] its targets on
+     * the device; EV_SUBGEN (capped subgen, §8.2): sg_target, sg_recent. rc_scratch
+     * [n_kv_heads][4 · (max_cap + 1)] f32 (EV_SNAP; EV_SUBGEN: [n_kv_heads][max_cap + 1] f64 in
+     * the same bytes) and rc_map int [n_kv_heads][max_cap + 1]: the re-compression kernels'
+     * scratch */
+    kv_snap_capped snap;
+    int *snap_target_d, *rc_map;
+    int sg_target, sg_recent;
+    float *rc_scratch;
 };
 
 #define LAUNCH(expr)                                                                           \

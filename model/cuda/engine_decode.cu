@@ -9,7 +9,9 @@
  *      evict-then-attend policy the eviction in that kernel instead — select.cu
  *      launch_ete_shifted: its victim changes the older keys' ranks); subgen_stream (EV_SS):
  *      two kernels instead, its window/sketch update and its estimator (ss_insert.cu,
- *      ss_attend.cu, POLICIES.md §8.3)
+ *      ss_attend.cu, POLICIES.md §8.3); capped snapkv / pyramidkv / subgen (EV_SNAP,
+ *      EV_SUBGEN): one more after it, the re-compression of a region the append filled
+ *      (snap_recompress.cu, subgen_recompress.cu, §7.6)
  *   3. o-proj (+ bias) + residual — GV_ADD
  *   4. RMSNorm + gate/up GEMVs + SwiGLU — GV_SWIGLU
  *   5. down-proj + residual — GV_ADD
@@ -26,9 +28,17 @@
  * exceptions to the one-sync rule: tests/test_cuda_emu.sh measures them). A host-assisted policy
  * with dp.dev_decode runs its decode steps as device steps instead (the prefill-only family
  * while no region is full: an append, the mirror appends by rule and its K/V rows and query ring
- * are brought back before the host next needs them, ce_refresh_mirror). LLM_CUDA_GRAPH=0
+ * are brought back before the host next needs them, ce_refresh_mirror; capped snapkv / pyramidkv
+ * / subgen on every step, a filled region's length going to its target by rule). LLM_CUDA_GRAPH=0
  * launches the graph's kernels directly. */
 #include "model/cuda/engine.cuh"
+
+/* A device step of this policy appends in every region (the re-compressions of EV_SNAP /
+ * EV_SUBGEN after it are not the attention kernel's eviction) */
+static int ce_appends(const cuda_engine *ce)
+{
+    return ce->dp.evict == EV_NONE || ce->dp.evict == EV_SNAP || ce->dp.evict == EV_SUBGEN;
+}
 
 /* Enqueues one decode step for the token and position in ce->h_step. hooks: run the host
  * policies' work in between (DEV_POLICY_HOST; BUZZ's rounds) — 0 only for a graph capture of a
@@ -146,7 +156,7 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             s.ev_part = ce->ev_part, s.layer = l, s.seed = ce->dp.seed;
             /* 0 for ROUNDS; ete_shifted: evicted already (scissorhands keeps its mode: the
              * histories are pushed after the attention, which finds no region over capacity) */
-            s.evict = device && (!ete_shifted || ce->dp.evict == EV_SH) ? ce->dp.evict : EV_NONE;
+            s.evict = device && (!ete_shifted || ce->dp.evict == EV_SH) && !ce_appends(ce) ? ce->dp.evict : EV_NONE;
             s.n_sink = ce->dp.n_sink, s.n_recent = ce->dp.n_recent, s.mean = ce->dp.mean;
             s.score_set = ce->dp.score_set;
             s.sstate = ce->sstate, s.sh_hist = ce->dp.sh_hist;
@@ -158,6 +168,30 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             s.out = ce->att, s.lse = ce->lse, s.counter = ce->counter_d;
             if (ce->qring) s.q_ring = ce->qring + (size_t)l * ce->qring_rows * H * hd, s.q_ring_rows = ce->qring_rows;
             LAUNCH(launch_attn_step(&s, ce->st));
+        }
+        if (device && ce->dp.evict == EV_SNAP) {
+            /* capped snapkv / pyramidkv (§7.6): a region the append filled is re-compressed from
+             * the ring (which the attention has just given this step's queries) */
+            snap_rc_args r;
+            memset(&r, 0, sizeof r);
+            r.kc = ce->kc, r.vc = ce->vc, r.kv_dt = ce->kv_dt, r.head_dim = hd, r.n_kv_heads = Hkv;
+            r.n_heads = H, r.G = G, r.pos = ce->pos, r.score = ce->score;
+            r.off = ce->off + i0, r.len = ce->len + i0, r.cap = ce->cap + i0, r.target = ce->snap_target_d + i0;
+            r.step = ce->step_d, r.q_ring = ce->qring + (size_t)l * ce->qring_rows * H * hd;
+            r.q_ring_rows = ce->qring_rows;
+            r.w = ce->snap.w, r.kernel = ce->snap.kernel, r.pool_avg = ce->snap.pool_avg;
+            r.gqa_max = ce->snap.gqa_max, r.scale = scale;
+            r.scratch = ce->rc_scratch, r.map = ce->rc_map, r.stride = (size_t)ce->max_cap + 1;
+            LAUNCH(launch_snap_recompress(&r, ce->st));
+        } else if (device && ce->dp.evict == EV_SUBGEN) {
+            /* capped subgen (§8.2): a region past its capacity goes back to C' by k-center */
+            subgen_rc_args r;
+            memset(&r, 0, sizeof r);
+            r.kc = ce->kc, r.vc = ce->vc, r.kv_dt = ce->kv_dt, r.head_dim = hd, r.n_kv_heads = Hkv;
+            r.pos = ce->pos, r.score = ce->score, r.off = ce->off + i0, r.len = ce->len + i0, r.cap = ce->cap + i0;
+            r.target = ce->sg_target, r.recent = ce->sg_recent;
+            r.dist = (double *)ce->rc_scratch, r.map = ce->rc_map, r.stride = (size_t)ce->max_cap + 1;
+            LAUNCH(launch_subgen_recompress(&r, ce->st));
         }
         if (hooks && ce->dp.mode == DEV_POLICY_ROUNDS && ce_rounds_post_attn(ce, l, pos, err, errlen)) return -1;
         if (hooks && ce->host_step && ce_host_post_attn(ce, l, pos, err, errlen)) return -1;
@@ -270,19 +304,25 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
     CUDA_TRY(cudaStreamSynchronize(ce->st)); /* the step's one wait: the next token (and logits) */
     *next = ce->h_next[0];
     if (logits) memcpy(logits, ce->h_logits, (size_t)c->vocab_size * sizeof(float));
+    const int appends = ce_appends(ce);
     if (ce->dp.mode == DEV_POLICY_HOST && !host_step) {
-        if (ce->dp.evict == EV_NONE) {
+        if (appends) {
             /* an append everywhere: the mirror appends too (positions, the policy's bookkeeping);
-             * the new rows stay on the device until ce_refresh_mirror */
+             * the new rows stay on the device until ce_refresh_mirror. EV_SNAP, EV_SUBGEN: a
+             * region the append filled was re-compressed on the device (its rows moved): its
+             * target length by rule */
             for (int i = 0; i < n_lh; i++)
                 if (ce->kv_fresh[i] > kv->len[i]) ce->kv_fresh[i] = kv->len[i];
-            for (int l = 0; l < kv->n_layers; l++) kv_device_append(kv, l, pos);
+            for (int l = 0; l < kv->n_layers; l++) {
+                kv_device_append(kv, l, pos);
+                if (ce->dp.evict != EV_NONE) kv_device_recompressed(kv, l, ce->kv_fresh + kv_idx(kv, l, 0));
+            }
         } else {
             for (int i = 0; i < n_lh; i++) ce->kv_fresh[i] = 0; /* slots moved on the device */
         }
         ce->rows_stale = 1;
     }
-    if (ce->dp.mode == DEV_POLICY_DEVICE || (ce->dp.mode == DEV_POLICY_HOST && !host_step && ce->dp.evict != EV_NONE))
+    if (ce->dp.mode == DEV_POLICY_DEVICE || (ce->dp.mode == DEV_POLICY_HOST && !host_step && !appends))
         for (int i = 0; i < n_lh; i++) { /* every region grew by one and was evicted back to capacity */
             kv->len[i]++;
             if (kv->len[i] > kv->cap[i] && ce->dp.evict != EV_NONE) {

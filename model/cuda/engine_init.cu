@@ -383,6 +383,23 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
         DALLOC(ce->ss_scratch, (size_t)H * ce->ss_stride * sizeof(float));
         ce->ss_dirty = 1;
     }
+    if ((ce->dp.evict == EV_SNAP || ce->dp.evict == EV_SUBGEN) && ce->dp.dev_decode) {
+        /* capped snapkv / pyramidkv / subgen: the targets the regions go back to, the kernels'
+         * scratch */
+        if (ce->dp.evict == EV_SNAP ? kv_device_snap_capped(kv, &ce->snap) != 0
+                                    : subgen_device_capped(kv, &ce->sg_target, &ce->sg_recent) != 0) {
+            snprintf(err, errlen, "policy %s: no capped re-compression for the device", kv->ops->name);
+            return -1;
+        }
+        const size_t stride = (size_t)ce->max_cap + 1;
+        if (ce->dp.evict == EV_SNAP) {
+            DALLOC(ce->snap_target_d, (size_t)n_lh * sizeof(int));
+            CUDA_TRY(cudaMemcpy(ce->snap_target_d, ce->snap.target, (size_t)n_lh * sizeof(int),
+                                cudaMemcpyHostToDevice));
+        }
+        DALLOC(ce->rc_scratch, (size_t)Hkv * 4 * stride * sizeof(float));
+        DALLOC(ce->rc_map, (size_t)Hkv * stride * sizeof(int));
+    }
     if (ce->dp.dev_decode) {
         ce->kv_fresh = (int *)calloc((size_t)n_lh, sizeof(int));
         if (!ce->kv_fresh) {

@@ -8,8 +8,9 @@
 # --snap-window 8); --budget 64 covers both runs: those lines (full, buzz, buzz_logn) measure
 # the passthrough path; "buzz --budget 24" measures BUZZ between its rounds. The prefill-only
 # family (snapkv, pyramidkv, ada_*, subgen) decodes on the device in the reserve (default) and
-# grow modes of --prefill-only-decode: 1 sync per token like full; capped runs its re-compression
-# steps through the host hooks (measured, the host bound). l2norm, random (evict-then-attend) and
+# grow modes of --prefill-only-decode: 1 sync per token like full, and in capped mode too (its
+# re-compressions on the device, "recompress" below; ada_* capped, not measured here, runs them
+# through the host hooks). l2norm, random (evict-then-attend) and
 # tova (layer-wise) evict on the device: 1 sync, and so do h2o --h2o-order evict-first,
 # scissorhands and hashevict (evict-then-attend like l2norm; --hash-accum mean too, its running
 # sums and ages per-slot state on the device); and all of these (l2norm, random, h2o evict-first,
@@ -17,7 +18,10 @@
 # evicted before the rank rotation, in its kernel, select.cu launch_ete_shifted).
 # buzz --buzz-score current runs BUZZ's rounds path (the scores replaced on the device).
 # subgen_stream updates its window and sketch on the device and runs its estimator there in place
-# of the attention (two kernels per layer instead of one: "sketch", <= 6L + 10).
+# of the attention (two kernels per layer instead of one: "sketch", <= 6L + 10). snapkv and
+# pyramidkv capped re-compress a region that reached C on the device, one kernel per layer after
+# the attention ("recompress", <= 6L + 10; with --rope shifted's rotation 7L + 10), and so does
+# subgen capped (its k-center).
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
@@ -32,7 +36,8 @@ while IFS='|' read -r pol extra kind; do
     tag="per decode token, $pol $extra: $syncs host sync(s), $d2h copy(ies) back, $kern kernels, $graphs graph launch(es)"
     case $kind in
     device) lim=$((5 * L260 + 10)) ;;
-    shifted | sketch) lim=$((6 * L260 + 10)) ;;
+    shifted | sketch | recompress) lim=$((6 * L260 + 10)) ;;
+    recompress_shifted) lim=$((7 * L260 + 10)) ;;
     *) lim=0 ;;
     esac
     if [ "$kind" = host ]; then
@@ -83,8 +88,11 @@ tova|--budget 24 --rope shifted|shifted
 l2norm|--budget 24 --rope shifted|shifted
 l2norm|--budget 24 --rope shifted --kv-dtype f16|shifted
 random|--budget 24 --rope shifted|shifted
-snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|host
-subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|host
+snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|recompress
+pyramidkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 3 --kv-dtype f16|recompress
+snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4 --rope shifted|recompress_shifted
+subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|recompress
+subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 3 --kv-dtype bf16 --rope shifted|recompress_shifted
 scissorhands|--budget 24 --rope shifted|shifted
 scissorhands|--budget 24 --sh-hist 5 --kv-dtype bf16 --rope shifted|shifted
 hashevict|--budget 24 --rope shifted|shifted
@@ -108,6 +116,19 @@ if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy snapkv --budget 24 --sna
 else
     bad "counts snapkv LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
 fi
+# and capped snapkv and subgen, their re-compressions forced through the host hooks
+for capped in "snapkv --snap-window 8 --snap-recompress 4" "subgen --subgen-recompress 4"; do
+    if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --budget 24 --prefill-only-decode capped --policy $capped); then
+        read -r syncs d2h kern graphs <<<"$r"
+        if python3 -c "import sys; sys.exit(not $syncs > 1)"; then
+            ok "counts capped $capped forced through the host hooks: $syncs syncs per token, over the bound of 1 (the check can fail)"
+        else
+            bad "counts capped $capped forced through the host hooks: $syncs syncs per token (LLM_CUDA_HOST_DECODE=1 not honoured?)"
+        fi
+    else
+        bad "counts capped $capped LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
+    fi
+done
 # and subgen_stream, forced through its host hooks and host attention
 if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy subgen_stream --budget 24); then
     read -r syncs d2h kern graphs <<<"$r"
@@ -143,6 +164,38 @@ order_identity "gguf mix h2o 0.5" LLM_CUDA_GRAPH=0 \
 # subgen_stream's sketch kernels (shared-memory reductions, reservoir writes)
 order_identity "stories260K subgen_stream 16 --ss-t 2" EMU_SEED=2 \
     -m "$MODEL" -p "$PROMPT" -n 10 --ignore-eos --temp 0 --device cuda --policy subgen_stream --budget 16 --ss-t 2 --json
+# capped snapkv's device re-compression (block reductions, the top-k ranks, the in-place compaction)
+order_identity "stories260K snapkv 16 capped" EMU_SEED=2 \
+    -m "$MODEL" -p "$PROMPT" -n 12 --ignore-eos --temp 0 --device cuda --policy snapkv --budget 16 --snap-window 4 \
+    --prefill-only-decode capped --snap-recompress 4 --json
+# capped subgen's device k-center (block argmax in double, the compaction)
+order_identity "stories260K subgen 16 capped" EMU_SEED=2 \
+    -m "$MODEL" -p "$PROMPT" -n 12 --ignore-eos --temp 0 --device cuda --policy subgen --budget 16 \
+    --prefill-only-decode capped --subgen-recompress 4 --json
+
+# the device re-compressions (capped snapkv, pyramidkv, subgen) decide as the CPU policy code does
+# on the same rows: logits bit for bit against LLM_CUDA_HOST_DECODE=1 (the host hooks on the host
+# mirror of the device's K/V rows and query ring, the same attention kernel); the parity runs
+# compare with the CPU backend, whose keys differ by float rounding
+while read -r capped; do
+    [ -n "$capped" ] || continue
+    [ "$FULL" = 1 ] || [ "$capped" = "snapkv --budget 0.4 --snap-window 4 --snap-recompress 4" ] || continue
+    A=(-m "$MODEL" -p "$PROMPT" -n 24 --temp 0 --device cuda --prefill-only-decode capped --policy $capped)
+    if "$EMU" "${A[@]}" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP/re" &&
+        LLM_CUDA_HOST_DECODE=1 "$EMU" "${A[@]}" --logits-out "$TMP/l2.npy" >/dev/null 2>"$TMP/re"; then
+        if cmp -s "$TMP/l1.npy" "$TMP/l2.npy"; then ok "capped $capped: the device's re-compressions = the host hooks', logits bit-identical"
+        else bad "capped $capped: logits differ from the host hooks' (LLM_CUDA_HOST_DECODE=1)"; fi
+    else
+        bad "capped $capped: run failed: $(head -2 "$TMP/re")"
+    fi
+done <<'LIST'
+snapkv --budget 0.4 --snap-window 4 --snap-recompress 4
+snapkv --budget 0.3 --snap-window 4 --snap-pool avg --snap-kernel 3 --snap-recompress 3 --prefill-chunk 7
+pyramidkv --budget 0.4 --snap-window 4 --snap-recompress 3 --rope shifted
+snapkv --budget 0.4 --snap-window 4 --snap-recompress 4 --kv-dtype f16
+subgen --budget 0.4 --subgen-recompress 4 --kv-dtype bf16
+subgen --budget 0.3 --subgen-recompress 3 --subgen-recent 2 --prefill-chunk 7 --rope shifted
+LIST
 
 # device memory: nothing left after a run, nor after a failure at any allocation (every device
 # and pinned allocation, the graph instantiation) — error paths free what they allocated

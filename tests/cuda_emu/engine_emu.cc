@@ -40,6 +40,8 @@
 #include "dequant.inc"
 #include "ss_insert.inc"
 #include "ss_attend.inc"
+#include "snap_recompress.inc"
+#include "subgen_recompress.inc"
 
 #include "model/cuda/engine_init.cu"
 #include "model/cuda/engine_linear.cu"
