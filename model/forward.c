@@ -63,12 +63,17 @@ int engine_init(engine *e, const model_weights *w, kv_cache *kv, int max_chunk, 
     ALLOC(e->rope_sin, (size_t)M * hd / 2);
     ALLOC(e->px, (size_t)M * dim);
     ALLOC(e->pxb, (size_t)M * dim);
-    ALLOC(e->pq, (size_t)M * qdim);
-    ALLOC(e->pk, (size_t)M * kvdim);
-    ALLOC(e->pv, (size_t)M * kvdim);
-    ALLOC(e->patt, (size_t)M * qdim);
-    ALLOC(e->phb, (size_t)M * ffn);
-    ALLOC(e->phb2, (size_t)M * ffn);
+    /* a layer's attention buffers are dead once kv_prefill has stored the chunk's K/V and the
+     * output projection has read patt, before the MLP writes phb/phb2: one allocation for both
+     * phases (stories110M at 512 tokens: 8 MiB instead of 11) */
+    size_t att_phase = (size_t)M * (2 * (size_t)qdim + 2 * (size_t)kvdim), mlp_phase = (size_t)M * 2 * (size_t)ffn;
+    ALLOC(e->p_phase, att_phase > mlp_phase ? att_phase : mlp_phase);
+    e->pq = e->p_phase;
+    e->pk = e->pq + (size_t)M * qdim;
+    e->pv = e->pk + (size_t)M * kvdim;
+    e->patt = e->pv + (size_t)M * kvdim;
+    e->phb = e->p_phase;
+    e->phb2 = e->phb + (size_t)M * ffn;
     ALLOC(e->att_scratch, (size_t)e->n_threads * attn_prefill_scratch_floats(hd));
     ALLOC(e->pos_buf, M);
     e->shifted = kv->params.rope_shifted;
@@ -104,7 +109,7 @@ void engine_free(engine *e)
     if (e->dev) cuda_engine_free(e->dev); /* --device cuda */
     float *bufs[] = {e->x,    e->xb,  e->q,   e->k,   e->v,    e->att,  e->hb,
                      e->hb2,  e->logits, e->probs, e->rope_cos, e->rope_sin, e->px, e->pxb,
-                     e->pq,   e->pk,  e->pv,  e->patt, e->phb, e->phb2, e->colsum,
+                     e->p_phase, e->colsum,
                      e->colsum_kv, e->att_scratch, e->rank_cos, e->rank_sin, e->kr_live, e->kr_new};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(e->pos_buf);

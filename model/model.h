@@ -289,8 +289,10 @@ typedef struct {
     /* decode scratch */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *probs, *logits;
     float *rope_cos, *rope_sin;  /* [max_chunk][head_dim/2] */
-    /* prefill scratch [max_chunk][...] */
+    /* prefill scratch [max_chunk][...]; pq/pk/pv/patt (attention) and phb/phb2 (MLP) are
+     * never live at once: they share p_phase, whose size is the larger of the two sets */
     float *px, *pxb, *pq, *pk, *pv, *patt, *phb, *phb2;
+    float *p_phase;
     float *colsum;            /* [n_heads][cand_stride] when the policy asks */
     float *colsum_kv;         /* [n_kv_heads][cand_stride] */
     float *att_scratch;       /* [n_threads][attn_prefill_scratch_floats(head_dim)] */
