@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* Prefill-sized RMSNorm and SwiGLU (at least this many elements) split their rows / elements
+/* Prefill-sized RMSNorm, SwiGLU, RoPE and residual adds (at least this many elements) split their rows / elements
  * over the OpenMP threads: each element is computed exactly as on one thread, so the results
  * do not change; decode-sized calls (one token) stay on the calling thread (no fork). */
 #define OPS_PAR_MIN (1 << 16)
@@ -126,6 +126,7 @@ void rope_tables_freq(float *cos_t, float *sin_t, const int *pos, int n, int hea
 void rope_apply(float *x, int n, int n_heads, int head_dim, const float *cos_t, const float *sin_t)
 {
     int half = head_dim / 2;
+#pragma omp parallel for schedule(static) if ((size_t)n * n_heads * head_dim >= OPS_PAR_MIN)
     for (int r = 0; r < n; r++) {
         const float *c = cos_t + (size_t)r * half, *s = sin_t + (size_t)r * half;
         for (int h = 0; h < n_heads; h++) {
@@ -150,6 +151,7 @@ void swiglu(float *gate, const float *up, size_t n)
 
 void add_inplace(float *y, const float *x, size_t n)
 {
+#pragma omp parallel for schedule(static) if (n >= OPS_PAR_MIN)
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
