@@ -103,43 +103,28 @@ subgen_stream|--budget 24|sketch
 subgen_stream|--budget 24 --kv-dtype f16 --ss-t 2|sketch
 LIST
 
-# the 1-sync check can fail: snapkv with every decode step forced through the host hooks
-# (LLM_CUDA_HOST_DECODE=1, the path before its device decode) must be over it
+# the 1-sync check can fail: each policy moved onto the device, its decode steps forced through
+# the host hooks (LLM_CUDA_HOST_DECODE=1, the path before), must be over it: snapkv, capped
+# snapkv and subgen (their re-compressions), subgen_stream (host hooks and host attention)
 export LLM_CUDA_HOST_DECODE=1
-if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy snapkv --budget 24 --snap-window 8); then
-    read -r syncs d2h kern graphs <<<"$r"
-    if python3 -c "import sys; sys.exit(not $syncs > 1)"; then
-        ok "counts snapkv forced through the host hooks: $syncs syncs per token, over the bound of 1 (the check can fail)"
-    else
-        bad "counts snapkv forced through the host hooks: $syncs syncs per token (LLM_CUDA_HOST_DECODE=1 not honoured?)"
-    fi
-else
-    bad "counts snapkv LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
-fi
-# and capped snapkv and subgen, their re-compressions forced through the host hooks
-for capped in "snapkv --snap-window 8 --snap-recompress 4" "subgen --subgen-recompress 4"; do
-    if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --budget 24 --prefill-only-decode capped --policy $capped); then
+while IFS='|' read -r label args; do
+    # shellcheck disable=SC2086
+    if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --budget 24 $args); then
         read -r syncs d2h kern graphs <<<"$r"
         if python3 -c "import sys; sys.exit(not $syncs > 1)"; then
-            ok "counts capped $capped forced through the host hooks: $syncs syncs per token, over the bound of 1 (the check can fail)"
+            ok "counts $label forced through the host hooks: $syncs syncs per token, over the bound of 1 (the check can fail)"
         else
-            bad "counts capped $capped forced through the host hooks: $syncs syncs per token (LLM_CUDA_HOST_DECODE=1 not honoured?)"
+            bad "counts $label forced through the host hooks: $syncs syncs per token (LLM_CUDA_HOST_DECODE=1 not honoured?)"
         fi
     else
-        bad "counts capped $capped LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
+        bad "counts $label LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
     fi
-done
-# and subgen_stream, forced through its host hooks and host attention
-if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy subgen_stream --budget 24); then
-    read -r syncs d2h kern graphs <<<"$r"
-    if python3 -c "import sys; sys.exit(not $syncs > 1)"; then
-        ok "counts subgen_stream forced through the host hooks: $syncs syncs per token, over the bound of 1 (the check can fail)"
-    else
-        bad "counts subgen_stream forced through the host hooks: $syncs syncs per token (LLM_CUDA_HOST_DECODE=1 not honoured?)"
-    fi
-else
-    bad "counts subgen_stream LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
-fi
+done <<'FORCED'
+snapkv|--policy snapkv --snap-window 8
+capped snapkv --snap-window 8 --snap-recompress 4|--prefill-only-decode capped --policy snapkv --snap-window 8 --snap-recompress 4
+capped subgen --subgen-recompress 4|--prefill-only-decode capped --policy subgen --subgen-recompress 4
+subgen_stream|--policy subgen_stream
+FORCED
 unset LLM_CUDA_HOST_DECODE
 
 # order_identity NAME QUICK ARGS...: the run's logits bit for bit under LLM_CUDA_GRAPH=0 (the
