@@ -302,14 +302,14 @@ static void test_matvec_scalar_is_the_dot_product_of_widened_weights(void **stat
     free(W); free(x); free(Wb);
 }
 
-/* matmul (the public entry): every dtype, n = 1 (threaded matvec) and n > 1 (BLAS, widened
- * tiles split over threads), against float64 sums of the stored weights. */
+/* matmul (the public entry): every dtype, n = 1 (threaded matvec) and n > 1 (gemm_nt_f32 or the
+ * BLAS, widened tiles split over threads), against float64 sums of the stored weights. */
 static void test_matmul_every_dtype_and_batch_matches_float64(void **state)
 {
     (void)state;
     cpu_set_threads(2);
     const int shapes[][2] = {{5, 33}, {300, 257}, {1000, 700}};  /* the last is threaded and tiled */
-    const int ns[] = {1, 2, 7, 40};
+    const int ns[] = {1, 2, 7, 40, 250};   /* 250: above GEMM_NT_MAX_N, the BLAS */
     for (size_t si = 0; si < 3; si++) {
         int rows = shapes[si][0], cols = shapes[si][1];
         float *W = rand_floats((size_t)rows * cols);
@@ -319,7 +319,7 @@ static void test_matmul_every_dtype_and_batch_matches_float64(void **state)
             Wh[i] = f32_to_f16(W[i]);
             Wb[i] = f32_to_bf16(W[i]);
         }
-        for (size_t ni = 0; ni < 4; ni++) {
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
             int n = ns[ni];
             float *x = rand_floats((size_t)n * cols), *y = malloc((size_t)n * rows * 4);
             assert_non_null(y);
@@ -344,6 +344,50 @@ static void test_matmul_every_dtype_and_batch_matches_float64(void **state)
             free(y);
         }
         free(W); free(Wh); free(Wb);
+    }
+}
+
+/* The prefill GEMM without packing (gemm_nt_f32, where a family has one): against float64 sums
+ * at K with and without a 16-column tail, every tile shape (8/4/1 weight rows × 3/2/1 tokens),
+ * and the same bits for any split of the rows or of the tokens (matmul's thread split, and the
+ * tokens of a chunk) — each output is the same accumulator whatever tile it falls in. */
+static void test_gemm_nt_matches_float64_and_any_split_gives_the_same_bits(void **state)
+{
+    (void)state;
+    const int Ks[] = {1, 7, 16, 33, 768, 2050}, ns[] = {1, 2, 3, 4, 7, 50}, rows_[] = {1, 5, 8, 13, 37};
+    for (int f = 0; f < N_FAMILIES; f++) {
+        const cpu_simd_ops *s = cpu_simd_find(FAMILIES[f]);
+        if (!s || !s->gemm_nt_f32) {
+            printf("  [ SKIP ] %s: no gemm_nt_f32 here (matmul uses the BLAS)\n", FAMILIES[f]);
+            continue;
+        }
+        for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+                for (size_t ri = 0; ri < sizeof rows_ / sizeof *rows_; ri++) {
+                    int K = Ks[ki], n = ns[ni], rows = rows_[ri];
+                    float *W = rand_floats((size_t)rows * K), *x = rand_floats((size_t)n * K);
+                    float *y = malloc((size_t)n * rows * 4), *y2 = malloc((size_t)n * rows * 4);
+                    assert_true(y && y2);
+                    s->gemm_nt_f32(y, rows, x, n, W, 0, rows, K);
+                    for (int j = 0; j < n; j++)
+                        for (int r = 0; r < rows; r++) {
+                            double sum = 0, mag = 0;
+                            for (int c = 0; c < K; c++) {
+                                sum += (double)W[(size_t)r * K + c] * x[(size_t)j * K + c];
+                                mag += fabs((double)W[(size_t)r * K + c] * x[(size_t)j * K + c]);
+                            }
+                            CLOSE(y[(size_t)j * rows + r], sum, 1e-5, mag + 1e-30, "%s gemm_nt K %d n %d rows %d: y[%d][%d]",
+                                  s->name, K, n, rows, j, r);
+                        }
+                    /* rows split at a (not a multiple of 8), tokens split at b */
+                    int a = rows / 3, b = n / 2;
+                    memset(y2, 0xff, (size_t)n * rows * 4);
+                    s->gemm_nt_f32(y2, rows, x, b, W, 0, a, K);
+                    s->gemm_nt_f32(y2, rows, x, b, W, a, rows, K);
+                    s->gemm_nt_f32(y2 + (size_t)b * rows, rows, x + (size_t)b * K, n - b, W, 0, rows, K);
+                    assert_memory_equal(y, y2, (size_t)n * rows * 4);
+                    free(W), free(x), free(y), free(y2);
+                }
     }
 }
 
@@ -632,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_matvec_every_family_matches_scalar_at_odd_sizes),
         cmocka_unit_test(test_matvec_scalar_is_the_dot_product_of_widened_weights),
         cmocka_unit_test(test_matmul_every_dtype_and_batch_matches_float64),
+        cmocka_unit_test(test_gemm_nt_matches_float64_and_any_split_gives_the_same_bits),
         cmocka_unit_test(test_decode_matvec_bit_identical_for_any_thread_count),
         cmocka_unit_test(test_dot_axpy_exp_scores_every_family_match_scalar),
         cmocka_unit_test(test_prefill_attention_tiles_match_float64_softmax),

@@ -66,6 +66,11 @@ typedef struct {
                        float scale);
     void (*acc_group)(float *o, const float *p, int p_stride, int G, const void *V, int vdt, int n, int hd,
                       int ncols);
+    /* Prefill GEMM (optional: NULL in a family that has none; matmul.c then calls the BLAS):
+     * y[j·ldy + r] = x[j·K .. +K) · W[r·K .. +K) for j < n, r in [r0, r1); x [n][K] and W
+     * [rows][K] row-major f32. Each output is the same floats for any n, r0, r1 (a thread
+     * split of the rows or of the tokens changes nothing). gemm_avx512.c. */
+    void (*gemm_nt_f32)(float *y, int ldy, const float *x, int n, const float *W, int r0, int r1, int K);
 } cpu_simd_ops;
 
 extern const cpu_simd_ops cpu_simd_scalar;
@@ -73,6 +78,7 @@ extern const cpu_simd_ops cpu_simd_scalar;
 #define LLM_SIMD_X86 1
 extern const cpu_simd_ops cpu_simd_avx2;
 extern const cpu_simd_ops cpu_simd_avx512;
+void cpu_gemm_nt_f32_avx512(float *y, int ldy, const float *x, int n, const float *W, int r0, int r1, int K);
 #endif
 
 /* The active family (chosen on first call). */

@@ -22,6 +22,7 @@ typedef __m512i vi;
 /* 32 zmm registers: one accumulator per dot row, four rows per pass in dots_*, 4 keys × 4
  * heads in dots_group (16 accumulators), 8 heads × 2 in acc_group (16 accumulators). */
 #define SIMD_GROUPED 1
+#define SIMD_GEMM_NT cpu_gemm_nt_f32_avx512   /* gemm_avx512.c */
 #define DOT_ACC 1
 #define DOTS_ROWS 4
 #define GRP_KEYS 4

@@ -1,0 +1,118 @@
+/* Prefill GEMM on f32 rows without packing (AVX-512F), the AVX-512 family's gemm_nt_f32
+ * (simd.h): y[j·ldy + r] = x[j·K ..] · W[r·K ..] for j < n, r in [r0, r1).
+ *
+ * Why not the BLAS: both operands are row-major with K contiguous (activations [n][K], weights
+ * [rows][K]), so the product is n × rows dot products. OpenBLAS packs the weights into panels
+ * first; at prefill sizes (n ≤ ~200 tokens a chunk) that copy is amortized over too few columns
+ * and took 20% of a 2-thread F32 prefill of 128 tokens (perf, 110M shape). Here the weights are
+ * read once, straight from their rows: a tile of GN_RM = 8 weight rows (8 × K floats, in the L1
+ * for K ≤ 1536, the L2 otherwise) against GN_RN = 3 activation rows at a time, 24 accumulators
+ * of 16 lanes each, one FMA per (weight row, activation row, 16 columns); the activations
+ * ([NB][K] at a time, ≤ 1 MiB) stay in the L2 while every 8-row block of the weights streams
+ * past them once. Measured single-threaded on the 110M shape's matrices (12 layers' worth,
+ * weights from DRAM, tmp microbenchmark, Sapphire Rapids VM, 2026-11-28): n = 128 133 GFLOPS
+ * against OpenBLAS 0.3.21 (SkylakeX kernels) 117-124; n = 64 124 vs 96; n = 16 66 vs 41;
+ * n = 256 134 vs 141 and n = 512 130 vs 154, so matmul.c uses this below GEMM_NT_MAX_N only.
+ *
+ * Each output is one accumulator over K in 16-column steps (a masked step for K % 16), then the
+ * same horizontal sum (gn_sum4); the floats do not depend on n, on [r0, r1) or on where a tile
+ * starts, so a thread split of the rows, or of the tokens, gives the same bits. */
+#include "kernels/cpu/simd.h"
+
+#ifdef LLM_SIMD_X86
+#include <immintrin.h>
+
+#define T __attribute__((target("avx512f,avx512dq,avx2,fma")))
+#define AI static inline __attribute__((always_inline))
+
+#define GN_RM 8
+#define GN_RN 3
+/* activation rows per block: [GN_NB_BYTES / (4 K)] rows stay in the L2 */
+#define GN_NB_BYTES (1u << 20)
+
+/* The four sums of A, B, C, D's 16 lanes as one 4-float vector, each in the same order
+ * whatever the other three are (pairs of lanes, then 128-bit lanes, then halves). */
+T AI __m128 gn_sum4(__m512 A, __m512 B, __m512 C, __m512 D)
+{
+    __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(A, B), _mm512_unpackhi_ps(A, B));
+    __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(C, D), _mm512_unpackhi_ps(C, D));
+    __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+/* One tile: RM weight rows (RM ∈ {8, 4, 1}) × RN activation rows (1..3). y points at
+ * y[j0·ldy + r0]. */
+T AI void gn_tile(int RM, int RN, float *y, int ldy, const float *x, const float *w, int K)
+{
+    __m512 acc[GN_RM][GN_RN];
+#pragma GCC unroll 8
+    for (int a = 0; a < RM; a++)
+#pragma GCC unroll 3
+        for (int b = 0; b < RN; b++) acc[a][b] = _mm512_setzero_ps();
+    int k = 0;
+#pragma GCC unroll 2
+    for (; k + 16 <= K; k += 16) {
+        __m512 xv[GN_RN];
+#pragma GCC unroll 3
+        for (int b = 0; b < RN; b++) xv[b] = _mm512_loadu_ps(x + (size_t)b * K + k);
+#pragma GCC unroll 8
+        for (int a = 0; a < RM; a++) {
+            __m512 wv = _mm512_loadu_ps(w + (size_t)a * K + k);
+#pragma GCC unroll 3
+            for (int b = 0; b < RN; b++) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
+        }
+    }
+    if (k < K) {   /* the last K % 16 columns: masked loads, zeros elsewhere */
+        __mmask16 m = (__mmask16)((1u << (K - k)) - 1);
+        __m512 xv[GN_RN];
+#pragma GCC unroll 3
+        for (int b = 0; b < RN; b++) xv[b] = _mm512_maskz_loadu_ps(m, x + (size_t)b * K + k);
+#pragma GCC unroll 8
+        for (int a = 0; a < RM; a++) {
+            __m512 wv = _mm512_maskz_loadu_ps(m, w + (size_t)a * K + k);
+#pragma GCC unroll 3
+            for (int b = 0; b < RN; b++) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
+        }
+    }
+    const __m512 z = _mm512_setzero_ps();
+#pragma GCC unroll 3
+    for (int b = 0; b < RN; b++) {
+        float *yb = y + (size_t)b * ldy;
+        if (RM == 1) {
+            __m128 s = gn_sum4(acc[0][b], z, z, z);
+            yb[0] = _mm_cvtss_f32(s);
+        } else {
+#pragma GCC unroll 2
+            for (int a = 0; a < RM; a += 4)
+                _mm_storeu_ps(yb + a, gn_sum4(acc[a][b], acc[a + 1][b], acc[a + 2][b], acc[a + 3][b]));
+        }
+    }
+}
+
+/* RM weight rows against activation rows [j0, j1), three at a time. */
+#define GN_ROWS(RM)                                                                                \
+    T static void gn_rows##RM(float *y, int ldy, const float *x, const float *w, int j0, int j1, int K) \
+    {                                                                                              \
+        int j = j0;                                                                                \
+        for (; j + 3 <= j1; j += 3) gn_tile(RM, 3, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K); \
+        if (j1 - j == 2) gn_tile(RM, 2, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K);          \
+        else if (j1 - j == 1) gn_tile(RM, 1, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K);     \
+    }
+GN_ROWS(8)
+GN_ROWS(4)
+GN_ROWS(1)
+
+T void cpu_gemm_nt_f32_avx512(float *y, int ldy, const float *x, int n, const float *W, int r0, int r1, int K)
+{
+    int nb = (int)(GN_NB_BYTES / ((size_t)K * sizeof(float)));
+    nb = nb < GN_RN ? GN_RN : nb / GN_RN * GN_RN;
+    for (int j0 = 0; j0 < n; j0 += nb) {
+        int j1 = n - j0 < nb ? n : j0 + nb, r = r0;
+        for (; r + 8 <= r1; r += 8) gn_rows8(y + r, ldy, x, W + (size_t)r * K, j0, j1, K);
+        for (; r + 4 <= r1; r += 4) gn_rows4(y + r, ldy, x, W + (size_t)r * K, j0, j1, K);
+        for (; r < r1; r++) gn_rows1(y + r, ldy, x, W + (size_t)r * K, j0, j1, K);
+    }
+}
+#endif
