@@ -14,9 +14,10 @@
  * against OpenBLAS 0.3.21 (SkylakeX kernels) 117-124; n = 64 124 vs 96; n = 16 66 vs 41;
  * n = 256 134 vs 141 and n = 512 130 vs 154, so matmul.c uses this below GEMM_NT_MAX_N only.
  *
- * Each output is one accumulator over K in 16-column steps (a masked step for K % 16), then the
- * same horizontal sum (gn_sum4); the floats do not depend on n, on [r0, r1) or on where a tile
- * starts, so a thread split of the rows, or of the tokens, gives the same bits. */
+ * Each output is one accumulator per chunk of columns (below) in 16-column steps (a masked step
+ * for a tail of < 16), then the same horizontal sum (gn_sum4), chunks added in order; the floats
+ * do not depend on n, on [r0, r1) or on where a tile starts, so a thread split of the rows, or
+ * of the tokens, gives the same bits. */
 #include "kernels/cpu/simd.h"
 
 #ifdef LLM_SIMD_X86
@@ -42,9 +43,9 @@ T AI __m128 gn_sum4(__m512 A, __m512 B, __m512 C, __m512 D)
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-/* One tile: RM weight rows (RM ∈ {8, 4, 1}) × RN activation rows (1..3). y points at
- * y[j0·ldy + r0]. */
-T AI void gn_tile(int RM, int RN, float *y, int ldy, const float *x, const float *w, int K)
+/* One tile: RM weight rows (RM ∈ {8, 4, 1}) × RN activation rows (1..3) over columns
+ * [0, kc) of rows of stride K. y points at y[j0·ldy + r0]; add: y += the sums, else y = them. */
+T AI void gn_tile(int RM, int RN, float *y, int ldy, const float *x, const float *w, int K, int kc, int add)
 {
     __m512 acc[GN_RM][GN_RN];
 #pragma GCC unroll 8
@@ -53,7 +54,7 @@ T AI void gn_tile(int RM, int RN, float *y, int ldy, const float *x, const float
         for (int b = 0; b < RN; b++) acc[a][b] = _mm512_setzero_ps();
     int k = 0;
 #pragma GCC unroll 2
-    for (; k + 16 <= K; k += 16) {
+    for (; k + 16 <= kc; k += 16) {
         __m512 xv[GN_RN];
 #pragma GCC unroll 3
         for (int b = 0; b < RN; b++) xv[b] = _mm512_loadu_ps(x + (size_t)b * K + k);
@@ -64,8 +65,8 @@ T AI void gn_tile(int RM, int RN, float *y, int ldy, const float *x, const float
             for (int b = 0; b < RN; b++) acc[a][b] = _mm512_fmadd_ps(wv, xv[b], acc[a][b]);
         }
     }
-    if (k < K) {   /* the last K % 16 columns: masked loads, zeros elsewhere */
-        __mmask16 m = (__mmask16)((1u << (K - k)) - 1);
+    if (k < kc) {   /* the last kc % 16 columns: masked loads, zeros elsewhere */
+        __mmask16 m = (__mmask16)((1u << (kc - k)) - 1);
         __m512 xv[GN_RN];
 #pragma GCC unroll 3
         for (int b = 0; b < RN; b++) xv[b] = _mm512_maskz_loadu_ps(m, x + (size_t)b * K + k);
@@ -81,38 +82,57 @@ T AI void gn_tile(int RM, int RN, float *y, int ldy, const float *x, const float
     for (int b = 0; b < RN; b++) {
         float *yb = y + (size_t)b * ldy;
         if (RM == 1) {
-            __m128 s = gn_sum4(acc[0][b], z, z, z);
-            yb[0] = _mm_cvtss_f32(s);
+            float v = _mm_cvtss_f32(gn_sum4(acc[0][b], z, z, z));
+            yb[0] = add ? yb[0] + v : v;
         } else {
 #pragma GCC unroll 2
-            for (int a = 0; a < RM; a += 4)
-                _mm_storeu_ps(yb + a, gn_sum4(acc[a][b], acc[a + 1][b], acc[a + 2][b], acc[a + 3][b]));
+            for (int a = 0; a < RM; a += 4) {
+                __m128 v = gn_sum4(acc[a][b], acc[a + 1][b], acc[a + 2][b], acc[a + 3][b]);
+                _mm_storeu_ps(yb + a, add ? _mm_add_ps(_mm_loadu_ps(yb + a), v) : v);
+            }
         }
     }
 }
 
-/* RM weight rows against activation rows [j0, j1), three at a time. */
+/* RM weight rows against activation rows [j0, j1), three at a time, columns [k0, k0 + kc). */
 #define GN_ROWS(RM)                                                                                \
-    T static void gn_rows##RM(float *y, int ldy, const float *x, const float *w, int j0, int j1, int K) \
+    T static void gn_rows##RM(float *y, int ldy, const float *x, const float *w, int j0, int j1, int K, int k0, int kc) \
     {                                                                                              \
-        int j = j0;                                                                                \
-        for (; j + 3 <= j1; j += 3) gn_tile(RM, 3, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K); \
-        if (j1 - j == 2) gn_tile(RM, 2, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K);          \
-        else if (j1 - j == 1) gn_tile(RM, 1, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K);     \
+        int j = j0, add = k0 > 0;                                                                  \
+        x += k0, w += k0;                                                                          \
+        for (; j + 3 <= j1; j += 3) gn_tile(RM, 3, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K, kc, add); \
+        if (j1 - j == 2) gn_tile(RM, 2, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K, kc, add);          \
+        else if (j1 - j == 1) gn_tile(RM, 1, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K, kc, add);     \
     }
 GN_ROWS(8)
 GN_ROWS(4)
 GN_ROWS(1)
 
+/* Rows longer than GN_KC_MAX columns are taken GN_KC columns at a time, so the 8 weight rows of
+ * a block stay in the L1 (8 × 2048 f32 columns would not), each chunk's sums added to y in
+ * chunk order. The down projection of the 110M shape (K = 2048, one thread, n = 128) ran at
+ * 101-103 GFLOPS whole (OpenBLAS 101-111 in the same runs) and 98-116 in chunks of 256-1024
+ * columns (three paused-host rounds each: within that VM's noise); in llm-run, 110M F32
+ * prefill of 128 ids, best of 5 interleaved: 1 thread 528 vs 518 tok/s, 2 threads 1065 vs 1039. */
+#define GN_KC_MAX 1024
+#define GN_KC 512
+
 T void cpu_gemm_nt_f32_avx512(float *y, int ldy, const float *x, int n, const float *W, int r0, int r1, int K)
 {
     int nb = (int)(GN_NB_BYTES / ((size_t)K * sizeof(float)));
     nb = nb < GN_RN ? GN_RN : nb / GN_RN * GN_RN;
+    int kc_step = K <= GN_KC_MAX ? K : GN_KC;
     for (int j0 = 0; j0 < n; j0 += nb) {
         int j1 = n - j0 < nb ? n : j0 + nb, r = r0;
-        for (; r + 8 <= r1; r += 8) gn_rows8(y + r, ldy, x, W + (size_t)r * K, j0, j1, K);
-        for (; r + 4 <= r1; r += 4) gn_rows4(y + r, ldy, x, W + (size_t)r * K, j0, j1, K);
-        for (; r < r1; r++) gn_rows1(y + r, ldy, x, W + (size_t)r * K, j0, j1, K);
+        for (; r + 8 <= r1; r += 8)
+            for (int k0 = 0; k0 < K; k0 += kc_step)
+                gn_rows8(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step);
+        for (; r + 4 <= r1; r += 4)
+            for (int k0 = 0; k0 < K; k0 += kc_step)
+                gn_rows4(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step);
+        for (; r < r1; r++)
+            for (int k0 = 0; k0 < K; k0 += kc_step)
+                gn_rows1(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step);
     }
 }
 #endif
