@@ -259,6 +259,35 @@ int model_align_weights(model_weights *m, char *err, size_t errlen) {
 
 /* ------------------------------------------------------------ finite check (issue 19) */
 
+/* Whether any of the n 32-/16-bit values at p has its exponent bits all ones (a loop the
+ * compiler vectorizes: no early exit, no index). */
+static int any_nonfinite32(const uint8_t *p, int64_t n)
+{
+    uint32_t any = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, p + 4 * i, 4);
+        any |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return any != 0;
+}
+
+static int any_nonfinite16(const uint8_t *p, int64_t n, uint16_t mask)
+{
+    uint32_t any = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t u;
+        memcpy(&u, p + 2 * i, 2);
+        any |= (u & mask) == mask;
+    }
+    return any != 0;
+}
+
+/* Elements per chunk of the F32/F16/BF16 scan: a chunk is tested whole (vectorized); only a
+ * chunk with a hit is searched for its first index. The element-by-element min-reduction this
+ * replaces made the check 0.2-1.6 s of a 110M F32 model's load (--no-check: 0.24-0.37 s). */
+#define FINITE_CHUNK 4096
+
 /* Index of the first non-finite element of w (the first block with a non-finite scale for the
  * block formats), or -1. Exponent bits all ones = inf or nan, tested on the integer bits. */
 static int64_t first_nonfinite(const weight_t *w, int *is_block) {
@@ -268,21 +297,29 @@ static int64_t first_nonfinite(const weight_t *w, int *is_block) {
     int64_t bad = INT64_MAX;
     switch (w->dtype) {
     case DT_F32:
-        #pragma omp parallel for reduction(min : bad) schedule(static) if (n >= (1 << 20))
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t u;
-            memcpy(&u, p + 4 * i, 4);
-            if ((u & 0x7f800000u) == 0x7f800000u && i < bad) bad = i;
-        }
-        break;
     case DT_F16:
     case DT_BF16: {
+        const int es = w->dtype == DT_F32 ? 4 : 2;
         const uint16_t mask = w->dtype == DT_F16 ? 0x7c00 : 0x7f80;
+        int64_t nc = (n + FINITE_CHUNK - 1) / FINITE_CHUNK;
         #pragma omp parallel for reduction(min : bad) schedule(static) if (n >= (1 << 20))
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t u;
-            memcpy(&u, p + 2 * i, 2);
-            if ((u & mask) == mask && i < bad) bad = i;
+        for (int64_t c = 0; c < nc; c++) {
+            int64_t i0 = c * FINITE_CHUNK, len = n - i0 < FINITE_CHUNK ? n - i0 : FINITE_CHUNK;
+            const uint8_t *q = p + (size_t)i0 * es;
+            if (!(es == 4 ? any_nonfinite32(q, len) : any_nonfinite16(q, len, mask))) continue;
+            for (int64_t i = 0; i < len; i++) {   /* the chunk's first hit */
+                uint32_t u = 0;
+                if (es == 4) memcpy(&u, q + 4 * i, 4);
+                else {
+                    uint16_t h;
+                    memcpy(&h, q + 2 * i, 2);
+                    u = h;
+                }
+                if (es == 4 ? (u & 0x7f800000u) == 0x7f800000u : (u & mask) == mask) {
+                    if (i0 + i < bad) bad = i0 + i;
+                    break;
+                }
+            }
         }
         break;
     }

@@ -9,11 +9,13 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "model/model.h"
 #include "tests/support/files.h"
 
@@ -398,6 +400,56 @@ static void test_model_load_reads_stories260K(void **state) {
     model_free(&m);
 }
 
+/* model_check_finite on a matrix big enough for the threaded, chunked scan (2^21 elements):
+ * for F32, F16 and BF16, a NaN or an inf at the first element, either side of a 4096-element
+ * chunk boundary, in the second thread's half and at the last element is reported at its own
+ * element (row, column); with two bad values the first is named; a clean matrix passes. */
+static void test_finite_check_names_the_first_nonfinite_element(void **state) {
+    (void)state;
+    const int rows = 1024, cols = 2048;
+    const int64_t n = (int64_t)rows * cols;
+    const int64_t at[] = {0, 4095, 4096, 4097, n / 2 + 12345, n - 1};
+    const dtype_t dts[] = {DT_F32, DT_F16, DT_BF16};
+    for (int d = 0; d < 3; d++) {
+        size_t es = dts[d] == DT_F32 ? 4 : 2;
+        uint8_t *buf = calloc((size_t)n, es);
+        assert_non_null(buf);
+        model_weights m;
+        memset(&m, 0, sizeof m);
+        m.cfg.n_layers = 0;
+        m.embed = (weight_t){.dtype = dts[d], .data = buf, .rows = rows, .cols = cols};
+        m.lm_head = m.embed;
+        char err[512];
+        assert_int_equal(model_check_finite(&m, err, sizeof err), 0);
+        for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+            for (int inf = 0; inf < 2; inf++) {
+                float bad = inf ? INFINITY : NAN;
+                uint32_t u32;
+                memcpy(&u32, &bad, 4);
+                uint16_t u16 = dts[d] == DT_F16 ? f32_to_f16(bad) : f32_to_bf16(bad);
+                uint8_t *p = buf + (size_t)at[i] * es;
+                if (es == 4) memcpy(p, &u32, 4);
+                else memcpy(p, &u16, 2);
+                /* a second bad value after it (when there is room) must not be the one named */
+                int64_t later = at[i] + 5000 < n ? at[i] + 5000 : -1;
+                if (later >= 0) {
+                    if (es == 4) memcpy(buf + (size_t)later * 4, &u32, 4);
+                    else memcpy(buf + (size_t)later * 2, &u16, 2);
+                }
+                assert_int_not_equal(model_check_finite(&m, err, sizeof err), 0);
+                char want[160];
+                snprintf(want, sizeof want, "element %lld (row %lld, column %lld)", (long long)at[i],
+                         (long long)(at[i] / cols), (long long)(at[i] % cols));
+                if (!strstr(err, want)) fail_msg("%s: %s at %lld: got '%s'", dtype_name(dts[d]), inf ? "inf" : "nan",
+                                                 (long long)at[i], err);
+                memset(p, 0, es);
+                if (later >= 0) memset(buf + (size_t)later * es, 0, es);
+            }
+        assert_int_equal(model_check_finite(&m, err, sizeof err), 0);
+        free(buf);
+    }
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, ts_make_tmpdir, ts_remove_tmpdir)
     const struct CMUnitTest tests[] = {
@@ -420,6 +472,7 @@ int main(void) {
         T(test_model_to_f32_converts_untied_f16_lm_head),
         T(test_model_free_is_safe_on_zeroed_struct),
         T(test_model_load_reads_stories260K),
+        T(test_finite_check_names_the_first_nonfinite_element),
     };
 #undef T
     return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
