@@ -94,13 +94,33 @@ T AI void gn_tile(int RM, int RN, float *y, int ldy, const float *x, const float
     }
 }
 
-/* RM weight rows against activation rows [j0, j1), three at a time, columns [k0, k0 + kc). */
+/* Prefetches (into the L2) the share t of T of the next 8-row block's columns [0, kc) (rows of
+ * stride K, pf at its first row's first column), so that block does not start from DRAM: its
+ * first tile otherwise waits on 8 cold row streams. One thread, weights from DRAM, 2026-11-28
+ * quiet host (tmp microbenchmark, 3 rounds): K = 768 147-150 -> 157-170 GFLOPS, K = 2048 (in
+ * chunks) 128-144 -> 126-141; 110M F32 prefill of 128 ids, best of 5 interleaved: 1 thread 635
+ * -> 665 tok/s, 2 threads 1250 -> 1423 (OpenBLAS build: 594 / 1158). */
+T AI void gn_prefetch(const float *pf, int K, int kc, int t, int nt)
+{
+    int lpr = (kc + 15) / 16, lines = 8 * lpr;
+    for (int i = lines * t / nt; i < lines * (t + 1) / nt; i++)
+        _mm_prefetch((const char *)(pf + (size_t)(i / lpr) * K + (size_t)(i % lpr) * 16), _MM_HINT_T1);
+}
+
+/* RM weight rows against activation rows [j0, j1), three at a time, columns [k0, k0 + kc);
+ * pf (or NULL): the next block's weights (columns [0, pf_kc) of 8 rows), prefetched a share
+ * per tile. */
 #define GN_ROWS(RM)                                                                                \
-    T static void gn_rows##RM(float *y, int ldy, const float *x, const float *w, int j0, int j1, int K, int k0, int kc) \
+    T static void gn_rows##RM(float *y, int ldy, const float *x, const float *w, int j0, int j1, int K, int k0, int kc, \
+                              const float *pf, int pf_kc)                                         \
     {                                                                                              \
-        int j = j0, add = k0 > 0;                                                                  \
+        int j = j0, add = k0 > 0, t = 0, nt = (j1 - j0 + 2) / 3;                                   \
         x += k0, w += k0;                                                                          \
-        for (; j + 3 <= j1; j += 3) gn_tile(RM, 3, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K, kc, add); \
+        for (; j + 3 <= j1; j += 3, t++) {                                                         \
+            if (pf) gn_prefetch(pf, K, pf_kc, t, nt);                                              \
+            gn_tile(RM, 3, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K, kc, add);           \
+        }                                                                                          \
+        if (pf && j < j1) gn_prefetch(pf, K, pf_kc, t, nt);                                        \
         if (j1 - j == 2) gn_tile(RM, 2, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K, kc, add);          \
         else if (j1 - j == 1) gn_tile(RM, 1, y + (size_t)j * ldy, ldy, x + (size_t)j * K, w, K, kc, add);     \
     }
@@ -110,10 +130,8 @@ GN_ROWS(1)
 
 /* Rows longer than GN_KC_MAX columns are taken GN_KC columns at a time, so the 8 weight rows of
  * a block stay in the L1 (8 × 2048 f32 columns would not), each chunk's sums added to y in
- * chunk order. The down projection of the 110M shape (K = 2048, one thread, n = 128) ran at
- * 101-103 GFLOPS whole (OpenBLAS 101-111 in the same runs) and 98-116 in chunks of 256-1024
- * columns (three paused-host rounds each: within that VM's noise); in llm-run, 110M F32
- * prefill of 128 ids, best of 5 interleaved: 1 thread 528 vs 518 tok/s, 2 threads 1065 vs 1039. */
+ * chunk order. The down projection of the 110M shape (K = 2048, one thread, n = 128, quiet
+ * host, 3 rounds): 111-115 GFLOPS whole, 129-132 in chunks of 512 (OpenBLAS 120-127). */
 #define GN_KC_MAX 1024
 #define GN_KC 512
 
@@ -125,14 +143,19 @@ T void cpu_gemm_nt_f32_avx512(float *y, int ldy, const float *x, int n, const fl
     for (int j0 = 0; j0 < n; j0 += nb) {
         int j1 = n - j0 < nb ? n : j0 + nb, r = r0;
         for (; r + 8 <= r1; r += 8)
-            for (int k0 = 0; k0 < K; k0 += kc_step)
-                gn_rows8(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step);
+            for (int k0 = 0; k0 < K; k0 += kc_step) {
+                /* the block after this one: the next chunk of these rows, else the next 8 rows */
+                int nr = k0 + kc_step < K ? r : r + 8, nk = k0 + kc_step < K ? k0 + kc_step : 0;
+                const float *pf = nr + 8 <= r1 ? W + (size_t)nr * K + nk : NULL;
+                gn_rows8(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step, pf,
+                         K - nk < kc_step ? K - nk : kc_step);
+            }
         for (; r + 4 <= r1; r += 4)
             for (int k0 = 0; k0 < K; k0 += kc_step)
-                gn_rows4(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step);
+                gn_rows4(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step, NULL, 0);
         for (; r < r1; r++)
             for (int k0 = 0; k0 < K; k0 += kc_step)
-                gn_rows1(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step);
+                gn_rows1(y + r, ldy, x, W + (size_t)r * K, j0, j1, K, k0, K - k0 < kc_step ? K - k0 : kc_step, NULL, 0);
     }
 }
 #endif
