@@ -41,7 +41,7 @@ if [ "$BUILD" = build-san ]; then
 fi
 OUTD=$BUILD/emu
 mkdir -p "$OUTD" || exit 1
-for f in elementwise attn_prefill attn_decode select sample gemv dequant ss_insert ss_attend snap_recompress subgen_recompress; do
+for f in elementwise attn_prefill attn_decode select sample gemv dequant ss_insert ss_attend snap_recompress subgen_recompress ada_recompress; do
     python3 tests/cuda_emu/rewrite.py "kernels/cuda/$f.cu" "$OUTD/$f.inc" || { bad "rewrite $f.cu"; finish; }
 done
 CXXF="-std=c++20 -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I$OUTD -I$CUDA_HOME/include -pthread"

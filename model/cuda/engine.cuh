@@ -141,6 +141,12 @@ struct cuda_engine {
      * the same bytes) and rc_map int [n_kv_heads][max_cap + 1]: the re-compression kernels'
      * scratch */
     kv_snap_capped snap;
+    /* EV_ADA device steps (capped ada_snapkv / ada_pyramidkv, §6.2): each layer's parameters
+     * [n_layers] (targets in snap_target_d, scratch as EV_SNAP's, sized for a layer's arena);
+     * next_words: the words of next_d / h_next, the step's copy back (1: the token; EV_ADA: then
+     * the lengths, capacities and targets of every (layer, KV head), [3][n_layers · n_kv_heads]) */
+    kv_ada_capped *ada;
+    int next_words, ada_dirty; /* ada_dirty: a prefill set the host's targets, uploaded before the next device step */
     int *snap_target_d, *rc_map;
     int sg_target, sg_recent;
     float *rc_scratch;

@@ -140,6 +140,7 @@ extern "C" void cuda_engine_free(cuda_engine *ce)
     free(ce->host_allocs);
     free(ce->layers);
     free(ce->kv_fresh);
+    free(ce->ada);
     free(ce);
 }
 
@@ -305,9 +306,10 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     DALLOC(ce->src_d, (size_t)(ce->dp.relayout ? Hkv : 1) * ce->cand_stride * sizeof(int));
     if (ce->dp.relayout) HALLOC(ce->h_off_before, (size_t)Hkv * sizeof(size_t));
     DALLOC(ce->slot_d, (size_t)Hkv * sizeof(int));
-    DALLOC(ce->next_d, sizeof(int));
+    ce->next_words = 1 + (ce->dp.evict == EV_ADA && ce->dp.dev_decode ? 3 * n_lh : 0);
+    DALLOC(ce->next_d, (size_t)ce->next_words * sizeof(int));
     HALLOC(ce->h_tok, (size_t)M * sizeof(int));
-    HALLOC(ce->h_next, sizeof(int));
+    HALLOC(ce->h_next, (size_t)ce->next_words * sizeof(int));
     HALLOC(ce->h_slots, (size_t)Hkv * sizeof(int));
     HALLOC(ce->h_keep, (size_t)Hkv * ce->cand_stride * sizeof(int));
     HALLOC(ce->h_nkeep, (size_t)Hkv * sizeof(int));
@@ -382,6 +384,26 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
         ce->ss_stride = (size_t)ce->max_cap + 1 + (size_t)h->m_max * h->t + h->s;
         DALLOC(ce->ss_scratch, (size_t)H * ce->ss_stride * sizeof(float));
         ce->ss_dirty = 1;
+    }
+    if (ce->dp.evict == EV_ADA && ce->dp.dev_decode) {
+        /* capped ada_*: each layer's split parameters, the targets, the kernel's scratch (the
+         * stride max_cap + 1 covers a layer's arena: dp.relayout) */
+        ce->ada = (kv_ada_capped *)calloc((size_t)kv->n_layers, sizeof *ce->ada);
+        if (!ce->ada) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+        for (int l = 0; l < kv->n_layers; l++)
+            if (kv_device_ada_capped(kv, l, &ce->ada[l]) != 0 || ce->ada[l].arena > ce->max_cap + 1) {
+                snprintf(err, errlen, "policy %s: no capped re-split for the device", kv->ops->name);
+                return -1;
+            }
+        ce->snap = ce->ada[0].c;
+        const size_t stride = (size_t)ce->max_cap + 1;
+        DALLOC(ce->snap_target_d, (size_t)n_lh * sizeof(int));
+        CUDA_TRY(cudaMemcpy(ce->snap_target_d, ce->snap.target, (size_t)n_lh * sizeof(int), cudaMemcpyHostToDevice));
+        DALLOC(ce->rc_scratch, (size_t)Hkv * 4 * stride * sizeof(float));
+        DALLOC(ce->rc_map, (size_t)Hkv * stride * sizeof(int));
     }
     if ((ce->dp.evict == EV_SNAP || ce->dp.evict == EV_SUBGEN) && ce->dp.dev_decode) {
         /* capped snapkv / pyramidkv / subgen: the targets the regions go back to, the kernels'

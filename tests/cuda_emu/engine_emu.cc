@@ -42,6 +42,7 @@
 #include "ss_attend.inc"
 #include "snap_recompress.inc"
 #include "subgen_recompress.inc"
+#include "ada_recompress.inc"
 
 #include "model/cuda/engine_init.cu"
 #include "model/cuda/engine_linear.cu"
