@@ -42,7 +42,7 @@ template <typename T> __global__ void __launch_bounds__(AR_THREADS) ada_rc_kerne
         s_cap[AR_MAX_HEADS];
     __shared__ size_t s_off[AR_MAX_HEADS], s_noff[AR_MAX_HEADS];
     __shared__ double s_frac[AR_MAX_HEADS];
-    __shared__ int s_any, s_compress, s_score0;
+    __shared__ int s_any, s_compress, s_score0, s_over;
     __shared__ float red[32];
     __shared__ float s_inv;
     if (tid == 0) {
@@ -158,6 +158,7 @@ template <typename T> __global__ void __launch_bounds__(AR_THREADS) ada_rc_kerne
                 s_cap[g] = want < 1 ? 1 : want;
                 spare -= s_cap[g] + 1;
             }
+            s_over = spare < 0; /* the budgets overflow the arena: no re-partition */
             for (int g = 0; g < H && spare > 0; g++) {
                 int add = a.cap_max - s_cap[g];
                 if (add > spare) add = spare;
@@ -174,6 +175,14 @@ template <typename T> __global__ void __launch_bounds__(AR_THREADS) ada_rc_kerne
             }
         }
         __syncthreads();
+        if (s_over) { /* reported as capacities 0 (the host refuses the step); nothing moves */
+            for (int g = tid; g < H; g += AR_THREADS) {
+                a.rep_len[g] = a.len[g];
+                a.rep_cap[g] = 0;
+                a.rep_target[g] = a.target[g];
+            }
+            return;
+        }
         /* snap_relayout: regions moving left ascending (rows ascending), then those moving
          * right descending (rows descending); each thread its own columns, in that order */
         for (int g = 0; g < H; g++)

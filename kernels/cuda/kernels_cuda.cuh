@@ -404,7 +404,9 @@ cudaError_t launch_snap_recompress(const snap_rc_args *a, cudaStream_t s);
  * B_g + w, capacities B_g + w + slack with the arena's spare slots to heads 0, 1, … up to
  * cap_max, and the arena re-partitioned (off, cap rewritten; rows, positions, scores moved in
  * snap_relayout's order). Always: rep_len/rep_cap/rep_target[g] = the layer's final len, cap,
- * target (for the step's copy back). off/len/cap/target/rep_*: this layer's entries. scratch:
+ * target (for the step's copy back); rep_cap[g] = 0 when the capacities would exceed the arena
+ * (--ada-alloc reference's rounding can give Σ B_g > B): the layer is then left unpartitioned.
+ * off/len/cap/target/rep_*: this layer's entries. scratch:
  * f32 [n_kv_heads][4 · stride], map: int [n_kv_heads][stride], stride ≥ the arena's slots.
  * Errors: cudaErrorInvalidValue for a missing array, n_kv_heads > AR_MAX_HEADS, w < 1,
  * q_ring_rows < w or another kv_dt. */

@@ -346,7 +346,9 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
                     /* the re-split layers' lengths, capacities, targets came back with the token */
                     const int *r = ce->h_next + 1 + i0;
                     if (kv_device_ada_recompressed(kv, l, r, r + n_lh, r + 2 * n_lh, ce->kv_fresh + i0) != 0) {
-                        snprintf(err, errlen, "layer %d: the device's re-split does not fit the layer's arena", l);
+                        snprintf(err, errlen,
+                                 "layer %d: the re-split's capacities exceed the layer's arena (the budgets sum "
+                                 "over H_kv * base: --ada-alloc reference rounding)", l);
                         return -1;
                     }
                 } else if (ce->dp.evict != EV_NONE) {

@@ -49,6 +49,7 @@
 #include "model/cuda/engine_prefill.cu"
 #include "model/cuda/engine_decode.cu"
 #include "model/cuda/engine_mirror.cu"
+#include "model/cuda/engine_policy.cu"
 
 static std::set<void *> &emu_live()
 {
