@@ -11,7 +11,8 @@
  *      two kernels instead, its window/sketch update and its estimator (ss_insert.cu,
  *      ss_attend.cu, POLICIES.md §8.3); capped snapkv / pyramidkv / subgen (EV_SNAP,
  *      EV_SUBGEN): one more after it, the re-compression of a region the append filled
- *      (snap_recompress.cu, subgen_recompress.cu, §7.6)
+ *      (snap_recompress.cu, subgen_recompress.cu, §7.6); capped ada_* (EV_ADA): one more too,
+ *      the re-split of a layer with a filled region over its heads (ada_recompress.cu, §6.2)
  *   3. o-proj (+ bias) + residual — GV_ADD
  *   4. RMSNorm + gate/up GEMVs + SwiGLU — GV_SWIGLU
  *   5. down-proj + residual — GV_ADD
@@ -29,7 +30,9 @@
  * with dp.dev_decode runs its decode steps as device steps instead (the prefill-only family
  * while no region is full: an append, the mirror appends by rule and its K/V rows and query ring
  * are brought back before the host next needs them, ce_refresh_mirror; capped snapkv / pyramidkv
- * / subgen on every step, a filled region's length going to its target by rule). LLM_CUDA_GRAPH=0
+ * / subgen on every step, a filled region's length going to its target by rule; capped ada_*
+ * on every step, a re-split layer's lengths, capacities and targets carried back behind the
+ * token in the same copy, kv_device_ada_recompressed). LLM_CUDA_GRAPH=0
  * launches the graph's kernels directly. */
 #include "model/cuda/engine.cuh"
 
