@@ -43,6 +43,94 @@ int ce_halloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen)
     return 0;
 }
 
+static_assert((int)CU_F32 == (int)DT_F32 && (int)CU_F16 == (int)DT_F16 && (int)CU_BF16 == (int)DT_BF16 &&
+                  (int)CU_Q8_0 == (int)DT_Q8_0 && (int)CU_Q4_0 == (int)DT_Q4_0 && (int)CU_Q4_1 == (int)DT_Q4_1 &&
+                  (int)CU_Q5_0 == (int)DT_Q5_0 && (int)CU_Q5_1 == (int)DT_Q5_1 && (int)CU_Q4_K == (int)DT_Q4_K &&
+                  (int)CU_Q5_K == (int)DT_Q5_K && (int)CU_Q6_K == (int)DT_Q6_K && (int)CU_DT_COUNT == (int)DT_COUNT,
+              "kernels/cuda's storage types are kernels.h's dtype_t");
+
+/* A matrix to the device as stored (its dtype; the block formats stay quantized). */
+static int upload_weight(cuda_engine *ce, dweight *d, const weight_t *w, const char *what,
+                         char *err, size_t errlen)
+{
+    d->dt = (int)w->dtype;
+    d->rows = w->rows;
+    d->cols = w->cols;
+    if (!cu_dt_valid(d->dt) || w->cols % cu_blk_elems(d->dt)) {
+        snprintf(err, errlen, "%s: storage type %s with rows of %d elements not supported on the GPU",
+                 what, dtype_name(w->dtype), w->cols);
+        return -1;
+    }
+    if (w->layout != WL_ROWS) {   /* the CPU's resident WL_X16 copy (kernels.h): the device reads ggml rows */
+        snprintf(err, errlen, "%s: weights in the CPU's 16-row interleaved layout cannot go to the GPU", what);
+        return -1;
+    }
+    size_t bytes = weight_bytes(w);
+    DALLOC(d->data, bytes);
+    CUDA_TRY(cudaMemcpy(d->data, w->data, bytes, cudaMemcpyHostToDevice));
+    return 0;
+}
+
+/* A vector (norm weight, bias; any storage type) to the device as f32; NULL when absent. */
+static int upload_norm(cuda_engine *ce, float **d, const weight_t *w, char *err, size_t errlen)
+{
+    *d = NULL;
+    if (!w->data) return 0;
+    size_t n = (size_t)w->rows * w->cols;
+    if (n % dtype_block(w->dtype)) {
+        snprintf(err, errlen, "a vector of %zu %s elements is not whole blocks", n, dtype_name(w->dtype));
+        return -1;
+    }
+    float *h = (float *)malloc(n * sizeof(float));
+    if (!h) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    dequantize_row(w->dtype, w->data, h, (int64_t)n); /* F32/F16/BF16 copied or widened */
+    void *p;
+    if (ce_dalloc(ce, &p, n * sizeof(float), err, errlen) != 0) {
+        free(h);
+        return -1;
+    }
+    *d = (float *)p;
+    cudaError_t e = cudaMemcpy(p, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    free(h);
+    CUDA_TRY(e);
+    return 0;
+}
+
+extern "C" int cuda_device_count(char *why, size_t whylen)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(why, whylen, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        return 0;
+    }
+    if (n < 1) snprintf(why, whylen, "cudaGetDeviceCount found no device");
+    return n;
+}
+
+extern "C" size_t cuda_engine_device_bytes(const cuda_engine *ce) { return ce ? ce->dev_bytes : 0; }
+
+extern "C" void cuda_engine_free(cuda_engine *ce)
+{
+    if (!ce) return;
+    if (ce->stream_ok) cudaStreamSynchronize(ce->st);
+    for (int i = 0; i < 2; i++)
+        if (ce->graph[i]) cudaGraphExecDestroy(ce->graph[i]);
+    for (int i = 0; i < ce->n_dev; i++) cudaFree(ce->dev_allocs[i]);
+    for (int i = 0; i < ce->n_host; i++) cudaFreeHost(ce->host_allocs[i]);
+    if (ce->blas_ok) cublasDestroy(ce->blas);
+    if (ce->stream_ok) cudaStreamDestroy(ce->st);
+    free(ce->dev_allocs);
+    free(ce->host_allocs);
+    free(ce->layers);
+    free(ce->kv_fresh);
+    free(ce->ada);
+    free(ce);
+}
+
 int ce_setup(cuda_engine *ce, char *err, size_t errlen)
 {
     const model_weights *w = ce->w;
