@@ -52,8 +52,9 @@ ifeq ($(CUDA),1)
   LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
   # [DECISION] subgen_stream's sketch update and subgen's decode k-center reproduce the CPU
   # policies' double arithmetic (the cluster choice and reservoir draws, kernels/cuda/ss_insert.cu;
-  # the ℓ2² distances, kernels/cuda/subgen_recompress.cu): the two kernels allowed FP64
-  $(BUILD)/kernels/cuda/ss_insert.o $(BUILD)/kernels/cuda/subgen_recompress.o: \
+  # the ℓ2² distances, kernels/cuda/subgen_recompress.cu; Ada-KV's budget split,
+  # kernels/cuda/ada_recompress.cu): the three kernels allowed FP64
+  $(BUILD)/kernels/cuda/ss_insert.o $(BUILD)/kernels/cuda/subgen_recompress.o $(BUILD)/kernels/cuda/ada_recompress.o: \
     NVCCFLAGS := $(subst $(comma)-warn-double-usage,,$(NVCCFLAGS))
 endif
 

@@ -251,6 +251,50 @@ int kv_device_snap_capped(const kv_cache *kv, kv_snap_capped *out)
     return 0;
 }
 
+int kv_device_ada_capped(const kv_cache *kv, int layer, kv_ada_capped *out)
+{
+    if (!is_snap(kv) || !kv->pstate) return -1;
+    const snap_state *s = kv->pstate;
+    if (s->mode != SNAP_CAPPED || !s->ada || layer < 0 || layer >= s->L) return -1;
+    if (out) {
+        const int base = s->layer_target[layer] - s->w, total = s->Hkv * base;
+        out->c = (kv_snap_capped){s->w, s->kernel, s->pool == SNAP_POOL_AVG, s->gqa == SNAP_GQA_MAX, s->target};
+        out->base = base, out->arena = s->arena[layer], out->cap_max = s->cap_max[layer];
+        out->keep_max = s->keep_max[layer], out->slack = s->slack, out->alloc_ref = s->alloc == SNAP_ALLOC_REFERENCE;
+        /* snap_ada_allocate's expressions, evaluated the same way */
+        out->oma = 1.0 - s->alpha;
+        out->a_share = s->alpha * total / s->Hkv;
+        out->a_floor = floor(s->alpha * (total / s->Hkv));
+    }
+    return 0;
+}
+
+int kv_device_ada_recompressed(kv_cache *kv, int layer, const int *len, const int *cap, const int *target,
+                               int *moved)
+{
+    snap_state *s = kv->pstate;
+    const int H = kv->n_kv_heads, i0 = kv_idx(kv, layer, 0);
+    int full = 0, slots = 0;
+    for (int g = 0; g < H; g++) {
+        full |= kv->len[i0 + g] >= kv->cap[i0 + g]; /* snap_post_attn's condition */
+        if (len[g] < 0 || cap[g] < 1 || len[g] > cap[g] || len[g] > kv->len[i0 + g]) return -1;
+        slots += cap[g] + 1;
+    }
+    if (!full) return 0;
+    if (slots != s->arena[layer]) return -1;
+    size_t at = kv->off[i0];
+    for (int g = 0; g < H; g++) {
+        kv->evictions += kv->len[i0 + g] - len[g];
+        kv->len[i0 + g] = len[g];
+        kv->cap[i0 + g] = cap[g];
+        kv->off[i0 + g] = at;
+        at += (size_t)cap[g] + 1;
+        s->target[i0 + g] = target[g];
+        if (moved) moved[g] = 0;
+    }
+    return 0;
+}
+
 void kv_device_recompressed(kv_cache *kv, int layer, int *moved)
 {
     const snap_state *s = is_snap(kv) ? kv->pstate : NULL;

@@ -84,12 +84,36 @@ float *kv_device_query_ring(kv_cache *kv, int *rows);
  * parameters of the re-compression a region gets when it reaches its capacity C after a step's
  * append (snap_post_attn: back to target[i] = C' entries, window w, pooling; gqa_max: --ada-gqa
  * max). target: the policy's own [n_layers · n_kv_heads] array. Returns 0 and fills *out (may be
- * NULL) for those; -1 for another policy or mode (ada_*: their re-split is host-assisted). */
+ * NULL) for those; -1 for another policy or mode (ada_*: kv_device_ada_capped). */
 typedef struct {
     int w, kernel, pool_avg, gqa_max;
     const int *target;
 } kv_snap_capped;
 int kv_device_snap_capped(const kv_cache *kv, kv_snap_capped *out);
+
+/* ada_snapkv / ada_pyramidkv in --prefill-only-decode capped (POLICIES.md §6.2, §7.6): a layer
+ * with a region at its capacity after a step's append is re-split (snap_recompress_layer). The
+ * parameters of layer `layer` for a device doing it (kernels/cuda/ada_recompress.cu): the common
+ * ones as kv_snap_capped (target: the policy's [n_layers · n_kv_heads] targets), and the layer's
+ * base (prefix budget per head), arena, cap_max, keep_max, the slack R, the --ada-alloc mode
+ * (alloc_ref: reference) and the split's constants as snap_ada_allocate computes them
+ * (oma = 1 − α, a_share = α·B/H_kv with B = H_kv·base, a_floor = floor(α·base)). Returns 0 and
+ * fills *out (may be NULL); -1 for another policy or mode. layer: 0 .. n_layers − 1. */
+typedef struct {
+    kv_snap_capped c;
+    int base, arena, cap_max, keep_max, slack, alloc_ref;
+    double oma, a_share, a_floor;
+} kv_ada_capped;
+int kv_device_ada_capped(const kv_cache *kv, int layer, kv_ada_capped *out);
+
+/* The host mirror's side of such a step in layer `layer`, after kv_device_append: len, cap,
+ * target [n_kv_heads] are the layer's values after the device's re-compression (carried back
+ * with the step's token). A layer that had a region at its capacity takes them (lengths, the
+ * eviction count, capacities, the offsets of the re-partitioned arena, the targets) and its
+ * moved[g] (may be NULL) become 0: its rows moved on the device. Returns 0, or -1 when the
+ * values do not fit the layer's arena (the mirror is left unchanged). */
+int kv_device_ada_recompressed(kv_cache *kv, int layer, const int *len, const int *cap, const int *target,
+                               int *moved);
 
 /* subgen in --prefill-only-decode capped (or reserve's capped fallback, POLICIES.md §8.2, §7.6):
  * the target C' a region past its capacity goes back to (sg_post_attn) and the recent slots r

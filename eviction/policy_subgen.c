@@ -167,7 +167,8 @@ static void sg_post_attn(kv_cache *kv, int layer, int g, int t, const float *pro
 int subgen_device_capped(const kv_cache *kv, int *target, int *recent)
 {
     const sg_state *s = kv->pstate;
-    if (!kv->ops || strcmp(kv->ops->name, "subgen") != 0 || !s || !s->capped) return -1;
+    /* subgen's own hook identifies it (as kv_device.c's is_snap), not its name */
+    if (!kv->ops || kv->ops->post_attn != sg_post_attn || !s || !s->capped) return -1;
     if (target) *target = s->target;
     if (recent) *recent = recent_for(s, s->target);
     return 0;

@@ -43,7 +43,13 @@
  *   ada_pyramidkv   layer's regions (kv->cap/off change) the    layer is gathered whole
  *                   device gathers the whole layer into the
  *                   new layout (scratch of one layer's arena)
- *                   and takes the new offsets
+ *                   and takes the new offsets; capped: every
+ *                   step on the device, a layer with a region
+ *                   at C re-split over its heads and its
+ *                   arena re-partitioned there
+ *                   (ada_recompress.cu), the layer's lengths,
+ *                   capacities, targets carried back with the
+ *                   step's token
  *   l2norm,         device, evict-then-attend: each attention   host-assisted as above
  *   random          piece leaves its best candidate out (the
  *                   largest key norm, norms in the score
@@ -282,11 +288,18 @@ int device_policy_plan(const policy_ops *ops, const policy_params *p, const kv_c
     } else if (!strcmp(ops->name, "ada_snapkv") || !strcmp(ops->name, "ada_pyramidkv")) {
         /* hooks that re-partition a layer's arena among its heads (kv->cap/off change,
          * eviction/snap_alloc.c snap_relayout): the device gathers the whole layer; decode as
-         * snapkv (device appends while no region is full) */
+         * snapkv (device appends while no region is full); capped: every step on the device, a
+         * layer with a region at C re-split and re-partitioned there (EV_ADA,
+         * kernels/cuda/ada_recompress.cu), the mirror's lengths, capacities and offsets carried
+         * back with the step's token */
         dp->mode = DEV_POLICY_HOST;
         dp->relayout = 1;
         dp->dev_decode = DEV_DECODE_QUIET;
         dp->evict = EV_NONE;
+        if (kv && kv_device_ada_capped(kv, 0, NULL) == 0) {
+            dp->dev_decode = DEV_DECODE_ALWAYS;
+            dp->evict = EV_ADA;
+        }
     } else {
         snprintf(why, whylen, "policy %s is not ported to the CUDA backend yet", ops->name);
         return -1;

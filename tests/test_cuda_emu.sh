@@ -41,7 +41,7 @@ if [ "$BUILD" = build-san ]; then
 fi
 OUTD=$BUILD/emu
 mkdir -p "$OUTD" || exit 1
-for f in elementwise attn_prefill attn_decode select sample gemv dequant ss_insert ss_attend snap_recompress subgen_recompress; do
+for f in elementwise attn_prefill attn_decode select sample gemv dequant ss_insert ss_attend snap_recompress subgen_recompress ada_recompress; do
     python3 tests/cuda_emu/rewrite.py "kernels/cuda/$f.cu" "$OUTD/$f.inc" || { bad "rewrite $f.cu"; finish; }
 done
 CXXF="-std=c++20 -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I$OUTD -I$CUDA_HOME/include -pthread"
@@ -172,7 +172,12 @@ pyramidkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 3|
 pyramidkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4 --kv-dtype bf16 --prefill-chunk 7|lowp
 subgen|0.3|--prefill-only-decode capped --subgen-recompress 3 --subgen-recent 2 --prefill-chunk 7|
 subgen|0.4|--prefill-only-decode capped --subgen-recompress 4 --rope shifted|
-subgen|0.4|--prefill-only-decode capped --subgen-recompress 4 --kv-dtype f16|lowp'
+subgen|0.4|--prefill-only-decode capped --subgen-recompress 4 --kv-dtype f16|lowp
+ada_snapkv|0.3|--snap-window 4 --snap-pool avg --snap-kernel 3 --prefill-only-decode capped --snap-recompress 3 --prefill-chunk 7|
+ada_pyramidkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 3 --rope shifted|
+ada_snapkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4 --kv-dtype f16|lowp
+ada_pyramidkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 4 --kv-dtype bf16 --prefill-chunk 7 --ada-gqa max|lowp
+ada_snapkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 3 --ada-alloc reference|'
 [ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;28p;40p;60p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
@@ -192,9 +197,11 @@ if [ "$FULL" = 1 ]; then
         done
     done
     # GQA (G = 4): capped snapkv / pyramidkv's device re-compression (the group's query heads
-    # averaged), capped subgen's (per KV head, query-independent)
+    # averaged), capped subgen's (per KV head, query-independent), capped ada_*'s re-split (the
+    # group's query heads averaged, or their maximum with --ada-gqa max)
     for pol in "snapkv --snap-window 4 --snap-recompress 3" "pyramidkv --snap-window 4 --snap-recompress 3" \
-               "subgen --subgen-recompress 3"; do
+               "subgen --subgen-recompress 3" "ada_snapkv --snap-window 4 --snap-recompress 3" \
+               "ada_pyramidkv --snap-window 4 --snap-recompress 3 --ada-gqa max"; do
         parity "syn-gqa-f32 $pol 0.4 capped" "$BUILD/synthetic/syn-gqa-f32" "$BUILD/synthetic/syn-gqa-f32" f32 20 -- \
             -p "$PROMPT" --budget 0.4 --prefill-only-decode capped --policy $pol
     done
@@ -273,7 +280,9 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
         hashevict:rope=shifted hashevict:hash-accum=mean:hash-recent=2:rope=shifted subgen_stream subgen_stream:ss-t=2
         snapkv:snap-window=4:prefill-only-decode=capped:snap-recompress=4
         pyramidkv:snap-window=4:prefill-only-decode=capped:snap-recompress=3:rope=shifted
-        subgen:prefill-only-decode=capped:subgen-recompress=4"
+        subgen:prefill-only-decode=capped:subgen-recompress=4
+        ada_snapkv:snap-window=4:prefill-only-decode=capped:snap-recompress=4
+        ada_pyramidkv:snap-window=4:prefill-only-decode=capped:snap-recompress=3:rope=shifted"
     [ "$FULL" = 1 ] || MP="h2o snapkv subgen_stream:ss-t=2 snapkv:snap-window=4:prefill-only-decode=capped:snap-recompress=4"
     for pol in $MP; do
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol//:/ } >"$TMP/mi" 2>&1

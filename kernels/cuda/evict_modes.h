@@ -7,12 +7,14 @@
  * (hashevict, --hash-accum none and mean): the evict-then-attend modes, and EV_TOVA (layer-wise) only in the decode step's attention kernel
  * (attn_decode.cu), not in launch_evict. */
 enum { EV_NONE = 0, EV_LOCAL = 1, EV_STREAMING = 2, EV_H2O = 3, EV_L2NORM = 4, EV_RANDOM = 5, EV_H2O_EF = 6,
-       EV_SH = 7, EV_HASH = 8, EV_TOVA = 9, EV_SS = 10, EV_SNAP = 11, EV_SUBGEN = 12 };
+       EV_SH = 7, EV_HASH = 8, EV_TOVA = 9, EV_SS = 10, EV_SNAP = 11, EV_SUBGEN = 12,
+       EV_ADA = 13 };
 /* EV_SS: subgen_stream's window and sketch (POLICIES.md §8.3), its own kernels in place of the
  * decode attention (ss_insert.cu, ss_attend.cu); EV_SNAP: capped snapkv / pyramidkv (§7.6), an
  * append, then a region that reached its capacity re-compressed after the attention
  * (snap_recompress.cu); EV_SUBGEN: capped subgen (§8.2), the same with its k-center
- * (subgen_recompress.cu) */
+ * (subgen_recompress.cu); EV_ADA: capped ada_snapkv / ada_pyramidkv (§6.2, §7.6), the same with
+ * the layer's budget re-split over its heads and its arena re-partitioned (ada_recompress.cu) */
 
 /* the evict-then-attend modes (EV_L2NORM .. EV_HASH, contiguous: one unsigned compare, which
  * keeps attn_step_kernel free of register spills): the victim is chosen before the attention

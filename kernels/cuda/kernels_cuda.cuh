@@ -391,6 +391,47 @@ struct snap_rc_args {
 };
 cudaError_t launch_snap_recompress(const snap_rc_args *a, cudaStream_t s);
 
+/* ---- ada_recompress.cu ---- */
+/* The capped decode re-compression of ada_snapkv / ada_pyramidkv (POLICIES.md §6.2, §7.6), one
+ * layer, after the step's attention appended position t = step[1]: launch_ada_recompress (one
+ * block of 128 threads) does nothing unless some region of the layer has len[g] ≥ cap[g]; then
+ * the whole layer as eviction/snap_alloc.c snap_recompress_layer with the window ending at t + 1:
+ * every head's observation scores and pooling (as launch_snap_recompress), the Ada-KV split of
+ * H_kv·base over the heads when some head's prefix exceeds base (the global top-B, ties score
+ * desc, head asc, position asc; budgets exact — oma = 1 − α, a_share = α·B/H_kv — or reference
+ * — a_floor = floor(α·base) —, clamped to the prefix, then to keep_max − w; no split: base),
+ * head 0 clamped to the arena, per head the top-B_g + the window compacted in place, targets
+ * B_g + w, capacities B_g + w + slack with the arena's spare slots to heads 0, 1, … up to
+ * cap_max, and the arena re-partitioned (off, cap rewritten; rows, positions, scores moved in
+ * snap_relayout's order). Always: rep_len/rep_cap/rep_target[g] = the layer's final len, cap,
+ * target (for the step's copy back); rep_cap[g] = 0 when the capacities would exceed the arena
+ * (--ada-alloc reference's rounding can give Σ B_g > B): the layer is then left unpartitioned.
+ * off/len/cap/target/rep_*: this layer's entries. scratch:
+ * f32 [n_kv_heads][4 · stride], map: int [n_kv_heads][stride], stride ≥ the arena's slots.
+ * Errors: cudaErrorInvalidValue for a missing array, n_kv_heads > AR_MAX_HEADS, w < 1,
+ * q_ring_rows < w or another kv_dt. */
+#define AR_MAX_HEADS 128
+struct ada_rc_args {
+    void *kc, *vc;
+    int kv_dt, head_dim, n_kv_heads, n_heads, G;
+    int32_t *pos;
+    float *score;
+    size_t *off;
+    int *len, *cap, *target;
+    const int *step;
+    const float *q_ring;
+    int q_ring_rows;
+    int w, kernel, pool_avg, gqa_max;
+    float scale;
+    int base, arena, cap_max, keep_max, slack, alloc_ref; /* the layer's (eviction/snap_internal.h) */
+    double oma, a_share, a_floor;
+    float *scratch;
+    int *map;
+    size_t stride;
+    int *rep_len, *rep_cap, *rep_target;
+};
+cudaError_t launch_ada_recompress(const ada_rc_args *a, cudaStream_t s);
+
 /* ---- subgen_recompress.cu ---- */
 /* subgen's decode re-compression (POLICIES.md §8.2, §7.6), one layer, after the step's attention
  * appended the new token: launch_subgen_recompress (grid n_kv_heads, 128 threads) does nothing

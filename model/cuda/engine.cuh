@@ -3,7 +3,7 @@
  * GEMV kernels for one token, cuBLAS GEMMs for a chunk), engine_prefill.cu, engine_decode.cu
  * (one step, captured once as a CUDA graph and replayed), engine_mirror.cu (keeping the device
  * cache in line with the host kv_cache mirror for the policies whose selection runs on the
- * host). */
+ * host), engine_policy.cu (the device state of the policies' device decode steps). */
 #ifndef LLM_CUDA_ENGINE_CUH
 #define LLM_CUDA_ENGINE_CUH
 
@@ -141,6 +141,12 @@ struct cuda_engine {
      * the same bytes) and rc_map int [n_kv_heads][max_cap + 1]: the re-compression kernels'
      * scratch */
     kv_snap_capped snap;
+    /* EV_ADA device steps (capped ada_snapkv / ada_pyramidkv, §6.2): each layer's parameters
+     * [n_layers] (targets in snap_target_d, scratch as EV_SNAP's, sized for a layer's arena);
+     * next_words: the words of next_d / h_next, the step's copy back (1: the token; EV_ADA: then
+     * the lengths, capacities and targets of every (layer, KV head), [3][n_layers · n_kv_heads]) */
+    kv_ada_capped *ada;
+    int next_words, ada_dirty; /* ada_dirty: a prefill set the host's targets, uploaded before the next device step */
     int *snap_target_d, *rc_map;
     int sg_target, sg_recent;
     float *rc_scratch;
@@ -156,8 +162,26 @@ struct cuda_engine {
  * row through the GEMV kernel, more through cuBLAS (see there). */
 int ce_linear(cuda_engine *ce, float *y, const float *x, const dweight *w, int n, const float *bias,
               int add, char *err, size_t errlen);
-/* engine_init.cu */
+/* engine_init.cu: ce_setup; ce_dalloc / ce_halloc a recorded device / pinned allocation (freed
+ * by cuda_engine_free), DALLOC / HALLOC those in a function returning -1 with err set */
 int ce_setup(cuda_engine *ce, char *err, size_t errlen);
+int ce_dalloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen);
+int ce_halloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen);
+#define DALLOC(ptr, bytes)                                                                     \
+    do {                                                                                       \
+        void *p_;                                                                              \
+        if (ce_dalloc(ce, &p_, (bytes), err, errlen) != 0) return -1;                             \
+        (ptr) = (decltype(ptr))p_;                                                             \
+    } while (0)
+#define HALLOC(ptr, bytes)                                                                     \
+    do {                                                                                       \
+        void *p_;                                                                              \
+        if (ce_halloc(ce, &p_, (bytes), err, errlen) != 0) return -1;                             \
+        (ptr) = (decltype(ptr))p_;                                                             \
+    } while (0)
+/* engine_policy.cu: the device state of the policies' device decode steps (ce_setup, after the
+ * step buffers and max_cap are known) */
+int ce_setup_policy(cuda_engine *ce, char *err, size_t errlen);
 /* engine_prefill.cu / engine_decode.cu: the logit scales of layer l (buzz_logn) to the device,
  * n_keys = the host mirror's length + extra; NULL without a logit scale (err set on failure). */
 const float *ce_head_scales(cuda_engine *ce, int l, int extra, float scale, char *err, size_t errlen);

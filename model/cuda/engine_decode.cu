@@ -11,7 +11,8 @@
  *      two kernels instead, its window/sketch update and its estimator (ss_insert.cu,
  *      ss_attend.cu, POLICIES.md §8.3); capped snapkv / pyramidkv / subgen (EV_SNAP,
  *      EV_SUBGEN): one more after it, the re-compression of a region the append filled
- *      (snap_recompress.cu, subgen_recompress.cu, §7.6)
+ *      (snap_recompress.cu, subgen_recompress.cu, §7.6); capped ada_* (EV_ADA): one more too,
+ *      the re-split of a layer with a filled region over its heads (ada_recompress.cu, §6.2)
  *   3. o-proj (+ bias) + residual — GV_ADD
  *   4. RMSNorm + gate/up GEMVs + SwiGLU — GV_SWIGLU
  *   5. down-proj + residual — GV_ADD
@@ -29,7 +30,9 @@
  * with dp.dev_decode runs its decode steps as device steps instead (the prefill-only family
  * while no region is full: an append, the mirror appends by rule and its K/V rows and query ring
  * are brought back before the host next needs them, ce_refresh_mirror; capped snapkv / pyramidkv
- * / subgen on every step, a filled region's length going to its target by rule). LLM_CUDA_GRAPH=0
+ * / subgen on every step, a filled region's length going to its target by rule; capped ada_*
+ * on every step, a re-split layer's lengths, capacities and targets carried back behind the
+ * token in the same copy, kv_device_ada_recompressed). LLM_CUDA_GRAPH=0
  * launches the graph's kernels directly. */
 #include "model/cuda/engine.cuh"
 
@@ -37,7 +40,7 @@
  * EV_SUBGEN after it are not the attention kernel's eviction) */
 static int ce_appends(const cuda_engine *ce)
 {
-    return ce->dp.evict == EV_NONE || ce->dp.evict == EV_SNAP || ce->dp.evict == EV_SUBGEN;
+    return ce->dp.evict == EV_NONE || ce->dp.evict == EV_SNAP || ce->dp.evict == EV_SUBGEN || ce->dp.evict == EV_ADA;
 }
 
 /* Enqueues one decode step for the token and position in ce->h_step. hooks: run the host
@@ -183,6 +186,25 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             r.gqa_max = ce->snap.gqa_max, r.scale = scale;
             r.scratch = ce->rc_scratch, r.map = ce->rc_map, r.stride = (size_t)ce->max_cap + 1;
             LAUNCH(launch_snap_recompress(&r, ce->st));
+        } else if (device && ce->dp.evict == EV_ADA) {
+            /* capped ada_* (§6.2): a layer with a region the append filled is re-split over its
+             * heads and re-partitioned; its lengths, capacities, targets go to the copy back */
+            const kv_ada_capped *ad = &ce->ada[l];
+            ada_rc_args r;
+            memset(&r, 0, sizeof r);
+            r.kc = ce->kc, r.vc = ce->vc, r.kv_dt = ce->kv_dt, r.head_dim = hd, r.n_kv_heads = Hkv;
+            r.n_heads = H, r.G = G, r.pos = ce->pos, r.score = ce->score;
+            r.off = ce->off + i0, r.len = ce->len + i0, r.cap = ce->cap + i0, r.target = ce->snap_target_d + i0;
+            r.step = ce->step_d, r.q_ring = ce->qring + (size_t)l * ce->qring_rows * H * hd;
+            r.q_ring_rows = ce->qring_rows;
+            r.w = ad->c.w, r.kernel = ad->c.kernel, r.pool_avg = ad->c.pool_avg, r.gqa_max = ad->c.gqa_max;
+            r.scale = scale;
+            r.base = ad->base, r.arena = ad->arena, r.cap_max = ad->cap_max, r.keep_max = ad->keep_max;
+            r.slack = ad->slack, r.alloc_ref = ad->alloc_ref;
+            r.oma = ad->oma, r.a_share = ad->a_share, r.a_floor = ad->a_floor;
+            r.scratch = ce->rc_scratch, r.map = ce->rc_map, r.stride = (size_t)ce->max_cap + 1;
+            r.rep_len = ce->next_d + 1 + i0, r.rep_cap = r.rep_len + n_lh, r.rep_target = r.rep_cap + n_lh;
+            LAUNCH(launch_ada_recompress(&r, ce->st));
         } else if (device && ce->dp.evict == EV_SUBGEN) {
             /* capped subgen (§8.2): a region past its capacity goes back to C' by k-center */
             subgen_rc_args r;
@@ -220,7 +242,9 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
     a.y[0] = ce->logits;
     LAUNCH(launch_gemv(&a, ce->gemv_blocks, ce->st));
     LAUNCH(launch_argmax(ce->logits, V, ce->next_d, ce->st));
-    CUDA_TRY(cudaMemcpyAsync(ce->h_next, ce->next_d, sizeof(int), cudaMemcpyDeviceToHost, ce->st));
+    /* the token (EV_ADA device steps: and every region's length, capacity, target) */
+    CUDA_TRY(cudaMemcpyAsync(ce->h_next, ce->next_d, (size_t)(device ? ce->next_words : 1) * sizeof(int),
+                             cudaMemcpyDeviceToHost, ce->st));
     if (want_logits)
         CUDA_TRY(cudaMemcpyAsync(ce->h_logits, ce->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, ce->st));
     return 0;
@@ -276,6 +300,11 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
         ce->ss_dirty = 0;
     }
     if (host_step && ce->ss_d.head) ce->ss_dirty = 1; /* its hooks feed the mirror's sketch */
+    if (device_policy && ce->ada && ce->ada_dirty) { /* ada_*: the targets of the last split */
+        CUDA_TRY(cudaMemcpyAsync(ce->snap_target_d, ce->snap.target, (size_t)n_lh * sizeof(int),
+                                 cudaMemcpyHostToDevice, ce->st));
+        ce->ada_dirty = 0;
+    }
     int round = 0;
     for (int i = 0; i < n_lh; i++) {
         if (device_policy && kv->len[i] + 1 > kv->cap[i] + 1) {
@@ -314,8 +343,20 @@ extern "C" int cuda_engine_decode(cuda_engine *ce, int token, int pos, float *lo
             for (int i = 0; i < n_lh; i++)
                 if (ce->kv_fresh[i] > kv->len[i]) ce->kv_fresh[i] = kv->len[i];
             for (int l = 0; l < kv->n_layers; l++) {
+                const int i0 = kv_idx(kv, l, 0);
                 kv_device_append(kv, l, pos);
-                if (ce->dp.evict != EV_NONE) kv_device_recompressed(kv, l, ce->kv_fresh + kv_idx(kv, l, 0));
+                if (ce->dp.evict == EV_ADA) {
+                    /* the re-split layers' lengths, capacities, targets came back with the token */
+                    const int *r = ce->h_next + 1 + i0;
+                    if (kv_device_ada_recompressed(kv, l, r, r + n_lh, r + 2 * n_lh, ce->kv_fresh + i0) != 0) {
+                        snprintf(err, errlen,
+                                 "layer %d: the re-split's capacities exceed the layer's arena (the budgets sum "
+                                 "over H_kv * base: --ada-alloc reference rounding)", l);
+                        return -1;
+                    }
+                } else if (ce->dp.evict != EV_NONE) {
+                    kv_device_recompressed(kv, l, ce->kv_fresh + i0);
+                }
             }
         } else {
             for (int i = 0; i < n_lh; i++) ce->kv_fresh[i] = 0; /* slots moved on the device */

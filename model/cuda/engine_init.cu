@@ -6,7 +6,7 @@
  * set-up (the emulator counts them: tests/test_cuda_emu.sh). */
 #include "model/cuda/engine.cuh"
 
-static int dalloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen)
+int ce_dalloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen)
 {
     *p = NULL;
     if (ce->n_dev == ce->cap_dev) {
@@ -25,7 +25,7 @@ static int dalloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t err
     return 0;
 }
 
-static int halloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen)
+int ce_halloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t errlen)
 {
     *p = NULL;
     if (ce->n_host == ce->cap_host) {
@@ -42,19 +42,6 @@ static int halloc(cuda_engine *ce, void **p, size_t bytes, char *err, size_t err
     ce->host_allocs[ce->n_host++] = *p;
     return 0;
 }
-
-#define DALLOC(ptr, bytes)                                                                     \
-    do {                                                                                       \
-        void *p_;                                                                              \
-        if (dalloc(ce, &p_, (bytes), err, errlen) != 0) return -1;                             \
-        (ptr) = (decltype(ptr))p_;                                                             \
-    } while (0)
-#define HALLOC(ptr, bytes)                                                                     \
-    do {                                                                                       \
-        void *p_;                                                                              \
-        if (halloc(ce, &p_, (bytes), err, errlen) != 0) return -1;                             \
-        (ptr) = (decltype(ptr))p_;                                                             \
-    } while (0)
 
 static_assert((int)CU_F32 == (int)DT_F32 && (int)CU_F16 == (int)DT_F16 && (int)CU_BF16 == (int)DT_BF16 &&
                   (int)CU_Q8_0 == (int)DT_Q8_0 && (int)CU_Q4_0 == (int)DT_Q4_0 && (int)CU_Q4_1 == (int)DT_Q4_1 &&
@@ -101,7 +88,7 @@ static int upload_norm(cuda_engine *ce, float **d, const weight_t *w, char *err,
     }
     dequantize_row(w->dtype, w->data, h, (int64_t)n); /* F32/F16/BF16 copied or widened */
     void *p;
-    if (dalloc(ce, &p, n * sizeof(float), err, errlen) != 0) {
+    if (ce_dalloc(ce, &p, n * sizeof(float), err, errlen) != 0) {
         free(h);
         return -1;
     }
@@ -140,6 +127,7 @@ extern "C" void cuda_engine_free(cuda_engine *ce)
     free(ce->host_allocs);
     free(ce->layers);
     free(ce->kv_fresh);
+    free(ce->ada);
     free(ce);
 }
 
@@ -229,8 +217,8 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
         rope_tables_freq(cs, sn, pos, ce->n_rope_rows, hd, c->rope_theta, c->rope_scaling_factor,
                          c->n_rope_factors ? c->rope_factors : NULL);
         void *a = NULL, *b = NULL;
-        int rc = dalloc(ce, &a, nt * sizeof(float), err, errlen);
-        if (!rc) rc = dalloc(ce, &b, nt * sizeof(float), err, errlen);
+        int rc = ce_dalloc(ce, &a, nt * sizeof(float), err, errlen);
+        if (!rc) rc = ce_dalloc(ce, &b, nt * sizeof(float), err, errlen);
         cudaError_t e1 = rc ? cudaSuccess : cudaMemcpy(a, cs, nt * sizeof(float), cudaMemcpyHostToDevice);
         cudaError_t e2 = rc ? cudaSuccess : cudaMemcpy(b, sn, nt * sizeof(float), cudaMemcpyHostToDevice);
         free(cs);
@@ -305,9 +293,10 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
     DALLOC(ce->src_d, (size_t)(ce->dp.relayout ? Hkv : 1) * ce->cand_stride * sizeof(int));
     if (ce->dp.relayout) HALLOC(ce->h_off_before, (size_t)Hkv * sizeof(size_t));
     DALLOC(ce->slot_d, (size_t)Hkv * sizeof(int));
-    DALLOC(ce->next_d, sizeof(int));
+    ce->next_words = 1 + (ce->dp.evict == EV_ADA && ce->dp.dev_decode ? 3 * n_lh : 0);
+    DALLOC(ce->next_d, (size_t)ce->next_words * sizeof(int));
     HALLOC(ce->h_tok, (size_t)M * sizeof(int));
-    HALLOC(ce->h_next, sizeof(int));
+    HALLOC(ce->h_next, (size_t)ce->next_words * sizeof(int));
     HALLOC(ce->h_slots, (size_t)Hkv * sizeof(int));
     HALLOC(ce->h_keep, (size_t)Hkv * ce->cand_stride * sizeof(int));
     HALLOC(ce->h_nkeep, (size_t)Hkv * sizeof(int));
@@ -341,79 +330,7 @@ int ce_setup(cuda_engine *ce, char *err, size_t errlen)
         }
         HALLOC(ce->h_att, (size_t)qdim * sizeof(float));
     }
-    if ((ce->dp.evict == EV_SH || ce->dp.evict == EV_HASH) && ce->dp.dev_decode) {
-        ce->sstate_words = ce->dp.evict == EV_SH ? EV_SH_WORDS : EV_HASH_WORDS;
-        if (kv->ops->slot_state_bytes != ce->sstate_words * sizeof(unsigned long long)) {
-            snprintf(err, errlen, "policy %s: %zu bytes of per-slot state, the device kernel keeps %zu", kv->ops->name,
-                     kv->ops->slot_state_bytes, (size_t)ce->sstate_words * sizeof(unsigned long long));
-            return -1;
-        }
-        DALLOC(ce->sstate, kv->n_slots * ce->sstate_words * sizeof(unsigned long long));
-        ce->sstate_dirty = 1;
-    }
-    if (ce->dp.evict == EV_HASH && ce->dp.dev_decode) {
-        int bits = 0;
-        const float *R = hashevict_device_proj(kv, &bits);
-        if (!R || bits != ce->dp.he_bits) {
-            snprintf(err, errlen, "policy %s: no projections for the device", kv->ops->name);
-            return -1;
-        }
-        const size_t rb = (size_t)kv->n_layers * bits * kv->head_dim * sizeof(float);
-        DALLOC(ce->he_R, rb);
-        CUDA_TRY(cudaMemcpy(ce->he_R, R, rb, cudaMemcpyHostToDevice));
-    }
-    if (ce->dp.evict == EV_SS && ce->dp.dev_decode) {
-        /* subgen_stream: the device copy of the sketch (uploaded before the first device step
-         * after each prefill, taken back by ce_refresh_mirror), its f32 weights, the attention's
-         * scratch */
-        ss_sketch *h = &ce->ss_h, *d = &ce->ss_d;
-        if (subgen_stream_device_sketch(kv, h) != 0 || h->d != hd || h->t < 1 || h->s < 1 || h->m_max < 1) {
-            snprintf(err, errlen, "policy %s: no sketch for the device", kv->ops->name);
-            return -1;
-        }
-        *d = *h;
-        const size_t nm = (size_t)h->n * h->m_max, ns = (size_t)h->n * h->s;
-        ce_ss_array a[CE_SS_ARRAYS];
-        ce_ss_arrays(ce, a);
-        for (int i = 0; i < CE_SS_ARRAYS; i++)
-            if (dalloc(ce, a[i].dev, a[i].bytes, err, errlen) != 0) return -1;
-        DALLOC(ce->ss_cw, nm * sizeof(float));
-        DALLOC(ce->ss_mwt, ns * sizeof(float));
-        ce->ss_stride = (size_t)ce->max_cap + 1 + (size_t)h->m_max * h->t + h->s;
-        DALLOC(ce->ss_scratch, (size_t)H * ce->ss_stride * sizeof(float));
-        ce->ss_dirty = 1;
-    }
-    if ((ce->dp.evict == EV_SNAP || ce->dp.evict == EV_SUBGEN) && ce->dp.dev_decode) {
-        /* capped snapkv / pyramidkv / subgen: the targets the regions go back to, the kernels'
-         * scratch */
-        if (ce->dp.evict == EV_SNAP ? kv_device_snap_capped(kv, &ce->snap) != 0
-                                    : subgen_device_capped(kv, &ce->sg_target, &ce->sg_recent) != 0) {
-            snprintf(err, errlen, "policy %s: no capped re-compression for the device", kv->ops->name);
-            return -1;
-        }
-        const size_t stride = (size_t)ce->max_cap + 1;
-        if (ce->dp.evict == EV_SNAP) {
-            DALLOC(ce->snap_target_d, (size_t)n_lh * sizeof(int));
-            CUDA_TRY(cudaMemcpy(ce->snap_target_d, ce->snap.target, (size_t)n_lh * sizeof(int),
-                                cudaMemcpyHostToDevice));
-        }
-        DALLOC(ce->rc_scratch, (size_t)Hkv * 4 * stride * sizeof(float));
-        DALLOC(ce->rc_map, (size_t)Hkv * stride * sizeof(int));
-    }
-    if (ce->dp.dev_decode) {
-        ce->kv_fresh = (int *)calloc((size_t)n_lh, sizeof(int));
-        if (!ce->kv_fresh) {
-            snprintf(err, errlen, "out of host memory");
-            return -1;
-        }
-        for (int i = 0; i < n_lh; i++) ce->kv_fresh[i] = kv->cap[i] + 1; /* nothing behind yet */
-        ce->h_qring = kv_device_query_ring(kv, &ce->qring_rows);
-        if (ce->h_qring) {
-            DALLOC(ce->qring, (size_t)kv->n_layers * ce->qring_rows * qdim * sizeof(float));
-            CUDA_TRY(cudaMemcpy(ce->qring, ce->h_qring, (size_t)kv->n_layers * ce->qring_rows * qdim * sizeof(float),
-                                cudaMemcpyHostToDevice));
-        }
-    }
+    if (ce_setup_policy(ce, err, errlen)) return -1; /* engine_policy.cu */
     if (ce->dp.logit_scale) {
         ce->h_hscale = (float *)(ce->h_step + 2);
         ce->hscale_d = (float *)(ce->step_d + 2);

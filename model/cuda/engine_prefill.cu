@@ -171,6 +171,7 @@ extern "C" int cuda_engine_prefill(cuda_engine *ce, const int *tokens, int n, in
     kv_sample_stats(kv);
     if (ce->sstate) ce->sstate_dirty = 1; /* the prefill hooks moved and zeroed histories on the host */
     if (ce->ss_d.head) ce->ss_dirty = 1;  /* subgen_stream's on_prefill fed the sketch on the host */
+    if (ce->ada) ce->ada_dirty = 1;       /* ada_*: the split set the targets on the host */
     /* the snap family's query ring took the chunk's last queries on the host: the device copy
      * follows (decode steps write it on the device, eviction/kv_device.h) */
     if (ce->qring && ce_upload_qring(ce, err, errlen)) return -1;

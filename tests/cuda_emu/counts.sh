@@ -9,8 +9,8 @@
 # the passthrough path; "buzz --budget 24" measures BUZZ between its rounds. The prefill-only
 # family (snapkv, pyramidkv, ada_*, subgen) decodes on the device in the reserve (default) and
 # grow modes of --prefill-only-decode: 1 sync per token like full, and in capped mode too (its
-# re-compressions on the device, "recompress" below; ada_* capped, not measured here, runs them
-# through the host hooks). l2norm, random (evict-then-attend) and
+# re-compressions on the device, "recompress" below; ada_* capped re-split the layer there, one
+# kernel per layer too). l2norm, random (evict-then-attend) and
 # tova (layer-wise) evict on the device: 1 sync, and so do h2o --h2o-order evict-first,
 # scissorhands and hashevict (evict-then-attend like l2norm; --hash-accum mean too, its running
 # sums and ages per-slot state on the device); and all of these (l2norm, random, h2o evict-first,
@@ -20,8 +20,9 @@
 # subgen_stream updates its window and sketch on the device and runs its estimator there in place
 # of the attention (two kernels per layer instead of one: "sketch", <= 6L + 10). snapkv and
 # pyramidkv capped re-compress a region that reached C on the device, one kernel per layer after
-# the attention ("recompress", <= 6L + 10; with --rope shifted's rotation 7L + 10), and so does
-# subgen capped (its k-center).
+# the attention ("recompress", <= 6L + 10; with --rope shifted's rotation 7L + 10), and so do
+# subgen capped (its k-center) and ada_snapkv / ada_pyramidkv capped (the layer's re-split over its
+# heads and the arena's re-partition; the new lengths and capacities ride in the one copy back).
 
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
@@ -93,6 +94,9 @@ pyramidkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recomp
 snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4 --rope shifted|recompress_shifted
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 4|recompress
 subgen|--budget 24 --prefill-only-decode capped --subgen-recompress 3 --kv-dtype bf16 --rope shifted|recompress_shifted
+ada_snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4|recompress
+ada_pyramidkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 3 --kv-dtype f16|recompress
+ada_snapkv|--budget 24 --snap-window 8 --prefill-only-decode capped --snap-recompress 4 --rope shifted|recompress_shifted
 scissorhands|--budget 24 --rope shifted|shifted
 scissorhands|--budget 24 --sh-hist 5 --kv-dtype bf16 --rope shifted|shifted
 hashevict|--budget 24 --rope shifted|shifted
@@ -105,7 +109,7 @@ LIST
 
 # the 1-sync check can fail: each policy moved onto the device, its decode steps forced through
 # the host hooks (LLM_CUDA_HOST_DECODE=1, the path before), must be over it: snapkv, capped
-# snapkv and subgen (their re-compressions), subgen_stream (host hooks and host attention)
+# snapkv, subgen and ada_* (their re-compressions), subgen_stream (host hooks and host attention)
 export LLM_CUDA_HOST_DECODE=1
 while IFS='|' read -r label args; do
     # shellcheck disable=SC2086
@@ -123,6 +127,8 @@ done <<'FORCED'
 snapkv|--policy snapkv --snap-window 8
 capped snapkv --snap-window 8 --snap-recompress 4|--prefill-only-decode capped --policy snapkv --snap-window 8 --snap-recompress 4
 capped subgen --subgen-recompress 4|--prefill-only-decode capped --policy subgen --subgen-recompress 4
+capped ada_snapkv --snap-window 8 --snap-recompress 4|--prefill-only-decode capped --policy ada_snapkv --snap-window 8 --snap-recompress 4
+capped ada_pyramidkv --snap-window 8 --snap-recompress 3|--prefill-only-decode capped --policy ada_pyramidkv --snap-window 8 --snap-recompress 3
 subgen_stream|--policy subgen_stream
 FORCED
 unset LLM_CUDA_HOST_DECODE
@@ -158,7 +164,13 @@ order_identity "stories260K subgen 16 capped" EMU_SEED=2 \
     -m "$MODEL" -p "$PROMPT" -n 12 --ignore-eos --temp 0 --device cuda --policy subgen --budget 16 \
     --prefill-only-decode capped --subgen-recompress 4 --json
 
-# the device re-compressions (capped snapkv, pyramidkv, subgen) decide as the CPU policy code does
+# capped ada_snapkv's device re-split (block reductions, the global and per-head ranks, the
+# compaction and the arena's re-partition)
+order_identity "stories260K ada_snapkv 16 capped" EMU_SEED=2 \
+    -m "$MODEL" -p "$PROMPT" -n 12 --ignore-eos --temp 0 --device cuda --policy ada_snapkv --budget 16 --snap-window 4 \
+    --prefill-only-decode capped --snap-recompress 4 --json
+
+# the device re-compressions (capped snapkv, pyramidkv, subgen, ada_*) decide as the CPU policy code does
 # on the same rows: logits bit for bit against LLM_CUDA_HOST_DECODE=1 (the host hooks on the host
 # mirror of the device's K/V rows and query ring, the same attention kernel); the parity runs
 # compare with the CPU backend, whose keys differ by float rounding
@@ -180,6 +192,12 @@ pyramidkv --budget 0.4 --snap-window 4 --snap-recompress 3 --rope shifted
 snapkv --budget 0.4 --snap-window 4 --snap-recompress 4 --kv-dtype f16
 subgen --budget 0.4 --subgen-recompress 4 --kv-dtype bf16
 subgen --budget 0.3 --subgen-recompress 3 --subgen-recent 2 --prefill-chunk 7 --rope shifted
+ada_snapkv --budget 0.4 --snap-window 4 --snap-recompress 4
+ada_pyramidkv --budget 0.4 --snap-window 4 --snap-recompress 3 --rope shifted
+ada_snapkv --budget 0.3 --snap-window 4 --snap-pool avg --snap-kernel 3 --snap-recompress 3 --prefill-chunk 7
+ada_snapkv --budget 0.4 --snap-window 4 --snap-recompress 3 --ada-alloc reference
+ada_pyramidkv --budget 0.4 --snap-window 4 --snap-recompress 4 --kv-dtype bf16 --ada-gqa max
+ada_snapkv --budget 0.4 --snap-window 4 --snap-recompress 4 --kv-dtype f16
 LIST
 
 # device memory: nothing left after a run, nor after a failure at any allocation (every device

@@ -42,12 +42,14 @@
 #include "ss_attend.inc"
 #include "snap_recompress.inc"
 #include "subgen_recompress.inc"
+#include "ada_recompress.inc"
 
 #include "model/cuda/engine_init.cu"
 #include "model/cuda/engine_linear.cu"
 #include "model/cuda/engine_prefill.cu"
 #include "model/cuda/engine_decode.cu"
 #include "model/cuda/engine_mirror.cu"
+#include "model/cuda/engine_policy.cu"
 
 static std::set<void *> &emu_live()
 {
