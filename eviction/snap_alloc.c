@@ -285,6 +285,22 @@ static void ada_plan(snap_state *s, int layer, const snap_cands *cands, int end,
     /* no head beyond the bound its capacity was sized for (B_max; holds by construction) */
     for (int g = 0; g < s->Hkv; g++)
         if (s->budgets[g] > s->keep_max[layer] - s->w) s->budgets[g] = s->keep_max[layer] - s->w;
+    /* [DECISION] reference rounding (rint per head) can sum to more than H_kv·base (three heads
+     * 10.7, 10.7, 8.6 → 31 > 30), and the arena holds exactly the uniform split (ada_fill
+     * requires Σ (B_g + w + slack + 1) ≤ it): the excess is taken back one entry at a time from
+     * the largest budget, ties to the higher head (head 0 gets leftovers first, so it gives
+     * last). AdaKV's own code lets its flattened cache grow instead; ours is physical. The
+     * device's re-split (kernels/cuda/ada_recompress.cu) does the same. */
+    if (compress) {
+        int over = -s->Hkv * base;
+        for (int g = 0; g < s->Hkv; g++) over += s->budgets[g];
+        for (; over > 0; over--) {
+            int big = 0;
+            for (int g = 1; g < s->Hkv; g++)
+                if (s->budgets[g] >= s->budgets[big]) big = g;
+            s->budgets[big]--;
+        }
+    }
     /* without a split every head keeps its prefix and is sized for the uniform base */
     if (!compress)
         for (int g = 0; g < s->Hkv; g++) s->budgets[g] = base;

@@ -309,6 +309,45 @@ static void test_ada_chunked_prefill_repartitions_arena_and_data_follows_slots(v
         }
 }
 
+/* Ada's reference rounding (§6.2: rint of c_g(1−α) + floor(α·base) per head) can sum to more
+ * than the layer's H_kv·base (three heads: 10.7, 10.7, 8.6 → 11 + 11 + 9 = 31 > 30), and the
+ * arena holds exactly the uniform split: the capped re-compression must keep every layer's
+ * regions inside its arena (check_slots: contiguous, Σ (cap + 1) = the allocation). Before the
+ * fix, these runs laid the last head of a layer past its arena, over the next layer's. */
+static void test_ada_reference_rounding_keeps_regions_inside_the_arena(void **state)
+{
+    (void)state;
+    const char *alphas[] = {"0.1", "0.2", "0.3", "0.5"};
+    const char *windows[] = {"3", "4"};
+    int steps = 0;
+    for (int a = 0; a < 4; a++)
+        for (int wi = 0; wi < 2; wi++)
+            for (int Hkv = 3; Hkv <= 4; Hkv++) {
+                toy s = toy_new(2, Hkv, Hkv * 2, 90);
+                uint64_t r = 0x9e3779b97f4a7c15ull * (uint64_t)(a * 8 + wi * 2 + Hkv);
+                for (int t = 0; t < 90; t++)
+                    for (int g = 0; g < Hkv; g++) {
+                        r = r * 6364136223846793005ull + 1442695040888963407ull;
+                        toy_k(&s, t, g)[0] = (float)(r >> 40) / (float)(1 << 24) * 3.0f;
+                        toy_k(&s, t, g)[1] = (float)((r >> 20) & 0xfff) / 4096.0f;
+                    }
+                kv_cache kv;
+                char err[256];
+                const char *set[] = {"obs-window", windows[wi], "prefill-only-decode", "capped", "snap-recompress", "3",
+                                     "ada-alloc", "reference", "ada-alpha", alphas[a], NULL};
+                assert_int_equal(make_kv(&kv, &policy_ada_snapkv, 14, &s, 40, 48, set, err), 0);
+                prefill(&kv, &s, 40, 40);
+                check_slots(&kv, &s);
+                for (int t = 40; t < 88; t++, steps++) {
+                    decode(&kv, &s, t);
+                    check_slots(&kv, &s);
+                }
+                kv_free(&kv);
+                toy_free(&s);
+            }
+    assert_true(steps > 0);
+}
+
 /* Reserve mode (§7.6, default): after the prompt every head is at its target C − max_new and
  * appending max_new tokens never exceeds C; pyramid layers differ, their mean is C (exact). */
 static void test_reserve_mode_peak_stays_within_capacity(void **state)
@@ -463,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_snap_family_keeps_everything_when_budget_covers_all),
         cmocka_unit_test(test_ada_snapkv_exact_split_sums_to_layer_budget_in_uniform_arena),
         cmocka_unit_test(test_ada_chunked_prefill_repartitions_arena_and_data_follows_slots),
+        cmocka_unit_test(test_ada_reference_rounding_keeps_regions_inside_the_arena),
         cmocka_unit_test(test_reserve_mode_peak_stays_within_capacity),
         cmocka_unit_test(test_capped_mode_recompresses_every_R_steps_keeping_window),
         cmocka_unit_test(test_reserve_falls_back_to_capped_when_prompt_budget_too_small),

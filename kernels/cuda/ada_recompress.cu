@@ -125,6 +125,18 @@ template <typename T> __global__ void __launch_bounds__(AR_THREADS) ada_rc_kerne
                 if (!s_compress) s_b[g] = a.base;
                 else if (s_b[g] > a.keep_max - a.w) s_b[g] = a.keep_max - a.w;
             }
+            /* Σ B_g above H_kv·base (reference rounding): the excess back from the largest
+             * budget, ties to the higher head (ada_plan, eviction/snap_alloc.c) */
+            if (s_compress) {
+                int over = -H * a.base;
+                for (int g = 0; g < H; g++) over += s_b[g];
+                for (; over > 0; over--) {
+                    int big = 0;
+                    for (int g = 1; g < H; g++)
+                        if (s_b[g] >= s_b[big]) big = g;
+                    s_b[big]--;
+                }
+            }
             /* head 0 within the arena (cap0_limit of a decode plan) */
             int lim0 = a.arena - (s_L[0] - s_np[0]);
             if (lim0 < 0) lim0 = 0;
