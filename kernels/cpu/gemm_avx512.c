@@ -23,7 +23,7 @@
 #ifdef LLM_SIMD_X86
 #include <immintrin.h>
 
-#define T __attribute__((target("avx512f,avx512dq,avx2,fma")))
+#define T __attribute__((target("avx512f,avx2,fma")))   /* AVX-512F only, as the family (dispatch.c) */
 #define AI static inline __attribute__((always_inline))
 
 #define GN_RM 8
@@ -39,7 +39,7 @@ T AI __m128 gn_sum4(__m512 A, __m512 B, __m512 C, __m512 D)
     __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(C, D), _mm512_unpackhi_ps(C, D));
     __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
                              _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
-    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
