@@ -10,7 +10,7 @@
  * of 16 lanes each, one FMA per (weight row, activation row, 16 columns); the activations
  * ([NB][K] at a time, ≤ 1 MiB) stay in the L2 while every 8-row block of the weights streams
  * past them once. Measured single-threaded on the 110M shape's matrices (12 layers' worth,
- * weights from DRAM, tmp microbenchmark, Sapphire Rapids VM, 2026-11-28): n = 128 133 GFLOPS
+ * weights from DRAM, the program now in bench/gemm_nt.c, Sapphire Rapids VM, 2026-11-28): n = 128 133 GFLOPS
  * against OpenBLAS 0.3.21 (SkylakeX kernels) 117-124; n = 64 124 vs 96; n = 16 66 vs 41;
  * n = 256 134 vs 141 and n = 512 130 vs 154, so matmul.c uses this below GEMM_NT_MAX_N only.
  *
@@ -97,7 +97,7 @@ T AI void gn_tile(int RM, int RN, float *y, int ldy, const float *x, const float
 /* Prefetches (into the L2) the share t of T of the next 8-row block's columns [0, kc) (rows of
  * stride K, pf at its first row's first column), so that block does not start from DRAM: its
  * first tile otherwise waits on 8 cold row streams. One thread, weights from DRAM, 2026-11-28
- * quiet host (tmp microbenchmark, 3 rounds): K = 768 147-150 -> 157-170 GFLOPS, K = 2048 (in
+ * quiet host (bench/gemm_nt.c's program, 3 rounds): K = 768 147-150 -> 157-170 GFLOPS, K = 2048 (in
  * chunks) 128-144 -> 126-141; 110M F32 prefill of 128 ids, best of 5 interleaved: 1 thread 635
  * -> 665 tok/s, 2 threads 1250 -> 1423 (OpenBLAS build: 594 / 1158). */
 T AI void gn_prefetch(const float *pf, int K, int kc, int t, int nt)
