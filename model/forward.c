@@ -17,27 +17,13 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* Zeroed, 64-byte aligned (one cache line, one zmm load): glibc's calloc returns 16-byte
- * aligned blocks, and the prefill GEMM (gemm_avx512.c) reading its activation rows across
- * cache lines ran at 125 GFLOPS where aligned rows give 168 (bench/gemm_nt.c, one thread,
- * n = 128, 1152 x 768, weights from DRAM). Freed with free(). */
-static void *alloc64(size_t n, size_t size)
-{
-    if (n == 0) n = 1;
-    if (n > SIZE_MAX / size) return NULL;
-    size_t bytes = (n * size + 63) / 64 * 64;
-    void *p = aligned_alloc(64, bytes);
-    if (p) memset(p, 0, bytes);
-    return p;
-}
 #define ALLOC(ptr, count)                                                                      \
     do {                                                                                       \
-        (ptr) = alloc64((size_t)(count), sizeof *(ptr));                                       \
+        (ptr) = model_alloc64((size_t)(count), sizeof *(ptr));  /* util.c */                                       \
         if (!(ptr)) goto oom;                                                                  \
     } while (0)
 

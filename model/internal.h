@@ -21,6 +21,9 @@ int model_align_weights(model_weights *m, char *err, size_t errlen);
  * the Hugging Face rotate_half order, in owned memory (gguf_model.c). 0 or -1. */
 int gguf_unpermute_qk(model_weights *m, char *err, size_t errlen);
 
+/* n zeroed elements of `size` bytes, 64-byte aligned (util.c; freed with free()), or NULL. */
+void *model_alloc64(size_t n, size_t size);
+
 /* The one-line error of every file of model/ (util.c): printf format into err; control
  * characters that came from the input become '?'. Always returns -1. */
 int model_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
