@@ -27,6 +27,7 @@
  * stderr when a model cannot be loaded. */
 #include "cli/cli.h"
 #include "eviction/eviction.h"
+#include "kernels/cpu/prefetch.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 
@@ -342,8 +343,8 @@ int main(int argc, char **argv)
         double b = bw_pass();
         if (b > bw_best) bw_best = b;
     }
-    printf("Threads: %d (OpenMP; the BLAS single-threaded inside them), SIMD kernels: %s, "
-           "OMP_WAIT_POLICY=%s.\n\n", g_threads, cpu_simd_name(),
+    printf("Threads: %d (OpenMP; the BLAS single-threaded inside them), SIMD kernels: %s, decode prefetch distances: "
+           "the %s set (kernels/cpu/prefetch.h), OMP_WAIT_POLICY=%s.\n\n", g_threads, cpu_simd_name(), cpu_prefetch_name(),
            getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
 
     static model_result res[8];

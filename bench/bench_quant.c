@@ -1,7 +1,7 @@
 /* bench_quant: speed of matmul on ggml block weights (kernels/cpu/quant*.c).
  *
  *   bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,Q8_0,...]
- *               [--no-cold] [--no-gemm] [--ns 128,512] [--time S] [--layout auto|rows]
+ *               [--no-cold] [--no-gemm] [--ns 128,512] [--time S] [--layout auto|rows] [--pf SPEC]
  *
  * --types may name F32, F16 and BF16 too (decode only): the same shapes through the float
  * kernels (kernels/cpu/simd_*), the per-byte reference of issue 14's "not slower than the F32
@@ -17,12 +17,16 @@
  * --layout: auto (the default) runs the weights as llm-run keeps them resident, the 4- and 5-bit
  * types interleaved 16 rows at a time where the family has that decode kernel (WL_X16,
  * kernels.h; the "layout" column says which); rows keeps ggml's layout for every type.
+ * --pf sets the decode kernels' software prefetch distances (kernels/cpu/prefetch.h): a set's name
+ * (intel, amd) and/or field=bytes pairs, e.g. --pf amd,x16=2048 (default: the set dispatch.c
+ * chose for this CPU; the header line says which).
  * --family pins the quantized-kernel table (scalar, avx2, avxvnni, avx512, avx512vnni; default:
  * the one dispatch.c picks); --act-bits the activations (16, the default, or 8: llama.cpp's). Each figure: the best of 10 runs of --time / 5 seconds (default
  * 0.15 s in all); 1-thread runs are timed in the thread's CPU time (the machine may be shared),
  * runs on more threads in wall-clock time: on a machine busy with other jobs those collapse
  * whenever one thread is descheduled (every parallel region waits for it), so read them only
  * from a quiet machine. */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
@@ -145,13 +149,22 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-cold")) cold = 0;
         else if (!strcmp(argv[i], "--no-gemm")) gemm = 0;
         else if (!strcmp(argv[i], "--layout") && i + 1 < argc) auto_layout = strcmp(argv[++i], "rows") != 0;
-        else {
-            fprintf(stderr, "usage: bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,...] [--no-cold] [--no-gemm] [--ns 128,512] [--time S] [--layout auto|rows]\n");
+        else if (!strcmp(argv[i], "--pf") && i + 1 < argc) {
+            char err[200];
+            if (cpu_prefetch_set(argv[++i], err, sizeof err) != 0) {
+                fprintf(stderr, "bench_quant: %s\n", err);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: bench_quant [--threads 1,2] [--family NAME] [--act-bits 16|8] [--types Q4_1,...] [--no-cold] [--no-gemm] [--ns 128,512] [--time S] [--layout auto|rows] [--pf SPEC]\n");
             return 2;
         }
     }
-    printf("quantized kernels: %s, %d-bit activations (SIMD family %s), %d cores; 1T: thread CPU time, more: wall clock\n\n",
-           cpu_quant()->name, cpu_quant()->bits, cpu_simd_name(), cpu_num_cores());
+    char pf[200];
+    cpu_prefetch_describe(pf, sizeof pf);
+    printf("quantized kernels: %s, %d-bit activations (SIMD family %s), %d cores; 1T: thread CPU time, more: wall clock\n"
+           "decode prefetch distances (bytes) %s\n\n",
+           cpu_quant()->name, cpu_quant()->bits, cpu_simd_name(), cpu_num_cores(), pf);
 
     float *x = malloc(sizeof(float) * 512 * 4864), *y = malloc(sizeof(float) * 512 * 4864);
     if (!x || !y) return 1;

@@ -3,10 +3,12 @@
  * otherwise. */
 #include "kernels/cpu/simd.h"
 
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/kernels.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,4 +153,102 @@ int cpu_quant_use(const char *name)
     if (name && !(q = cpu_quant_find(name))) return -1;
     atomic_store_explicit(&g_quant_pinned, q, memory_order_release);
     return 0;
+}
+
+/* ------------------------------------------------------------ prefetch distances (prefetch.h) */
+
+/* intel: tuned on a Sapphire Rapids VM (the figures are in each kernel's file); amd: on a
+ * Zen 4 VM (bench/cpu.md, session 13), fields left at the intel value where no other was
+ * measurably better there. */
+#define PF_INTEL {.x16 = 3072, .q16 = 2048, .q16_l2 = 4096, .q16_256 = 1024, .q8 = 1024, .split = 1024, .split_l2 = 4096, .mv16 = 3072, .mv32 = 3072}
+static const cpu_prefetch pf_intel = PF_INTEL;
+static const cpu_prefetch pf_amd = {.x16 = 1024, .q16 = 2048, .q16_l2 = 4096, .q16_256 = 1024, .q8 = 1024,
+                                    .split = 1024, .split_l2 = 4096, .mv16 = 1024, .mv32 = 0};
+cpu_prefetch cpu_pf = PF_INTEL;
+static const char *pf_name = "intel";
+
+const cpu_prefetch *cpu_prefetch_preset(const char *name)
+{
+    if (!strcmp(name, "intel")) return &pf_intel;
+    if (!strcmp(name, "amd")) return &pf_amd;
+    return NULL;
+}
+
+const char *cpu_prefetch_name(void) { return pf_name; }
+
+static int *pf_field(cpu_prefetch *p, const char *name, size_t len)
+{
+    static const struct { const char *name; size_t off; } f[] = {
+        {"x16", offsetof(cpu_prefetch, x16)},       {"q16", offsetof(cpu_prefetch, q16)},
+        {"q16_l2", offsetof(cpu_prefetch, q16_l2)}, {"q16_256", offsetof(cpu_prefetch, q16_256)},
+        {"q8", offsetof(cpu_prefetch, q8)},         {"split", offsetof(cpu_prefetch, split)},
+        {"split_l2", offsetof(cpu_prefetch, split_l2)}, {"mv16", offsetof(cpu_prefetch, mv16)},
+        {"mv32", offsetof(cpu_prefetch, mv32)}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (strlen(f[i].name) == len && !strncmp(f[i].name, name, len)) return (int *)((char *)p + f[i].off);
+    return NULL;
+}
+
+int cpu_prefetch_set(const char *spec, char *err, size_t errlen)
+{
+    cpu_prefetch p = cpu_pf;
+    const char *name = NULL;
+    for (const char *s = spec; *s;) {
+        size_t len = strcspn(s, ",");
+        const char *eq = memchr(s, '=', len);
+        if (!eq) {   /* a set's name */
+            char buf[16];
+            const cpu_prefetch *q = NULL;
+            if (len < sizeof buf) {
+                memcpy(buf, s, len);
+                buf[len] = 0;
+                q = cpu_prefetch_preset(buf);
+            }
+            if (!q) {
+                snprintf(err, errlen, "prefetch: unknown set '%.*s' (intel, amd)", (int)len, s);
+                return -1;
+            }
+            p = *q;
+            name = q == &pf_intel ? "intel" : "amd";
+        } else {
+            int *f = pf_field(&p, s, (size_t)(eq - s));
+            char *end;
+            long v = strtol(eq + 1, &end, 10);
+            if (!f || end != s + len || end == eq + 1 || v < 0 || v > 65536) {
+                snprintf(err, errlen, "prefetch: bad '%.*s' (x16, q16, q16_l2, q16_256, q8, split, split_l2, mv16, mv32 = 0..65536 bytes)",
+                         (int)len, s);
+                return -1;
+            }
+            *f = (int)v;
+            name = "custom";
+        }
+        s += len;
+        if (*s == ',') s++;
+    }
+    cpu_pf = p;
+    if (name) pf_name = name;
+    return 0;
+}
+
+void cpu_prefetch_describe(char *buf, size_t n)
+{
+    snprintf(buf, n, "%s: x16=%d q16=%d q16_l2=%d q16_256=%d q8=%d split=%d split_l2=%d mv16=%d mv32=%d", pf_name,
+             cpu_pf.x16, cpu_pf.q16, cpu_pf.q16_l2, cpu_pf.q16_256, cpu_pf.q8, cpu_pf.split, cpu_pf.split_l2, cpu_pf.mv16,
+             cpu_pf.mv32);
+}
+
+/* Before main: the set for this CPU's vendor (cpuid leaf 0), or LLM_PREFETCH's. */
+__attribute__((constructor)) static void prefetch_init(void)
+{
+#ifdef LLM_SIMD_X86
+    unsigned a, b, c, d;
+    if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u) {   /* "AuthenticAMD" */
+        cpu_pf = pf_amd;
+        pf_name = "amd";
+    }
+#endif
+    const char *env = getenv("LLM_PREFETCH");
+    char err[160];
+    if (env && *env && cpu_prefetch_set(env, err, sizeof err) != 0)
+        fprintf(stderr, "llm-run: LLM_PREFETCH=%s: %s; using the %s set\n", env, err, pf_name);
 }

@@ -6,6 +6,7 @@
  * GEMM_NT_MAX_N tokens our unpacked GEMM (gemm_avx512.c) where the SIMD family has one, else
  * the BLAS (cblas_sgemm); F16/BF16 weights are widened one tile of rows at a time (8 rows for
  * our GEMM, ~1 MiB for the BLAS) into a per-thread buffer kept between calls. */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/rowsteal.h"
 #include "kernels/cpu/simd.h"
@@ -48,7 +49,7 @@ static void matvec_multi_sw(float *const *y, const weight_t *const *w, int k, co
  * the first 3 KiB of each block without it. So a claimed block first prefetches the head of
  * the block after it (the one the thread most likely takes next): global row g of the k
  * matrices. */
-#define MV_HEAD_BYTES 3072
+#define MV_HEAD_BYTES ((size_t)cpu_pf.mv16)
 static void prefetch_head(const weight_t *const *w, int k, long long g)
 {
     for (int i = 0; i < k; i++) {

@@ -3,6 +3,7 @@
  * qpack16_body.inc at 256 bits, and the 16-bit activation quantizers every SIMD family uses (the scalar
  * ones' bytes: the same f32 products, nearest even by vcvtps2dq under the default MXCSR).
  * Compiled with target attributes, chosen at run time by dispatch.c. */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 
 #ifdef LLM_SIMD_X86
@@ -10,7 +11,7 @@
 #include <string.h>
 
 /* software prefetch distance in the weight stream of the decode kernels (bytes) */
-#define QPF 1024
+#define QPF ((size_t)cpu_pf.q16_256)   /* the intel set: 1024 (prefetch.h) */
 #define TA __attribute__((target("avx2,fma,f16c")))
 #define QI static inline __attribute__((always_inline))
 

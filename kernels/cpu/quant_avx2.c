@@ -3,6 +3,7 @@
  * their activation quantizers (bit-identical with the scalar ones: the same f32 products, roundf
  * done exactly as trunc ± 1, nearest-even by vcvtps2dq under the default MXCSR). Compiled with
  * target attributes, chosen at run time by dispatch.c. */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 
 #ifdef LLM_SIMD_X86
@@ -13,7 +14,7 @@
 
 
 /* software prefetch distance in the weight stream of the decode kernels (bytes) */
-#define QPF 1024
+#define QPF ((size_t)cpu_pf.q8)   /* the intel set: 1024 (prefetch.h) */
 #define TA __attribute__((target("avx2,fma,f16c")))
 #define QI static inline __attribute__((always_inline))
 

@@ -3,6 +3,7 @@
  * quant_body.inc and qpack_body.inc at 512 bits. The activation quantizers are the AVX2 ones (quant_avx2.c: bit-identical
  * with the scalar ones; a small part of the work). Compiled with target attributes, chosen at
  * run time by dispatch.c. */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 
 #ifdef LLM_SIMD_X86
@@ -10,7 +11,7 @@
 #include <string.h>
 
 /* software prefetch distance in the weight stream of the decode kernels (bytes) */
-#define QPF 1024
+#define QPF ((size_t)cpu_pf.q8)   /* the intel set: 1024 (prefetch.h) */
 #define QI static inline __attribute__((always_inline))
 
 #define QPW 512   /* qpack_body.inc: the vector width */

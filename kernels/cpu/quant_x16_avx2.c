@@ -2,6 +2,7 @@
  * families, "avx2" (vpmaddwd + vpaddd) and "avxvnni" (AVX-VNNI vpdpwssd), from
  * quant_x16_body256.inc; quant_x16.c's cpu_quant_x16 hands them to quant_gemm.c. Compiled with
  * target attributes, chosen at run time with their family (dispatch.c). */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 
 #ifdef LLM_SIMD_X86
@@ -9,7 +10,7 @@
 #include <string.h>
 
 /* prefetch of the weight stream, as quant_x16_avx512.c (not tuned on an AVX2-only host) */
-#define QX_PF 3072
+#define QX_PF ((size_t)cpu_pf.x16)
 #define QX_HINT _MM_HINT_T1
 
 #define T __attribute__((target("avx2,fma,f16c")))

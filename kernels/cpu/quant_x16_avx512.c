@@ -2,6 +2,7 @@
  * families, "avx512" (vpmaddwd + vpaddd) and "avx512vnni" (vpdpwssd), from quant_x16_body.inc;
  * quant_x16.c's cpu_quant_x16 hands them to quant_gemm.c. Compiled with target attributes, chosen at run time
  * with their family (dispatch.c). */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 
 #ifdef LLM_SIMD_X86
@@ -11,10 +12,9 @@
 /* software prefetch of the weight stream: QX_PF bytes ahead, into the L2. bench_quant --types
  * F32,Q4_1,Q5_0 --no-gemm, cold, two interleaved rounds (2026-11-28, Sapphire Rapids VM): Q4_1
  * 1 thread 14.0-14.4 GB/s at 3072 or 2048 into the L2, 12.4-14.5 at 2048 into the L1, 13.2-13.7
- * at 4096 and 6144 into the L2, 10.2-12.6 at 4096 into the L1. (-D to try others.) */
-#ifndef QX_PF
-#define QX_PF 3072
-#endif
+ * at 4096 and 6144 into the L2, 10.2-12.6 at 4096 into the L1. Zen 4 VM (session 13): Q8_0 18-20
+ * GB/s at 3072, 28-34 at 0-1024; Q4_1 24-25, 28-29 at 1024 (bench_quant --pf to try others). */
+#define QX_PF ((size_t)cpu_pf.x16)   /* the intel set: 3072 (prefetch.h) */
 #ifndef QX_HINT
 #define QX_HINT _MM_HINT_T1
 #endif

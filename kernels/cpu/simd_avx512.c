@@ -4,6 +4,7 @@
  * defined here. Compiled with target attributes, chosen at run time by dispatch.c.
  * (AVX-512 BF16's vdpbf16ps is not used: it would round the activations to bf16, changing
  * results; widening keeps f32 math.) */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/simd.h"
 
 #ifdef LLM_SIMD_X86
@@ -70,8 +71,8 @@ T static inline __m512 vload_bf16(const uint16_t *p)
  * --reps 4, interleaved, 2026-11-27); 2 and 4 KiB ahead were worse than 3 KiB for either hint.
  * The same hint left F32 (below) within noise (84% vs 85%) and made the block-format kernels'
  * prefetch 5-10% slower (bench_quant cold 2T), so those keep T0. */
-#define MV_PF 3072
-#define MV_PF32 3072
+#define MV_PF cpu_pf.mv16     /* the intel set: 3072 (prefetch.h) */
+#define MV_PF32 cpu_pf.mv32   /* the intel set: 3072 */
 T static inline void mv_prefetch(const void *p, const char *end)
 {
     const char *q = (const char *)p + MV_PF;
