@@ -46,6 +46,21 @@ static int ce_appends(const cuda_engine *ce)
 /* Enqueues one decode step for the token and position in ce->h_step. hooks: run the host
  * policies' work in between (DEV_POLICY_HOST; BUZZ's rounds) — 0 only for a graph capture of a
  * device step, which then contains no host wait. */
+/* The fields the two capped re-compressions (snap_rc_args, ada_rc_args: kernels_cuda.cuh) take
+ * alike, for layer l whose heads' entries start at i0: the cache, the ring of this layer's
+ * queries, the step, and the scratch (the rest is zeroed). */
+template <typename A>
+static void rc_common_args(A *r, const cuda_engine *ce, int l, size_t i0, int hd, int Hkv, int H, int G, float scale)
+{
+    memset(r, 0, sizeof *r);
+    r->kc = ce->kc, r->vc = ce->vc, r->kv_dt = ce->kv_dt, r->head_dim = hd, r->n_kv_heads = Hkv;
+    r->n_heads = H, r->G = G, r->pos = ce->pos, r->score = ce->score;
+    r->off = ce->off + i0, r->len = ce->len + i0, r->cap = ce->cap + i0, r->target = ce->snap_target_d + i0;
+    r->step = ce->step_d, r->q_ring = ce->qring + (size_t)l * ce->qring_rows * H * hd, r->q_ring_rows = ce->qring_rows;
+    r->scale = scale;
+    r->scratch = ce->rc_scratch, r->map = ce->rc_map, r->stride = (size_t)ce->max_cap + 1;
+}
+
 static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, size_t errlen)
 {
     const model_config *c = &ce->w->cfg;
@@ -176,33 +191,19 @@ static int enqueue_step(cuda_engine *ce, int hooks, int want_logits, char *err, 
             /* capped snapkv / pyramidkv (§7.6): a region the append filled is re-compressed from
              * the ring (which the attention has just given this step's queries) */
             snap_rc_args r;
-            memset(&r, 0, sizeof r);
-            r.kc = ce->kc, r.vc = ce->vc, r.kv_dt = ce->kv_dt, r.head_dim = hd, r.n_kv_heads = Hkv;
-            r.n_heads = H, r.G = G, r.pos = ce->pos, r.score = ce->score;
-            r.off = ce->off + i0, r.len = ce->len + i0, r.cap = ce->cap + i0, r.target = ce->snap_target_d + i0;
-            r.step = ce->step_d, r.q_ring = ce->qring + (size_t)l * ce->qring_rows * H * hd;
-            r.q_ring_rows = ce->qring_rows;
-            r.w = ce->snap.w, r.kernel = ce->snap.kernel, r.pool_avg = ce->snap.pool_avg;
-            r.gqa_max = ce->snap.gqa_max, r.scale = scale;
-            r.scratch = ce->rc_scratch, r.map = ce->rc_map, r.stride = (size_t)ce->max_cap + 1;
+            rc_common_args(&r, ce, l, i0, hd, Hkv, H, G, scale);
+            r.w = ce->snap.w, r.kernel = ce->snap.kernel, r.pool_avg = ce->snap.pool_avg, r.gqa_max = ce->snap.gqa_max;
             LAUNCH(launch_snap_recompress(&r, ce->st));
         } else if (device && ce->dp.evict == EV_ADA) {
             /* capped ada_* (§6.2): a layer with a region the append filled is re-split over its
              * heads and re-partitioned; its lengths, capacities, targets go to the copy back */
             const kv_ada_capped *ad = &ce->ada[l];
             ada_rc_args r;
-            memset(&r, 0, sizeof r);
-            r.kc = ce->kc, r.vc = ce->vc, r.kv_dt = ce->kv_dt, r.head_dim = hd, r.n_kv_heads = Hkv;
-            r.n_heads = H, r.G = G, r.pos = ce->pos, r.score = ce->score;
-            r.off = ce->off + i0, r.len = ce->len + i0, r.cap = ce->cap + i0, r.target = ce->snap_target_d + i0;
-            r.step = ce->step_d, r.q_ring = ce->qring + (size_t)l * ce->qring_rows * H * hd;
-            r.q_ring_rows = ce->qring_rows;
+            rc_common_args(&r, ce, l, i0, hd, Hkv, H, G, scale);
             r.w = ad->c.w, r.kernel = ad->c.kernel, r.pool_avg = ad->c.pool_avg, r.gqa_max = ad->c.gqa_max;
-            r.scale = scale;
             r.base = ad->base, r.arena = ad->arena, r.cap_max = ad->cap_max, r.keep_max = ad->keep_max;
             r.slack = ad->slack, r.alloc_ref = ad->alloc_ref;
             r.oma = ad->oma, r.a_share = ad->a_share, r.a_floor = ad->a_floor;
-            r.scratch = ce->rc_scratch, r.map = ce->rc_map, r.stride = (size_t)ce->max_cap + 1;
             r.rep_len = ce->next_d + 1 + i0, r.rep_cap = r.rep_len + n_lh, r.rep_target = r.rep_cap + n_lh;
             LAUNCH(launch_ada_recompress(&r, ce->st));
         } else if (device && ce->dp.evict == EV_SUBGEN) {
