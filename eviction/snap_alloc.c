@@ -22,6 +22,7 @@
  * clamped to that value (between prompt chunks heads ≥ 1 are held small enough that this does
  * not bind), and slots a split leaves over (reference rounding, clamps) go to head 0 first. */
 #include "eviction/snap_internal.h"
+#include "kernels/cuda/ada_split.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -47,37 +48,14 @@ int snap_ada_allocate(const float *scores, int stride, const int *n, int n_heads
     snap_rank_sort(idx, m, scores);
     for (int g = 0; g < n_heads; g++) counts[g] = 0;
     for (int i = 0; i < m && i < total; i++) counts[idx[i] / stride]++;
-    if (mode == SNAP_ALLOC_REFERENCE) {
-        /* AdaKV code: torch.round (half to even = rint) of c(1−α) + floor(α·base) */
-        int base = total / n_heads;
-        double f = floor(alpha * base);
-        for (int g = 0; g < n_heads; g++) budgets[g] = (int)rint(counts[g] * (1.0 - alpha) + f);
-    } else {
-        /* exact: b_g = (1−α)c_g + α·B/H_kv, floors, then +1 for the largest remainders (ties:
-         * lower g) so that Σ B_g = B */
-        double frac[n_heads > 0 ? n_heads : 1];
-        int sum = 0;
-        for (int g = 0; g < n_heads; g++) {
-            double b = (1.0 - alpha) * counts[g] + alpha * total / n_heads;
-            budgets[g] = (int)floor(b + 1e-9);
-            frac[g] = b - budgets[g];
-            sum += budgets[g];
-        }
-        for (int rem = total - sum; rem > 0; rem--) {
-            int best = -1;
-            for (int g = 0; g < n_heads; g++)
-                if (frac[g] > -1.0 && (best < 0 || frac[g] > frac[best])) best = g;
-            if (best < 0) break;
-            budgets[best]++;
-            frac[best] = -2.0; /* each head gets at most one */
-        }
-    }
+    /* AdaKV code (reference): torch.round (half to even = rint) of c(1−α) + floor(α·base);
+     * exact: (1−α)c + α·B/H_kv, largest remainders (kernels/cuda/ada_split.h, the device's too) */
+    const int ref = mode == SNAP_ALLOC_REFERENCE;
+    double frac[n_heads > 0 ? n_heads : 1];
+    ada_round_budgets(counts, n, n_heads, total, 1.0 - alpha, ref ? floor(alpha * (total / n_heads)) : alpha * total / n_heads,
+                      ref, frac, budgets);
     int sum = 0;
-    for (int g = 0; g < n_heads; g++) {
-        if (budgets[g] > n[g]) budgets[g] = n[g];
-        if (budgets[g] < 0) budgets[g] = 0;
-        sum += budgets[g];
-    }
+    for (int g = 0; g < n_heads; g++) sum += budgets[g];
     return sum;
 }
 
@@ -291,16 +269,7 @@ static void ada_plan(snap_state *s, int layer, const snap_cands *cands, int end,
      * the largest budget, ties to the higher head (head 0 gets leftovers first, so it gives
      * last). AdaKV's own code lets its flattened cache grow instead; ours is physical. The
      * device's re-split (kernels/cuda/ada_recompress.cu) does the same. */
-    if (compress) {
-        int over = -s->Hkv * base;
-        for (int g = 0; g < s->Hkv; g++) over += s->budgets[g];
-        for (; over > 0; over--) {
-            int big = 0;
-            for (int g = 1; g < s->Hkv; g++)
-                if (s->budgets[g] >= s->budgets[big]) big = g;
-            s->budgets[big]--;
-        }
-    }
+    if (compress) ada_give_back_excess(s->budgets, s->Hkv, s->Hkv * base);
     /* without a split every head keeps its prefix and is sized for the uniform base */
     if (!compress)
         for (int g = 0; g < s->Hkv; g++) s->budgets[g] = base;

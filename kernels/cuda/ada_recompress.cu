@@ -14,6 +14,7 @@
  * back carries them to the host mirror). */
 #include "kernels/cuda/kernels_cuda.cuh"
 #include "kernels/cuda/evict.cuh"
+#include "kernels/cuda/ada_split.h"
 #include "kernels/cuda/snap_scores.cuh"
 
 #define AR_THREADS 128
@@ -92,31 +93,8 @@ template <typename T> __global__ void __launch_bounds__(AR_THREADS) ada_rc_kerne
                     for (int j = 0; j < s_np[g]; j++) c += a.map[g * a.stride + j];
                     s_cnt[g] = c;
                 }
-                if (a.alloc_ref) {
-                    /* round half to even of c(1−α) + floor(α·base) */
-                    for (int g = 0; g < H; g++) s_b[g] = (int)rint(__dadd_rn(__dmul_rn((double)s_cnt[g], a.oma), a.a_floor));
-                } else {
-                    /* (1−α)c + α·B/H_kv, floors, +1 for the largest remainders (ties: lower g) */
-                    int sum = 0;
-                    for (int g = 0; g < H; g++) {
-                        const double b = __dadd_rn(__dmul_rn(a.oma, (double)s_cnt[g]), a.a_share);
-                        s_b[g] = (int)floor(b + 1e-9);
-                        s_frac[g] = b - s_b[g];
-                        sum += s_b[g];
-                    }
-                    for (int rem = total - sum; rem > 0; rem--) {
-                        int best = -1;
-                        for (int g = 0; g < H; g++)
-                            if (s_frac[g] > -1.0 && (best < 0 || s_frac[g] > s_frac[best])) best = g;
-                        if (best < 0) break;
-                        s_b[best]++;
-                        s_frac[best] = -2.0;
-                    }
-                }
-                for (int g = 0; g < H; g++) {
-                    if (s_b[g] > s_np[g]) s_b[g] = s_np[g];
-                    if (s_b[g] < 0) s_b[g] = 0;
-                }
+                /* reference (a.alloc_ref) or exact rounding, as snap_ada_allocate (ada_split.h) */
+                ada_round_budgets(s_cnt, s_np, H, total, a.oma, a.alloc_ref ? a.a_floor : a.a_share, a.alloc_ref, s_frac, s_b);
             }
         }
         if (tid == 0) {
@@ -127,16 +105,7 @@ template <typename T> __global__ void __launch_bounds__(AR_THREADS) ada_rc_kerne
             }
             /* Σ B_g above H_kv·base (reference rounding): the excess back from the largest
              * budget, ties to the higher head (ada_plan, eviction/snap_alloc.c) */
-            if (s_compress) {
-                int over = -H * a.base;
-                for (int g = 0; g < H; g++) over += s_b[g];
-                for (; over > 0; over--) {
-                    int big = 0;
-                    for (int g = 1; g < H; g++)
-                        if (s_b[g] >= s_b[big]) big = g;
-                    s_b[big]--;
-                }
-            }
+            if (s_compress) ada_give_back_excess(s_b, H, H * a.base);
             /* head 0 within the arena (cap0_limit of a decode plan) */
             int lim0 = a.arena - (s_L[0] - s_np[0]);
             if (lim0 < 0) lim0 = 0;
