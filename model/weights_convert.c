@@ -130,6 +130,7 @@ int model_convert(model_weights *m, dtype_t to, char *err, size_t errlen) {
  * F16 decode of the 110M shape streamed its layers at the LM head's rate (bench/cpu.md). With
  * arena NULL it only adds w's size to *off (the sizing pass). */
 static void drop_mappings(const model_weights *m);
+static void drop_if_mapped(const model_weights *m, const void *p, size_t bytes);
 
 static void make_resident(model_weights *m, weight_t *w, char *arena, size_t *off) {
     int owned = -1;
@@ -141,7 +142,7 @@ static void make_resident(model_weights *m, weight_t *w, char *arena, size_t *of
     char *out = arena + at;
     const char *src = w->data;
     size_t block = (size_t)8 << 20;
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE), rb = bytes / (size_t)w->rows;
+    const size_t rb = bytes / (size_t)w->rows;
     /* the 32-element block formats the CPU's decode kernels read faster interleaved 16 rows
      * at a time (WL_X16, kernels.h): the copy is that repack (same bytes), in whole groups */
     const int x16 = weight_x16_wanted(w);
@@ -159,8 +160,7 @@ static void make_resident(model_weights *m, weight_t *w, char *arena, size_t *of
                 memcpy(out + o, src + o, b1 - o < (1 << 16) ? b1 - o : (1 << 16));
         }
         /* the whole pages inside [src + b0, src + b1): no other tensor shares them */
-        uintptr_t lo = ((uintptr_t)src + b0 + page - 1) / page * page, hi = ((uintptr_t)src + b1) / page * page;
-        if (owned < 0 && hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        if (owned < 0) drop_if_mapped(m, src + b0, b1 - b0);
     }
     if (owned >= 0) {
         free(m->owned[owned]);

@@ -124,9 +124,7 @@ static void matvec(float *y, const float *x, const weight_t *w)
 /* Up to this many tokens a prefill product runs gemm_nt_f32 (cpu_simd_ops), above it the BLAS:
  * the crossover of the two on the 110M shape's matrices, one thread, weights from DRAM
  * (gemm_avx512.c's figures: ours 7-60% faster up to 128 tokens, 5% slower at 256). */
-#ifndef GEMM_NT_MAX_N
 #define GEMM_NT_MAX_N 192
-#endif
 /* F16/BF16 rows widened per call of gemm_nt_f32: one 8-row block (24 KiB of f32 at 768
  * columns, in the L1) at a time, used by every token before the next is widened. 110M F16/BF16
  * GGUF prefill of 128 ids, 1 thread, best of 3 interleaved (host loaded by a test run):
