@@ -213,7 +213,8 @@ const cli_opt cli_run_options[] = {
     {"--dtype", NULL, "TYPE", "weight dtype in memory: auto (as in the file, default), f32, f16, bf16, or\n"
      "q8_0/q4_0 (quantized at load, row-wise blocks of 32; other row lengths stay as stored)", CLI_G_MODEL, 0, set_dtype},
     {"--act-bits", NULL, "8|16", "activations of the quantized (GGUF block) matmuls: 16-bit (default) or 8-bit\n"
-     "as llama.cpp (its numbers, for speed comparisons)", CLI_G_MODEL, 0, set_act_bits},
+     "as llama.cpp (its numbers, for speed comparisons); 8 also rounds BF16 prefill\n"
+     "activations to bf16 as llama.cpp does (CPUs with AVX512-BF16)", CLI_G_MODEL, 0, set_act_bits},
     {"--max-new-tokens", "-n", "N", "tokens to generate (default 256); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
     {"--ignore-eos", NULL, NULL, "do not stop at end-of-generation tokens (benchmarks)", CLI_G_GEN, 0, set_ignore_eos},
     {"--ctx-size", "-c", "N", "context: prompt + generated positions at most (default: the model's)", CLI_G_GEN, 0, set_ctx},

@@ -122,15 +122,18 @@ int cpu_simd_use(const char *name, char *err, size_t errlen);
 
 /* The precision of the activations the block-format matmuls quantize (see matmul): 16 (the
  * default: int16 per block, products in int16 × int16 pairs) or 8 (llama.cpp's Q8_0/Q8_1/Q8_K,
- * its numbers exactly: for speed comparisons). bits = 8 or 16 sets it (for every thread; set it
- * before a model runs, not while a matmul is in flight); 0 only asks. Returns the setting in
- * effect, or -1 (nothing changed) for another value. */
+ * its numbers exactly: for speed comparisons). 8 also rounds the activations of BF16-weight
+ * prefill products (n > 1) to bf16, as llama.cpp's CPU backend does, on CPUs with AVX512-BF16
+ * (kernels/cpu/gemm_bf16_avx512.c, vdpbf16ps); decode and the other dtypes keep f32 there.
+ * bits = 8 or 16 sets it (for every thread; set it before a model runs, not while a matmul is in
+ * flight); 0 only asks. Returns the setting in effect, or -1 (nothing changed) for another value. */
 int cpu_quant_act_bits(int bits);
 
 /* y[n][w.rows] = x[n][w.cols] · wᵀ, weights in any dtype as stored.
  * F32, F16, BF16: n = 1 (decode): our matrix-vector kernels, OpenMP over the output rows,
  * F16/BF16 widened in registers (memory-bound: bytes read per token is what counts). n > 1
- * (prefill): matrix-matrix through the BLAS (F16/BF16 widened one tile of rows at a time).
+ * (prefill): matrix-matrix through our gemm_nt_f32 or the BLAS (F16/BF16 widened one tile of
+ * rows at a time; BF16 with cpu_quant_act_bits 8 on AVX512-BF16: x rounded to bf16, vdpbf16ps).
  * Results of the families differ only by summation order.
  * Block formats (kernels/cpu/quant_gemm.c): the weights stay quantized; x is quantized once per
  * call, per block of 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights) or 256 (Q4_K, Q5_K, Q6_K), and

@@ -181,6 +181,34 @@ static int matmul_rows(float *y, const float *x, const weight_t *w, int n, int r
     return 0;
 }
 
+/* `--act-bits 8` on BF16 weights (kernels.h): the activations rounded to bf16 once per call, for
+ * gemm_bf16_avx512.c; NULL (the f32 path) unless that setting, the AVX-512 family on a CPU with
+ * AVX512-BF16, every matrix BF16 with the same row length, and the buffer can grow. One buffer
+ * per calling thread, kept between calls. */
+static _Thread_local uint16_t *xbf_buf;
+static _Thread_local size_t xbf_cap;
+
+static const uint16_t *bf16_act(const weight_t *const *w, int k, const float *x, int n)
+{
+#ifdef LLM_SIMD_X86
+    if (cpu_quant_act_bits(0) != 8 || cpu_simd() != &cpu_simd_avx512 || !cpu_has_avx512bf16()) return NULL;
+    for (int i = 0; i < k; i++)
+        if (w[i]->dtype != DT_BF16 || w[i]->cols != w[0]->cols) return NULL;
+    size_t need = (size_t)n * w[0]->cols;
+    if (need > xbf_cap) {
+        uint16_t *nb = realloc(xbf_buf, need * sizeof(uint16_t));
+        if (!nb) return NULL;
+        xbf_buf = nb;
+        xbf_cap = need;
+    }
+    cpu_round_bf16_avx512bf16(xbf_buf, x, need);
+    return xbf_buf;
+#else
+    (void)w, (void)k, (void)x, (void)n;
+    return NULL;
+#endif
+}
+
 /* Prefill: the OpenMP threads split the R = Σ rows output rows in contiguous slices and each
  * runs the BLAS on its part of each matrix; the BLAS itself is single-threaded
  * (cpu_set_threads), so one thread pool serves both and none spins while the other works. */
@@ -192,12 +220,18 @@ static void gemm_multi(float *const *y, const weight_t *const *w, int k, const f
         work += (long long)n * w[i]->rows * w[i]->cols;
     }
     int nt = omp_in_parallel() || work < (1 << 20) ? 1 : omp_get_max_threads(), failed = 0;
+    const uint16_t *xb = bf16_act(w, k, x, n);
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
         int t = omp_get_thread_num(), T = omp_get_num_threads();
         long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
         for (int i = 0; i < k; i++) {
             long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+#ifdef LLM_SIMD_X86
+            if (xb && a < b)
+                cpu_gemm_nt_bf16_avx512bf16(y[i], w[i]->rows, xb, n, w[i]->data, (int)(a - base), (int)(b - base), w[i]->cols);
+            else
+#endif
             if (a < b && matmul_rows(y[i], x, w[i], n, (int)(a - base), (int)(b - base), t) != 0) failed = 1;
             base += w[i]->rows;
         }

@@ -79,7 +79,15 @@ extern const cpu_simd_ops cpu_simd_scalar;
 extern const cpu_simd_ops cpu_simd_avx2;
 extern const cpu_simd_ops cpu_simd_avx512;
 void cpu_gemm_nt_f32_avx512(float *y, int ldy, const float *x, int n, const float *W, int r0, int r1, int K);
+/* The BF16 × BF16 prefill GEMM of `--act-bits 8` (gemm_bf16_avx512.c; CPUs with AVX512-BF16
+ * only): y[j·ldy + r] = x[j][0..K) · W[r][0..K) for j < n, r in [r0, r1), x [n][K] and W [rows][K]
+ * row-major bf16, sums in f32 (vdpbf16ps); the same floats for any n, r0, r1. */
+void cpu_gemm_nt_bf16_avx512bf16(float *y, int ldy, const uint16_t *x, int n, const uint16_t *W, int r0, int r1, int K);
+/* out[i] = bf16(in[i]) for i < n, round to nearest even (vcvtne2ps2bf16: denormals flushed). */
+void cpu_round_bf16_avx512bf16(uint16_t *out, const float *in, size_t n);
 #endif
+/* 1 when this CPU runs AVX512-BF16 (with AVX-512 F/BW/VL), else 0 (gemm_bf16_avx512.c). */
+int cpu_has_avx512bf16(void);
 
 /* The active family (chosen on first call). */
 const cpu_simd_ops *cpu_simd(void);
