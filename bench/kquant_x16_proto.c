@@ -1,12 +1,13 @@
-/* A prototype, not a product kernel: Q4_K decode (n = 1, 16-bit activations) with the weights
- * interleaved 16 rows at a time, timed against the row kernel the product runs
- * (cpu_quant()->mm[DT_Q4_K], kernels/cpu/quant16_split_avx512.inc on AVX512-VNNI), to size the
+/* Prototypes, not product kernels: Q4_K and Q6_K decode (n = 1, 16-bit activations) with the
+ * weights interleaved 16 rows at a time, timed against the row kernels the product runs
+ * (cpu_quant()->mm[dt]: on AVX512-VNNI kernels/cpu/quant16_split_avx512.inc for Q4_K, quant16_body.inc's
+ * tilek for Q6_K), to size the
  * gain before building it into the loader, the prefill unpacking and the tests (issue 14: the
  * K-quant decode is instruction-bound on Zen 4; bench/cpu.md, session 14).
  *
  *     make build/bench/kquant_x16_proto && build/bench/kquant_x16_proto [--time S]
  *
- * Layout of one super-block of a group of 16 rows (2304 bytes = 16 × 144, as the rows):
+ * Q4_K layout of one super-block of a group of 16 rows (2304 bytes = 16 × 144, as the rows):
  *   f16 d[16], f16 dmin[16]; the 12 packed scale bytes transposed (byte i of row r at 16i + r);
  *   32 chunks of 64 bytes, chunk 8c + t holding bytes qs[32c + 4t .. + 4) of each row r at 4r.
  * Kernel: the activation row split once into byte planes (a = 256·hi + lo, as the row kernel);
@@ -14,7 +15,8 @@
  * vpdpbusd against 4-byte broadcasts of the planes (L = Σ q·lo, H = Σ q·hi per row lane, exact);
  * per sub-block t = L + 256·H (|t| ≤ 32·15·32768 < 2^24: exact in f32), then f32 fma by the 16
  * rows' scales, and the min term m·Σa; the 16 rows' scales and mins decoded by 8 vector
- * operations per super-block. Checked against the row kernel (max |diff| / max |y| printed).
+ * operations per super-block. Q6_K: at pack_x16_q6. Each checked against its row kernel
+ * (max |diff| / max |y| printed). The x16 timings include the activation split (scalar here).
  * Prints GB/s of weights, one thread: hot (one matrix, cached) and cold (matrices cycled past
  * the L3). Needs AVX512-VNNI (+BW, VL); says so and exits 0 elsewhere. */
 #include "kernels/cpu/quant.h"
@@ -48,17 +50,17 @@ static uint32_t rnd(void)
 }
 static float frand(void) { return (float)(rnd() * (2.0 / 4294967296.0) - 1.0); }
 
-/* rows × K random Q4_K (bench_quant's rand_weights) */
-static uint8_t *rand_q4k(int rows, int K)
+/* rows × K random Q4_K (bb 144) or Q6_K (bb 210) blocks (bench_quant's rand_weights) */
+static uint8_t *rand_kq(int rows, int K, size_t bb)
 {
-    size_t n = (size_t)rows * (K / 256) * 144;
+    size_t n = (size_t)rows * (K / 256) * bb;
     uint8_t *w = aligned_alloc(64, (n + 63) & ~(size_t)63);
     if (!w) return NULL;
     for (size_t i = 0; i < n; i++) w[i] = (uint8_t)rnd();
-    for (size_t b = 0; b < n / 144; b++) {
+    for (size_t b = 0; b < n / bb; b++) {
         uint16_t s1 = f32_to_f16(frand() * 0.02f), s2 = f32_to_f16(frand() * 0.02f);
-        memcpy(w + b * 144, &s1, 2);
-        memcpy(w + b * 144 + 2, &s2, 2);
+        if (bb == 210) memcpy(w + b * bb + 208, &s1, 2);
+        else memcpy(w + b * bb, &s1, 2), memcpy(w + b * bb + 2, &s2, 2);
     }
     return w;
 }
@@ -136,13 +138,87 @@ T static void mm_x16(float *Y, const uint8_t *W, const uint8_t *X, const uint8_t
     }
 }
 
+/* Q6_K, the same idea: one super-block of 16 rows (3360 bytes = 16 × 210): f16 d[16]; the 16
+ * int8 scales transposed (scale j of row r at 16j + r); 32 chunks of ql (chunk 16h + 8s + t: bytes
+ * ql[64h + 32s + 4t .. + 4) of each row at 4r); 16 chunks of qh (chunk 8h + t: qh[32h + 4t .. + 4)).
+ * Per (h, t): quants 0..63 of the elements 128h + 32e + 4t.. (e = 0..3) from the two ql chunks'
+ * nibbles and the qh chunk's bit pairs e; t = Σ q·a (vpdpbusd on the planes), Σ (q − 32)·a =
+ * t − 32·Σa per 16-element sub-block (|·| ≤ 16·32·32768 = 2^24: exact in f32); sums in f32 by
+ * the sub-block's scale. */
+static void pack_x16_q6(const uint8_t *src, uint8_t *dst, int rows, int K)
+{
+    const int nk = K / 256;
+    for (int g = 0; g < rows / 16; g++)
+        for (int b = 0; b < nk; b++) {
+            uint8_t *o = dst + ((size_t)g * nk + b) * 3360;
+            for (int r = 0; r < 16; r++) {
+                const uint8_t *s = src + ((size_t)(16 * g + r) * nk + b) * 210;
+                memcpy(o + 2 * r, s + 208, 2);
+                for (int j = 0; j < 16; j++) o[32 + 16 * j + r] = s[192 + j];
+                for (int c = 0; c < 32; c++) memcpy(o + 288 + 64 * c + 4 * r, s + 4 * c, 4);
+                for (int c = 0; c < 16; c++) memcpy(o + 288 + 2048 + 64 * c + 4 * r, s + 128 + 4 * c, 4);
+            }
+        }
+}
+
+/* as mm_x16, Q6_K; s16: Σ of each 16 activation quants (int32, K/16) */
+T static void mm_x16_q6(float *Y, const uint8_t *W, const uint8_t *X, const uint8_t *lo, const uint8_t *hi,
+                        const int32_t *s16, int rows, int K, size_t pf)
+{
+    const int nk = K / 256;
+    const float *xd = (const float *)(X + qa16_off_d256(K));
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(63);
+    for (int g = 0; g < rows / 16; g++) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int b = 0; b < nk; b++) {
+            const uint8_t *p = W + ((size_t)g * nk + b) * 3360;
+            for (int o = 0; o < 3360; o += 64) _mm_prefetch((const char *)p + pf + o, _MM_HINT_T0);
+            __m512 a = _mm512_setzero_ps();
+            const uint8_t *l = lo + (size_t)256 * b, *h = hi + (size_t)256 * b;
+            for (int hh = 0; hh < 2; hh++)
+                for (int is = 0; is < 2; is++) {   /* sub-blocks 8hh + 2e + is, e = 0..3 */
+                    __m512i L[4], H[4];
+                    for (int e = 0; e < 4; e++) L[e] = H[e] = _mm512_setzero_si512();
+                    for (int t = 4 * is; t < 4 * is + 4; t++) {
+                        const __m512i v0 = _mm512_loadu_si512(p + 288 + 64 * (16 * hh + t));
+                        const __m512i v1 = _mm512_loadu_si512(p + 288 + 64 * (16 * hh + 8 + t));
+                        const __m512i qh = _mm512_loadu_si512(p + 288 + 2048 + 64 * (8 * hh + t));
+                        __m512i q[4];   /* e = 0: v0 low, qh bits 0-1; 1: v1 low, 2-3; 2: v0 high, 4-5; 3: v1 high, 6-7 */
+                        q[0] = _mm512_and_si512(_mm512_ternarylogic_epi32(v0, _mm512_slli_epi16(qh, 4), m4, 0xE4), m6);
+                        q[1] = _mm512_and_si512(_mm512_ternarylogic_epi32(v1, _mm512_slli_epi16(qh, 2), m4, 0xE4), m6);
+                        q[2] = _mm512_and_si512(_mm512_ternarylogic_epi32(_mm512_srli_epi16(v0, 4), qh, m4, 0xE4), m6);
+                        q[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(_mm512_srli_epi16(v1, 4), _mm512_srli_epi16(qh, 2), m4, 0xE4), m6);
+                        for (int e = 0; e < 4; e++) {
+                            const int k = 128 * hh + 32 * e + 4 * t;
+                            int32_t lk, hk;
+                            memcpy(&lk, l + k, 4), memcpy(&hk, h + k, 4);
+                            L[e] = _mm512_dpbusd_epi32(L[e], _mm512_set1_epi32(lk), q[e]);
+                            H[e] = _mm512_dpbusd_epi32(H[e], q[e], _mm512_set1_epi32(hk));
+                        }
+                    }
+                    for (int e = 0; e < 4; e++) {
+                        const int j = 8 * hh + 2 * e + is;
+                        __m512i tq = _mm512_sub_epi32(_mm512_add_epi32(L[e], _mm512_slli_epi32(H[e], 8)),
+                                                      _mm512_set1_epi32(32 * s16[16 * b + j]));
+                        __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + 32 + 16 * j))));
+                        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tq), sc, a);
+                    }
+                }
+            acc = _mm512_fmadd_ps(a, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)), _mm512_set1_ps(xd[b])), acc);
+        }
+        _mm512_storeu_ps(Y + 16 * g, acc);
+    }
+}
+
 /* the planes of the A256/16 row X (element order) */
-static void split(const uint8_t *X, int K, uint8_t *lo, uint8_t *hi)
+static void split(const uint8_t *X, int K, uint8_t *lo, uint8_t *hi, int32_t *s16)
 {
     const int16_t *q = (const int16_t *)X;
     for (int k = 0; k < K; k++) {
         lo[k] = (uint8_t)(q[k] & 0xFF);
         hi[k] = (uint8_t)(int8_t)(q[k] >> 8);
+        if (k % 16 == 0) s16[k / 16] = 0;
+        s16[k / 16] += q[k];
     }
 }
 
@@ -158,57 +234,64 @@ int main(int argc, char **argv)
     cpu_set_threads(1);
     const cpu_quant_ops *ops = cpu_quant();
     const int shapes[][2] = {{576, 1536}, {896, 4864}};
-    printf("Q4_K decode, 1 thread, GB/s of weights (best of 9); row kernel: %s, %d-bit activations\n\n", ops->name, ops->bits);
-    printf("| rows x K | hot: rows | hot: x16 | cold: rows | cold: x16 | max|diff| / max|y| |\n|---|---|---|---|---|---|\n");
-    for (int s = 0; s < 2; s++) {
-        const int rows = shapes[s][0], K = shapes[s][1];
-        const size_t bytes = (size_t)rows * (K / 256) * 144;
-        const int nm = (int)(96e6 / bytes) + 1;   /* cold: cycle past a 32 MiB L3 */
-        uint8_t **Wr = malloc(nm * sizeof *Wr), **Wx = malloc(nm * sizeof *Wx);
-        for (int m = 0; m < nm; m++) {
-            Wr[m] = rand_q4k(rows, K);
-            Wx[m] = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-            if (!Wr[m] || !Wx[m]) return 1;
-            pack_x16(Wr[m], Wx[m], rows, K);
-        }
-        float *x = malloc((size_t)K * 4), *y1 = malloc((size_t)rows * 4), *y2 = malloc((size_t)rows * 4);
-        for (int k = 0; k < K; k++) x[k] = frand();
-        qact_fmt f = quant_act_fmt(ops, DT_Q4_K);
-        uint8_t *X = aligned_alloc(64, qact_row_bytes(f, K) + 64), *lo = aligned_alloc(64, K), *hi = aligned_alloc(64, K);
-        quant_act_row(ops, f, X, x, K);
-        split(X, K, lo, hi);
-        ops->mm[DT_Q4_K](y1, 1, Wr[0], bytes / rows, X, 0, rows, 1, K);
-        mm_x16(y2, Wx[0], X, lo, hi, rows, K, 1024);
-        double dmax = 0, ymax = 0;
-        for (int r = 0; r < rows; r++) {
-            double d = y1[r] - y2[r];
-            dmax = d < 0 ? (-d > dmax ? -d : dmax) : (d > dmax ? d : dmax);
-            ymax = y1[r] < 0 ? (-y1[r] > ymax ? -y1[r] : ymax) : (y1[r] > ymax ? y1[r] : ymax);
-        }
-        double gb[4];
-        for (int kind = 0; kind < 4; kind++) {   /* hot rows, hot x16, cold rows, cold x16 */
-            const int cold = kind >= 2, x16 = kind & 1, cyc = cold ? nm : 1;
-            double best = 1e30;
-            int m = 0;
-            for (int rep = 0; rep < 9; rep++) {
-                long calls = 0;
-                double t0 = now_s(), t;
-                do {
-                    if (x16) {
-                        split(X, K, lo, hi);   /* per call, as a product kernel would */
-                        mm_x16(y2, Wx[m], X, lo, hi, rows, K, 1024);
-                    } else ops->mm[DT_Q4_K](y1, 1, Wr[m], bytes / rows, X, 0, rows, 1, K);
-                    m = m + 1 < cyc ? m + 1 : 0;
-                    calls++;
-                } while ((t = now_s() - t0) < tmin / 9);
-                if (t / calls < best) best = t / calls;
+    printf("K-quant decode, 1 thread, GB/s of weights (best of 9); row kernels: %s, %d-bit activations\n\n", ops->name, ops->bits);
+    printf("| type | rows x K | hot: rows | hot: x16 | cold: rows | cold: x16 | max|diff| / max|y| |\n|---|---|---|---|---|---|---|\n");
+    for (int six = 0; six < 2; six++)
+        for (int s = 0; s < 2; s++) {
+            const int rows = shapes[s][0], K = shapes[s][1];
+            const dtype_t dt = six ? DT_Q6_K : DT_Q4_K;
+            const size_t bb = six ? 210 : 144, bytes = (size_t)rows * (K / 256) * bb;
+            const int nm = (int)(96e6 / bytes) + 1;   /* cold: cycle past a 32 MiB L3 */
+            uint8_t **Wr = malloc(nm * sizeof *Wr), **Wx = malloc(nm * sizeof *Wx);
+            for (int m = 0; m < nm; m++) {
+                Wr[m] = rand_kq(rows, K, bb);
+                Wx[m] = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+                if (!Wr[m] || !Wx[m]) return 1;
+                if (six) pack_x16_q6(Wr[m], Wx[m], rows, K);
+                else pack_x16(Wr[m], Wx[m], rows, K);
             }
-            gb[kind] = bytes / best / 1e9;
+            float *x = malloc((size_t)K * 4), *y1 = malloc((size_t)rows * 4), *y2 = malloc((size_t)rows * 4);
+            for (int k = 0; k < K; k++) x[k] = frand();
+            qact_fmt f = quant_act_fmt(ops, dt);
+            uint8_t *X = aligned_alloc(64, qact_row_bytes(f, K) + 64), *lo = aligned_alloc(64, K), *hi = aligned_alloc(64, K);
+            int32_t *s16 = malloc((size_t)K / 16 * 4);
+            quant_act_row(ops, f, X, x, K);
+            split(X, K, lo, hi, s16);
+            ops->mm[dt](y1, 1, Wr[0], bytes / rows, X, 0, rows, 1, K);
+            if (six) mm_x16_q6(y2, Wx[0], X, lo, hi, s16, rows, K, 1024);
+            else mm_x16(y2, Wx[0], X, lo, hi, rows, K, 1024);
+            double dmax = 0, ymax = 0;
+            for (int r = 0; r < rows; r++) {
+                double d = y1[r] > y2[r] ? y1[r] - y2[r] : y2[r] - y1[r], a = y1[r] < 0 ? -y1[r] : y1[r];
+                if (d > dmax) dmax = d;
+                if (a > ymax) ymax = a;
+            }
+            double gb[4];
+            for (int kind = 0; kind < 4; kind++) {   /* hot rows, hot x16, cold rows, cold x16 */
+                const int cold = kind >= 2, x16 = kind & 1, cyc = cold ? nm : 1;
+                double best = 1e30;
+                int m = 0;
+                for (int rep = 0; rep < 9; rep++) {
+                    long calls = 0;
+                    double t0 = now_s(), t;
+                    do {
+                        if (x16) {
+                            split(X, K, lo, hi, s16);   /* per call, as a product kernel would (scalar here) */
+                            if (six) mm_x16_q6(y2, Wx[m], X, lo, hi, s16, rows, K, 1024);
+                            else mm_x16(y2, Wx[m], X, lo, hi, rows, K, 1024);
+                        } else ops->mm[dt](y1, 1, Wr[m], bytes / rows, X, 0, rows, 1, K);
+                        m = m + 1 < cyc ? m + 1 : 0;
+                        calls++;
+                    } while ((t = now_s() - t0) < tmin / 9);
+                    if (t / calls < best) best = t / calls;
+                }
+                gb[kind] = bytes / best / 1e9;
+            }
+            printf("| %s | %dx%d | %.1f | %.1f | %.1f | %.1f | %.1e |\n", six ? "Q6_K" : "Q4_K", rows, K, gb[0], gb[1], gb[2], gb[3],
+                   dmax / ymax);
+            for (int m = 0; m < nm; m++) free(Wr[m]), free(Wx[m]);
+            free(Wr), free(Wx), free(x), free(y1), free(y2), free(X), free(lo), free(hi), free(s16);
         }
-        printf("| %dx%d | %.1f | %.1f | %.1f | %.1f | %.1e |\n", rows, K, gb[0], gb[1], gb[2], gb[3], dmax / ymax);
-        for (int m = 0; m < nm; m++) free(Wr[m]), free(Wx[m]);
-        free(Wr), free(Wx), free(x), free(y1), free(y2), free(X), free(lo), free(hi);
-    }
     return 0;
 }
 #else
