@@ -3,7 +3,7 @@
  *    error that leaves the distances unchanged for an unknown set or field, a value out of
  *    0..65536, a missing or trailing-garbage number;
  *  - a distance changes timing only: decode products (n = 1, 1 and 2 threads) on F32, F16,
- *    BF16, Q8_0 and Q5_0 interleaved 16 rows at a time (WL_X16), Q4_K and Q6_K weights, in every
+ *    BF16, Q8_0, Q5_0, Q4_K and Q6_K in rows and interleaved 16 rows at a time (WL_X16), in every
  *    quantized-kernel family this CPU runs, give the same bits under the intel set, the amd set,
  *    all distances 0 and all 65536 (prefetches far past the end of the weights: a prefetch
  *    never faults). */
@@ -66,8 +66,8 @@ static void test_set_parses_sets_and_fields_and_rejects_bad_specs(void **state)
 /* y = W·x (n = 1) under each distance set; the outputs must be bit-identical. */
 static void check_same_bits(const weight_t *w, const float *x, const char *what)
 {
-    static const char *const sets[] = {"intel", "amd", "x16=0,q16=0,q16_l2=0,q16_256=0,q8=0,split=0,split_l2=0,mv16=0,mv32=0",
-                                       "x16=65536,q16=65536,q16_l2=65536,q16_256=65536,q8=65536,split=65536,split_l2=65536,mv16=65536,mv32=65536"};
+    static const char *const sets[] = {"intel", "amd", "x16=0,x16k=0,q16=0,q16_l2=0,q16_256=0,q8=0,split=0,split_l2=0,mv16=0,mv32=0",
+                                       "x16=65536,x16k=65536,q16=65536,q16_l2=65536,q16_256=65536,q8=65536,split=65536,split_l2=65536,mv16=65536,mv32=65536"};
     const cpu_prefetch saved = cpu_pf;
     char err[200];
     float *y0 = ts_aligned((size_t)w->rows * 4), *y = ts_aligned((size_t)w->rows * 4);
@@ -113,7 +113,7 @@ static void test_outputs_do_not_depend_on_the_distances(void **state)
                 char what[96];
                 snprintf(what, sizeof what, "%s rows, %s, %d-bit activations", dtype_name(types[t]), fams[f], bits);
                 check_same_bits(&w, x, what);
-                if (types[t] == DT_Q8_0 || types[t] == DT_Q5_0) {   /* and interleaved 16 rows at a time */
+                if (x16_dtype(types[t])) {   /* and interleaved 16 rows at a time */
                     uint8_t *P = ts_aligned(dtype_row_bytes(types[t], K) * rows);
                     weight_x16_pack(types[t], W, P, rows, K);
                     weight_t wx = {types[t], P, rows, K, WL_X16};

@@ -8,8 +8,8 @@
  *    are unpacked for the family's own kernels (prefill, families without an X16 kernel, the
  *    dequantize + sgemm mode), within f32 rounding through the X16 kernel; 1 and 2 threads; a
  *    call whose row split cuts a group (matmul_multi after a 40-row matrix); widen_row;
- *  - weight_x16_wanted: which dtypes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), shapes and families (AVX2/AVX-VNNI and AVX-512, 16-bit
- *    activations).
+ *  - weight_x16_wanted: which dtypes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1; Q4_K and Q6_K on AVX512-VNNI only,
+ *    rows up to X16K_MAX_K), shapes and families (AVX2/AVX-VNNI and AVX-512, 16-bit activations).
  * Families the CPU cannot run are skipped, and say so. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,8 +31,9 @@ static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(void) { return ts_xorshift(&rng); }
 static float frand(void) { return (float)(rnd() * (2.0 / 4294967296.0) - 1.0); }   /* [-1, 1) */
 
-static const dtype_t XTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1};
-#define N_XTYPES 5
+static const dtype_t XTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q6_K};
+#define N_XTYPES 7
+static int kq(dtype_t dt) { return dt == DT_Q4_K || dt == DT_Q6_K; }
 static const char *const FAMILIES[] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni"};
 #define N_FAMILIES 5
 
@@ -49,7 +50,8 @@ static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
     (void)state;
     for (int t = 0; t < N_XTYPES; t++) {
         dtype_t dt = XTYPES[t];
-        for (int K = 32; K <= 224; K += 64) {
+        const int bk = dtype_block(dt);
+        for (int K = bk; K <= 7 * bk; K += 2 * bk) {   /* 32 .. 224, K-quants 256 .. 1792 */
             int rows = 48;
             size_t rb = dtype_row_bytes(dt, K), bb = dtype_block_bytes(dt);
             uint8_t *W = ts_rand_blocks(dt, rows, K, &rng), *P = packed(dt, W, rows, K), *U = ts_aligned(rb * 16);
@@ -65,7 +67,7 @@ static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
             assert_true(memcmp(W, P, rb * rows) != 0);   /* a different arrangement ... */
             unsigned long hw[256] = {0}, hp[256] = {0};  /* ... of the same bytes (the masks aside) */
             for (size_t i = 0; i < rb * rows; i++) hw[W[i]]++, hp[P[i]]++;
-            if (dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1) assert_memory_equal(hw, hp, sizeof hw);
+            if (dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1 || kq(dt)) assert_memory_equal(hw, hp, sizeof hw);
             for (int g = 0; g < rows / 16; g++) {
                 for (int bmi2 = 0; bmi2 < 2; bmi2++) {   /* both ways of turning Q5 masks into qh */
                     memset(U, 0, rb * 16);
@@ -77,9 +79,9 @@ static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
                 weight_x16_unpack(dt, P + (size_t)g * 16 * rb, U, 3, 5, K);
                 assert_memory_equal(U, W + ((size_t)g * 16 + 3) * rb, rb * 5);
             }
-            uint8_t blk[64];   /* one 32-element block (Q8_0: 34 bytes) */
+            uint8_t blk[256];   /* one block (Q6_K: 210 bytes) */
             for (int r = 0; r < rows; r += 7)
-                for (int b = 0; b < K / 32; b++) {
+                for (int b = 0; b < K / bk; b++) {
                     x16_block(dt, P, K, r, b, blk);
                     assert_memory_equal(blk, W + (size_t)r * rb + (size_t)b * bb, bb);
                 }
@@ -88,16 +90,28 @@ static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
     }
 }
 
-/* the extremes: every nibble 15 (Q5: every 5th bit set too) or 0, alternating by block; d of
- * either sign; m = 0.005 */
+/* the extremes: every nibble 15 (Q5: every 5th bit set too; Q6_K: every quant 63) or 0,
+ * alternating by block; d of either sign; m = 0.005; K-quant scales and mins at their largest
+ * (Q4_K 63, Q6_K 127 and -128 alternating) */
 static void extreme_rows(dtype_t dt, uint8_t *W, int rows, int K)
 {
     size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, K);
     for (int r = 0; r < rows; r++)
-        for (int b = 0; b < K / 32; b++) {
+        for (int b = 0; b < K / dtype_block(dt); b++) {
             uint8_t *p = W + (size_t)r * rb + (size_t)b * bb;
             int v = r + b;
             uint16_t d = f32_to_f16(v & 1 ? -0.01f : 0.01f), m = f32_to_f16(0.005f);
+            if (kq(dt)) {
+                memset(p, v & 2 ? 0xFF : 0x00, bb);
+                if (dt == DT_Q4_K) {
+                    memset(p + 4, 0xFF, 12);
+                    memcpy(p, &d, 2), memcpy(p + 2, &m, 2);
+                } else {
+                    for (int j = 0; j < 16; j++) p[192 + j] = j & 1 ? 0x80 : 0x7F;
+                    memcpy(p + 208, &d, 2);
+                }
+                continue;
+            }
             memset(p, dt == DT_Q8_0 ? (v & 2 ? 0x7F : 0x80) : (v & 2 ? 0xFF : 0x00), bb);   /* Q8_0: 127 or -128 */
             memcpy(p, &d, 2);
             if (dt == DT_Q4_1 || dt == DT_Q5_1) memcpy(p + 2, &m, 2);
@@ -114,7 +128,7 @@ static void test_x16_kernels_match_the_row_kernels_and_exact_sums(void **state)
             dtype_t dt = XTYPES[t];
             qmm_fn kx = cpu_quant_x16(q, dt);
             if (!kx) continue;
-            for (int K = 32; K <= 32 * 13; K += 96)
+            for (int K = kq(dt) ? 256 : 32; K <= (kq(dt) ? 256 * 5 : 32 * 13); K += kq(dt) ? 512 : 96)
                 for (int ext = 0; ext < 2; ext++) {
                     int rows = 48;
                     size_t rb = dtype_row_bytes(dt, K);
@@ -131,13 +145,14 @@ static void test_x16_kernels_match_the_row_kernels_and_exact_sums(void **state)
                     kx(yx, 0, P, 0, X, xs, rows, 1, K);
                     q->mm[dt](yr, 0, W, rb, X, xs, rows, 1, K);
                     dequantize_row(dt, W, wf, (int64_t)rows * K);
-                    /* the activations as the kernels see them: q·d per element (A32/16) */
+                    /* the activations as the kernels see them: q·d per element (A32/16; A256/16:
+                     * element order, d per 256) */
                     const int16_t *xq = (const int16_t *)X;
-                    const float *xd = (const float *)(X + qa16_off_d32(K));
+                    const float *xd = (const float *)(X + (kq(dt) ? qa16_off_d256(K) : qa16_off_d32(K)));
                     for (int r = 0; r < rows; r++) {
                         double ref = 0, mag = 0;
                         for (int k = 0; k < K; k++) {
-                            double xv = (double)xq[qa16_idx32(k / 32, k % 32)] * xd[k / 32];
+                            double xv = kq(dt) ? (double)xq[k] * xd[k / 256] : (double)xq[qa16_idx32(k / 32, k % 32)] * xd[k / 32];
                             ref += (double)wf[(size_t)r * K + k] * xv;
                             mag += fabs((double)wf[(size_t)r * K + k] * xv);
                         }
@@ -227,17 +242,19 @@ static void test_matmul_on_x16_weights_equals_matmul_on_rows(void **state)
         }
         for (int t = 0; t < N_XTYPES; t++) {
             dtype_t dt = XTYPES[t];
-            check_matmul(dt, 48, 96, 1, FAMILIES[f], 1);
-            check_matmul(dt, 48, 96, 3, FAMILIES[f], 1);
-            check_matmul(dt, 304, 160, 9, FAMILIES[f], 2);
-            check_matmul(dt, 304, 576, 1, FAMILIES[f], 2);
-            check_matmul(dt, 304, 576, 9, FAMILIES[f], 2);   /* enough work for 2 prefill threads */
+            const int k1 = kq(dt) ? 256 : 96, k2 = kq(dt) ? 512 : 160, k3 = kq(dt) ? 768 : 576;
+            check_matmul(dt, 48, k1, 1, FAMILIES[f], 1);
+            check_matmul(dt, 48, k1, 3, FAMILIES[f], 1);
+            check_matmul(dt, 304, k2, 9, FAMILIES[f], 2);
+            check_matmul(dt, 304, k3, 1, FAMILIES[f], 2);
+            check_matmul(dt, 304, k3, 9, FAMILIES[f], 2);   /* enough work for 2 prefill threads */
         }
     }
     /* 8-bit activations: the 8-bit tables have no X16 kernel, so the unpacked rows, bit for bit */
     assert_int_equal(cpu_quant_act_bits(8), 8);
     check_matmul(DT_Q4_1, 304, 160, 1, "scalar", 2);
     if (cpu_quant_find("avx512vnni")) check_matmul(DT_Q5_0, 304, 160, 1, "avx512vnni", 2);
+    if (cpu_quant_find("avx512vnni")) check_matmul(DT_Q6_K, 304, 512, 1, "avx512vnni", 2);
     assert_int_equal(cpu_quant_act_bits(16), 16);
     cpu_set_threads(1);
 }
@@ -250,9 +267,13 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
     assert_int_equal(cpu_quant_use("scalar"), 0);
     assert_int_equal(weight_x16_wanted(&w), 0);   /* no X16 kernel in the scalar family */
     if (cpu_quant_find("avx512vnni") || cpu_quant_find("avx512")) {
-        assert_int_equal(cpu_quant_use(cpu_quant_find("avx512vnni") ? "avx512vnni" : "avx512"), 0);
+        const int vnni = cpu_quant_find("avx512vnni") != NULL;
+        assert_int_equal(cpu_quant_use(vnni ? "avx512vnni" : "avx512"), 0);
         assert_int_equal(weight_x16_wanted(&w), 1);
         weight_t odd = w, q8 = w, q4k = {DT_Q4_K, dummy, 32, 256, WL_ROWS}, done = w, f16 = w;
+        weight_t q6k = {DT_Q6_K, dummy, 32, 512, WL_ROWS}, q6k_long = q6k, q4k_odd = q4k;
+        q6k_long.cols = X16K_MAX_K + 256;
+        q4k_odd.rows = 24;
         odd.rows = 40;
         q8.dtype = DT_Q8_0;
         f16.dtype = DT_F16;
@@ -260,7 +281,10 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
         assert_int_equal(weight_x16_wanted(&odd), 0);
         assert_int_equal(weight_x16_wanted(&q8), 1);
         assert_int_equal(weight_x16_wanted(&f16), 0);
-        assert_int_equal(weight_x16_wanted(&q4k), 0);
+        assert_int_equal(weight_x16_wanted(&q4k), vnni);   /* the K-quants: AVX512-VNNI only */
+        assert_int_equal(weight_x16_wanted(&q6k), vnni);
+        assert_int_equal(weight_x16_wanted(&q6k_long), 0);   /* the planes live on the stack */
+        assert_int_equal(weight_x16_wanted(&q4k_odd), 0);
         assert_int_equal(weight_x16_wanted(&done), 0);
         assert_int_equal(cpu_quant_act_bits(8), 8);
         assert_int_equal(weight_x16_wanted(&w), 0);   /* 8-bit activations: no X16 kernel */
@@ -268,9 +292,11 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
     } else {
         printf("  [ SKIP ] the AVX-512 families: this CPU (or build) cannot run them\n");
     }
-    if (cpu_quant_find("avx2")) {   /* the 256-bit families have the kernels too */
+    if (cpu_quant_find("avx2")) {   /* the 256-bit families have the kernels too (not the K-quant ones) */
         assert_int_equal(cpu_quant_use("avx2"), 0);
         assert_int_equal(weight_x16_wanted(&w), 1);
+        weight_t q4k = {DT_Q4_K, dummy, 32, 256, WL_ROWS};
+        assert_int_equal(weight_x16_wanted(&q4k), 0);
     }
     assert_int_equal(cpu_quant_use(NULL), 0);
 }

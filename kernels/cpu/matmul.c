@@ -290,10 +290,11 @@ void widen_row(float *out, const weight_t *w, int row)
     case DT_BF16: cpu_simd()->widen_bf16(out, (const uint16_t *)w->data + (size_t)row * cols, cols); break;
     default:   /* block formats: ggml's dequantization of the one row */
         if (w->layout == WL_X16) {
-            uint8_t blk[64];   /* one 32-element block (Q8_0: 34 bytes) */
-            for (int b = 0; b < w->cols / 32; b++) {
+            uint8_t blk[256];   /* one block (Q6_K: 210 bytes) */
+            const int bk = dtype_block(w->dtype);
+            for (int b = 0; b < w->cols / bk; b++) {
                 x16_block(w->dtype, w->data, w->cols, row, b, blk);
-                dequantize_row(w->dtype, blk, out + 32 * b, 32);
+                dequantize_row(w->dtype, blk, out + (size_t)bk * b, bk);
             }
             break;
         }

@@ -18,6 +18,7 @@
 
 typedef struct {
     int x16;               /* WL_X16 groups (quant_x16_body*.inc), prefetcht1 */
+    int x16k;              /* WL_X16 Q4_K / Q6_K groups (quant_x16k_avx512.c), prefetcht1 */
     int q16, q16_l2;       /* 16-bit-activation row kernels (quant16_body.inc), AVX-512: t0, t1 */
     int q16_256;           /* the same kernels at 256 bits (quant16_avx2.c), t0 */
     int q8;                /* 8-bit-activation row kernels (quant_body.inc, quant_vec8.h), t0 */

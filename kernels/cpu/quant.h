@@ -246,8 +246,10 @@ const cpu_quant_ops *cpu_quant_find(const char *name);
 int cpu_quant_use(const char *name);
 
 /* WL_X16 weights (kernels.h; quant_x16.c): 1 for the dtypes that layout serves (Q8_0, Q4_0,
- * Q4_1, Q5_0, Q5_1). */
+ * Q4_1, Q5_0, Q5_1; Q4_K and Q6_K with the AVX512-VNNI 16-bit family, rows of at most X16K_MAX_K
+ * columns: its decode splits the activation row into planes on the stack). */
 int x16_dtype(dtype_t dt);
+#define X16K_MAX_K 32768
 /* Block b of row r of the WL_X16 matrix W (cols columns) as ggml stores it, to blk. */
 void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk);
 /* Whether weight_x16_pack / weight_x16_unpack convert between Q5 qh and the masks with BMI2
@@ -268,6 +270,8 @@ qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt);
  * quant16_avx2.c): NULL for another family's table */
 qmm_fn cpu_quant_x16_512(const cpu_quant_ops *ops, dtype_t dt);
 qmm_fn cpu_quant_x16_256(const cpu_quant_ops *ops, dtype_t dt);
+/* the K-quant ones (quant_x16k_avx512.c): Q4_K, Q6_K for cpu_quant_avx512vnni16, else NULL */
+qmm_fn cpu_quant_x16k_512(const cpu_quant_ops *ops, dtype_t dt);
 qgemm_fn cpu_quant_x16_gemm_512(const cpu_quant_ops *ops, dtype_t dt);
 qgemm_fn cpu_quant_x16_gemm_256(const cpu_quant_ops *ops, dtype_t dt);
 #endif

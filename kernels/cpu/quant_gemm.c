@@ -15,7 +15,8 @@
  * weights kept in the L2.
  *
  * WL_X16 weights (kernels.h: 16 rows interleaved, the resident copy of Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 on
- * the AVX2 and AVX-512 families, 16-bit activations) go through that family's X16 decode kernel and X16 GEMM in whole groups
+ * the AVX2 and AVX-512 families, and of Q4_K/Q6_K on AVX512-VNNI, 16-bit activations) go through
+ * that family's X16 decode kernel and X16 GEMM (none for the K-quants: their prefill unpacks) in whole groups
  * of 16 rows (rowsteal claims whole groups); a group cut by a row split, and every other
  * family or mode, unpacks the groups back to ggml rows for the kernels above (run_rows_x16).
  *
@@ -99,7 +100,7 @@ static void slow_rows(float *y, const float *x, const weight_t *w, int n)
     for (int j = 0; j < n; j++)
         for (int r = 0; r < w->rows; r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
-            uint8_t blk[64];   /* one 32-element block (Q8_0: 34 bytes) */
+            uint8_t blk[256];   /* one block (Q6_K: 210 bytes) */
             double s = 0;
             for (int b = 0; b < w->cols / bk; b++) {
                 if (w->layout == WL_X16) x16_block(w->dtype, w->data, w->cols, r, b, blk);

@@ -7,7 +7,14 @@
  * Layout of block b of a group of 16 rows (kernels.h): f16 d[16]; Q4_1/Q5_1 f16 m[16];
  * Q5_0/Q5_1 8 × {uint32 lo, hi} 5th-bit masks; 8 chunks (Q8_0: 16) of 32 bytes (qs[2c],
  * qs[2c + 1] of each row). Same size as the 16 ggml blocks, so nothing about the bytes per row
- * changes. */
+ * changes.
+ *
+ * Q4_K and Q6_K (the AVX512-VNNI 16-bit family only: quant_x16k_avx512.c): a group-block is the 16
+ * rows' super-blocks b (16 × 144 / 210 bytes), the scale bytes transposed and the quants in
+ * 4-byte runs, 64 bytes a run index (kq_put). Q4_K: f16 d[16], f16 dmin[16], the 12 packed scale
+ * bytes (byte i of row r at 64 + 16i + r), 32 runs (qs[4q .. 4q + 4) of row r at 256 + 64q + 4r).
+ * Q6_K: f16 d[16], the 16 int8 scales (scale j of row r at 32 + 16j + r), 48 runs of its first 192
+ * bytes (ql then qh: bytes 4q .. 4q + 4 of row r at 288 + 64q + 4r). */
 #include "kernels/cpu/quant.h"
 
 #include <string.h>
@@ -47,20 +54,55 @@ static size_t x16_qo(dtype_t dt) { return dt == DT_Q8_0 ? 2 : dtype_block_bytes(
 
 int x16_dtype(dtype_t dt)
 {
-    return dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_Q5_0 || dt == DT_Q5_1;
+    return dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_Q5_0 || dt == DT_Q5_1 || dt == DT_Q4_K || dt == DT_Q6_K;
 }
+
+static int x16_kq(dtype_t dt) { return dt == DT_Q4_K || dt == DT_Q6_K; }
 
 int weight_x16_wanted(const weight_t *w)
 {
     if (!w || w->layout != WL_ROWS || !x16_dtype(w->dtype) || w->rows <= 0 || w->rows % 16 ||
-        w->cols <= 0 || w->cols % QK32)
+        w->cols <= 0 || w->cols % dtype_block(w->dtype) || (x16_kq(w->dtype) && w->cols > X16K_MAX_K))
         return 0;
     return cpu_quant_x16(cpu_quant(), w->dtype) != NULL;
+}
+
+/* Super-block blk (ggml's layout) as row r of the K-quant group-block gbk, and back. */
+static void kq_put(dtype_t dt, const uint8_t *blk, uint8_t *gbk, int r)
+{
+    if (dt == DT_Q4_K) {
+        memcpy(gbk + 2 * r, blk, 2);
+        memcpy(gbk + 32 + 2 * r, blk + 2, 2);
+        for (int i = 0; i < 12; i++) gbk[64 + 16 * i + r] = blk[4 + i];
+        for (int q = 0; q < 32; q++) memcpy(gbk + 256 + 64 * q + 4 * r, blk + 16 + 4 * q, 4);
+    } else {
+        memcpy(gbk + 2 * r, blk + 208, 2);
+        for (int j = 0; j < 16; j++) gbk[32 + 16 * j + r] = blk[192 + j];
+        for (int q = 0; q < 48; q++) memcpy(gbk + 288 + 64 * q + 4 * r, blk + 4 * q, 4);
+    }
+}
+
+static void kq_get(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
+{
+    if (dt == DT_Q4_K) {
+        memcpy(blk, gbk + 2 * r, 2);
+        memcpy(blk + 2, gbk + 32 + 2 * r, 2);
+        for (int i = 0; i < 12; i++) blk[4 + i] = gbk[64 + 16 * i + r];
+        for (int q = 0; q < 32; q++) memcpy(blk + 16 + 4 * q, gbk + 256 + 64 * q + 4 * r, 4);
+    } else {
+        memcpy(blk + 208, gbk + 2 * r, 2);
+        for (int j = 0; j < 16; j++) blk[192 + j] = gbk[32 + 16 * j + r];
+        for (int q = 0; q < 48; q++) memcpy(blk + 4 * q, gbk + 288 + 64 * q + 4 * r, 4);
+    }
 }
 
 /* Block r of the group-block gbk back in ggml's layout (bb bytes at blk). */
 static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
 {
+    if (x16_kq(dt)) {
+        kq_get(dt, gbk, blk, r);
+        return;
+    }
     uint8_t *qs = blk + x16_qo(dt);
     memcpy(blk, gbk + 2 * r, 2);
     if (x16_has_m(dt)) memcpy(blk + 2, gbk + 32 + 2 * r, 2);
@@ -123,10 +165,14 @@ void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
 {
     const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb, qo = x16_qo(dt);
     const size_t ho = x16_has_m(dt) ? 4 : 2;
-    const int nb = cols / QK32, bmi2 = x16_bmi2_now(), nch = x16_nch(dt);
+    const int nb = cols / dtype_block(dt), bmi2 = x16_bmi2_now(), nch = x16_nch(dt);
     for (int g = 0; g < n / 16; g++)
         for (int b = 0; b < nb; b++) {
             uint8_t *gbk = (uint8_t *)dst + (size_t)g * 16 * rb + (size_t)b * gb, *ch = gbk + x16_off_qs(dt);
+            if (x16_kq(dt)) {
+                for (int r = 0; r < 16; r++) kq_put(dt, (const uint8_t *)src + (size_t)(16 * g + r) * rb + (size_t)b * bb, gbk, r);
+                continue;
+            }
             uint32_t qh[16];
             for (int r = 0; r < 16; r++) {
                 const uint8_t *blk = (const uint8_t *)src + (size_t)(16 * g + r) * rb + (size_t)b * bb;
@@ -187,7 +233,7 @@ __attribute__((target("bmi2"))) static void masks_to_qh_bmi2(const uint32_t lo[8
  * groups: byte copies and one pass over the masks), else get_block per row. */
 static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, int r, int n, int bmi2)
 {
-    if (n < 16) {
+    if (n < 16 || x16_kq(dt)) {
         for (int i = 0; i < n; i++) get_block(dt, gbk, dst + (size_t)i * rb, r + i);
         return;
     }
@@ -217,7 +263,7 @@ void weight_x16_unpack(dtype_t dt, const void *src, void *dst, int r, int n, int
 {
     const int bmi2 = x16_bmi2_now();
     const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb;
-    const int nb = cols / QK32;
+    const int nb = cols / dtype_block(dt);
     for (int b = 0; b < nb; b++)
         get_rows(dt, (const uint8_t *)src + (size_t)b * gb, (uint8_t *)dst + (size_t)b * bb, rb, r, n, bmi2);
 }

@@ -40,6 +40,7 @@ qmm_fn cpu_quant_x16_512(const cpu_quant_ops *ops, dtype_t dt)
     int v = ops == &cpu_quant_avx512vnni16 ? 1 : ops == &cpu_quant_avx512_16 ? 0 : -1;
     if (v < 0) return NULL;
     switch (dt) {
+    case DT_Q4_K: case DT_Q6_K: return cpu_quant_x16k_512(ops, dt);
     case DT_Q8_0: return v ? mm_x16_Q8_0_avx512vnni16 : mm_x16_Q8_0_avx512_16;
     case DT_Q4_0: return v ? mm_x16_Q4_0_avx512vnni16 : mm_x16_Q4_0_avx512_16;
     case DT_Q4_1: return v ? mm_x16_Q4_1_avx512vnni16 : mm_x16_Q4_1_avx512_16;
