@@ -22,7 +22,8 @@
 
 #define T __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
 /* activation rows per block: [GB_NB_BYTES / (2 K)] rows stay in the L2 (half of Zen 4's 1 MiB,
- * room left for the weight stream; 110M BF16 prefill of 512 ids, best of 4 interleaved, Zen 4
+ * room left for the weight stream; 110M BF16 prefill of 512 ids, llm-run --prompt-ids -n 1
+ * --act-bits 8 --json with the two values alternating (bench/cpu.md, session 14), best of 4, Zen 4
  * VM: 1 MiB 593 / 984 tok/s at 1 / 2 threads, 512 KiB 616 / 1107) */
 #define GB_NB_BYTES (1u << 19)
 /* Rows longer than GB_KC_MAX columns are taken GB_KC at a time, so a block's 8 weight rows stay

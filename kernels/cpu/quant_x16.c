@@ -11,7 +11,7 @@
  *
  * Q4_K and Q6_K (the AVX512-VNNI 16-bit family only: quant_x16k_avx512.c): a group-block is the 16
  * rows' super-blocks b (16 × 144 / 210 bytes), the scale bytes transposed and the quants in
- * 4-byte runs, 64 bytes a run index (kq_put). Q4_K: f16 d[16], f16 dmin[16], the 12 packed scale
+ * 4-byte runs, 64 bytes a run index (kq_move). Q4_K: f16 d[16], f16 dmin[16], the 12 packed scale
  * bytes (byte i of row r at 64 + 16i + r), 32 runs (qs[4q .. 4q + 4) of row r at 256 + 64q + 4r).
  * Q6_K: f16 d[16], the 16 int8 scales (scale j of row r at 32 + 16j + r), 48 runs of its first 192
  * bytes (ql then qh: bytes 4q .. 4q + 4 of row r at 288 + 64q + 4r). */
@@ -67,40 +67,30 @@ int weight_x16_wanted(const weight_t *w)
     return cpu_quant_x16(cpu_quant(), w->dtype) != NULL;
 }
 
-/* Super-block blk (ggml's layout) as row r of the K-quant group-block gbk, and back. */
-static void kq_put(dtype_t dt, const uint8_t *blk, uint8_t *gbk, int r)
-{
-    if (dt == DT_Q4_K) {
-        memcpy(gbk + 2 * r, blk, 2);
-        memcpy(gbk + 32 + 2 * r, blk + 2, 2);
-        for (int i = 0; i < 12; i++) gbk[64 + 16 * i + r] = blk[4 + i];
-        for (int q = 0; q < 32; q++) memcpy(gbk + 256 + 64 * q + 4 * r, blk + 16 + 4 * q, 4);
-    } else {
-        memcpy(gbk + 2 * r, blk + 208, 2);
-        for (int j = 0; j < 16; j++) gbk[32 + 16 * j + r] = blk[192 + j];
-        for (int q = 0; q < 48; q++) memcpy(gbk + 288 + 64 * q + 4 * r, blk + 4 * q, 4);
-    }
-}
+/* Where a K-quant super-block's bytes stand in its group-block: n runs of len bytes, run i at
+ * block offset b0 + len·i and, for row r, group offset g0 + gstep·i + len·r (the layout above). */
+typedef struct { short b0, len, n, g0, gstep; } kq_run;
+static const kq_run KQ_Q4K[] = {{0, 2, 1, 0, 0}, {2, 2, 1, 32, 0}, {4, 1, 12, 64, 16}, {16, 4, 32, 256, 64}};
+static const kq_run KQ_Q6K[] = {{208, 2, 1, 0, 0}, {192, 1, 16, 32, 16}, {0, 4, 48, 288, 64}};
 
-static void kq_get(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
+/* Super-block blk (ggml's layout) into row r of the K-quant group-block gbk (put), or back. */
+static void kq_move(dtype_t dt, uint8_t *gbk, uint8_t *blk, int r, int put)
 {
-    if (dt == DT_Q4_K) {
-        memcpy(blk, gbk + 2 * r, 2);
-        memcpy(blk + 2, gbk + 32 + 2 * r, 2);
-        for (int i = 0; i < 12; i++) blk[4 + i] = gbk[64 + 16 * i + r];
-        for (int q = 0; q < 32; q++) memcpy(blk + 16 + 4 * q, gbk + 256 + 64 * q + 4 * r, 4);
-    } else {
-        memcpy(blk + 208, gbk + 2 * r, 2);
-        for (int j = 0; j < 16; j++) blk[192 + j] = gbk[32 + 16 * j + r];
-        for (int q = 0; q < 48; q++) memcpy(blk + 4 * q, gbk + 288 + 64 * q + 4 * r, 4);
-    }
+    const kq_run *t = dt == DT_Q4_K ? KQ_Q4K : KQ_Q6K;
+    const int nt = dt == DT_Q4_K ? 4 : 3;
+    for (int k = 0; k < nt; k++)
+        for (int i = 0; i < t[k].n; i++) {
+            uint8_t *g = gbk + t[k].g0 + t[k].gstep * i + t[k].len * r, *b = blk + t[k].b0 + t[k].len * i;
+            if (put) memcpy(g, b, (size_t)t[k].len);
+            else memcpy(b, g, (size_t)t[k].len);
+        }
 }
 
 /* Block r of the group-block gbk back in ggml's layout (bb bytes at blk). */
 static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
 {
     if (x16_kq(dt)) {
-        kq_get(dt, gbk, blk, r);
+        kq_move(dt, (uint8_t *)gbk, blk, r, 0);
         return;
     }
     uint8_t *qs = blk + x16_qo(dt);
@@ -170,7 +160,7 @@ void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
         for (int b = 0; b < nb; b++) {
             uint8_t *gbk = (uint8_t *)dst + (size_t)g * 16 * rb + (size_t)b * gb, *ch = gbk + x16_off_qs(dt);
             if (x16_kq(dt)) {
-                for (int r = 0; r < 16; r++) kq_put(dt, (const uint8_t *)src + (size_t)(16 * g + r) * rb + (size_t)b * bb, gbk, r);
+                for (int r = 0; r < 16; r++) kq_move(dt, gbk, (uint8_t *)src + (size_t)(16 * g + r) * rb + (size_t)b * bb, r, 1);
                 continue;
             }
             uint32_t qh[16];
