@@ -159,8 +159,9 @@ int cpu_quant_use(const char *name)
 
 /* intel: tuned on a Sapphire Rapids VM (the figures are in each kernel's file); amd: on a
  * Zen 4 VM (bench/cpu.md, session 13), fields left at the intel value where no other was
- * measurably better there. x16k (session 14) was measured on Zen 4 only; the intel set has the
- * same value until a Sapphire Rapids host measures it. */
+ * measurably better there. x16k (session 14) was tuned on Zen 4; on an Intel Xeon (Emerald
+ * Rapids) VM 12288 is as good as any other distance tried (bench/cpu.md, session 15), so both
+ * sets keep it. */
 #define PF_INTEL {.x16 = 3072, .x16k = 12288, .q16 = 2048, .q16_l2 = 4096, .q16_256 = 1024, .q8 = 1024, .split = 1024, .split_l2 = 4096, .mv16 = 3072, .mv32 = 3072}
 static const cpu_prefetch pf_intel = PF_INTEL;
 static const cpu_prefetch pf_amd = {.x16 = 1024, .x16k = 12288, .q16 = 2048, .q16_l2 = 4096, .q16_256 = 1024, .q8 = 1024,

@@ -30,7 +30,10 @@
  * Q4_K,Q6_K --no-gemm --pf x16k=N, cold, one thread, 896x4864, Zen 4 VM (2026-11-28, two rounds):
  * 4096 21 / 21 GB/s (Q4_K / Q6_K), 6144 21-28 / 22, 12288 25 / 21, 24576 25-26 / 20-21 (F32 31
  * beside it); 1024 12 / 11; into the L1 instead: 6-19. Two groups' streams at a time (x16k_run)
- * measured no better than one here, and are kept as the other WL_X16 kernels have them. */
+ * measured no better than one here, and are kept as the other WL_X16 kernels have them. Intel
+ * Xeon (Emerald Rapids) VM, same bench, two rounds (2026-11-29): 0 10.0-10.6 / 8.6-9.2, 1024
+ * 11.5 / 9.1-9.4, 3072 11.8-12.4 / 10.9-11.1, 6144 10.3-12.1 / 9.1-11.5, 12288 12.3-12.7 /
+ * 11.0-11.2, 24576 11.6-12.1 / 10.9-11.4 (F32 14.8-15.9 beside it): 12288 there too. */
 #define QX_PF ((size_t)cpu_pf.x16k)
 
 /* lo / hi planes of the A256/16 row X in element order; s16[i] = Σ of quants 16i .. 16i + 15. */
