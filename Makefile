@@ -47,6 +47,19 @@ LIB_C    := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_CC   := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cc))
 LIB_OBJ  := $(LIB_C:%.c=$(BUILD)/%.o) $(LIB_CC:%.cc=$(BUILD)/%.o)
 
+# CUDA=1 objects shared with other builds (tests/test_cuda_emu.sh builds the CUDA twin of
+# build/ and of build-san/): HOST_BUILD=DIR takes every C/C++ library object except
+# model/device.o (the one file that reads LLM_CUDA) from DIR, a build made with the same flags
+# without CUDA=1; CU_BUILD=DIR puts the .cu objects in DIR (nvcc's flags do not change with
+# SANITIZE, so build-cuda-san can use build-cuda's). Both default to BUILD (nothing shared).
+HOST_BUILD ?= $(BUILD)
+CU_BUILD   ?= $(BUILD)
+ifeq ($(CUDA),1)
+  ifneq ($(HOST_BUILD),$(BUILD))
+    LIB_OBJ := $(filter $(BUILD)/model/device.o,$(LIB_OBJ)) \
+               $(patsubst $(BUILD)/%,$(HOST_BUILD)/%,$(filter-out $(BUILD)/model/device.o,$(LIB_OBJ)))
+  endif
+endif
 ifeq ($(CUDA),1)
   CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)),/usr/local/cuda)
   NVCC      ?= $(CUDA_HOME)/bin/nvcc
@@ -57,13 +70,13 @@ ifeq ($(CUDA),1)
                -Xptxas -warn-spills,-warn-lmem-usage,-warn-double-usage
   CFLAGS  += -DLLM_CUDA=1
   LIB_CU  := $(wildcard kernels/cuda/*.cu) $(wildcard model/cuda/*.cu)
-  LIB_OBJ += $(LIB_CU:%.cu=$(BUILD)/%.o)
+  LIB_OBJ += $(LIB_CU:%.cu=$(CU_BUILD)/%.o)
   LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart
   # [DECISION] subgen_stream's sketch update and subgen's decode k-center reproduce the CPU
   # policies' double arithmetic (the cluster choice and reservoir draws, kernels/cuda/ss_insert.cu;
   # the ℓ2² distances, kernels/cuda/subgen_recompress.cu; Ada-KV's budget split,
   # kernels/cuda/ada_recompress.cu): the three kernels allowed FP64
-  $(BUILD)/kernels/cuda/ss_insert.o $(BUILD)/kernels/cuda/subgen_recompress.o $(BUILD)/kernels/cuda/ada_recompress.o: \
+  $(CU_BUILD)/kernels/cuda/ss_insert.o $(CU_BUILD)/kernels/cuda/subgen_recompress.o $(CU_BUILD)/kernels/cuda/ada_recompress.o: \
     NVCCFLAGS := $(subst $(comma)-warn-double-usage,,$(NVCCFLAGS))
 endif
 
@@ -103,9 +116,24 @@ $(BUILD)/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c -o $@ $<
 
-$(BUILD)/%.o: %.cu
+$(CU_BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+ifneq ($(HOST_BUILD),$(BUILD))
+$(HOST_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -DLLM_CUDA=1,$(CFLAGS)) -c -o $@ $<
+
+$(HOST_BUILD)/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c -o $@ $<
+endif
+
+# The objects the CUDA emulator links in place of the .cu files (tests/test_cuda_emu.sh)
+.PHONY: print-host-obj
+print-host-obj:
+	@echo $(BUILD)/main.o $(filter-out $(LIB_CU:%.cu=$(CU_BUILD)/%.o),$(LIB_OBJ))
 
 $(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(TEST_SUPPORT_OBJ)
 	@mkdir -p $(dir $@)
@@ -182,4 +210,4 @@ fuzz:
 clean:
 	rm -rf build build-san build-cuda build-fuzz llm-run
 
--include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(sort $(BUILD) $(HOST_BUILD) $(CU_BUILD)) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

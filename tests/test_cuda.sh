@@ -30,7 +30,7 @@ cd "$ROOT" || exit 1
 BUILD=${BUILD:-build}
 LLM_SHARED=${LLM_SHARED:-$ROOT/../shared}
 export LLM_SHARED
-# the sanitizer pass (BUILD=build-san, SANITIZE=1 inherited by make) builds its own CUDA tree,
+# the sanitizer pass (BUILD=build-san, SANITIZE=1 inherited by make) links its own CUDA binary,
 # so build-cuda/ never holds sanitized objects that a plain build would link
 CUDA_BUILD=build-cuda
 [ "$BUILD" = build-san ] && CUDA_BUILD=build-cuda-san
@@ -94,8 +94,13 @@ if [ -z "$NVCC_BIN" ]; then
     skip "make CUDA=1: nvcc not found (install the CUDA toolkit; CUDA_HOME=/usr/local/cuda)"
     finish
 fi
-if timeout 1800 make -j2 CUDA=1 BUILD="$CUDA_BUILD" CUDA_HOME="$(dirname "$(dirname "$NVCC_BIN")")" "$CUDA_BUILD/llm-run" \
-    >"$TMP/build" 2>&1; then
+# The C objects that do not read LLM_CUDA (all but model/device.o) come from $BUILD, the tree
+# `make check` has just built with the same flags, and the .cu objects from build-cuda in both
+# passes (nvcc's flags do not change with SANITIZE): Makefile HOST_BUILD / CU_BUILD. The sanitizer
+# pass then compiles two files, not the library and 16 .cu files again (minutes of every CI run).
+# tests/test_cuda_emu.sh builds the same way.
+if timeout 1800 make CUDA=1 BUILD="$CUDA_BUILD" HOST_BUILD="$BUILD" CU_BUILD=build-cuda \
+    CUDA_HOME="$(dirname "$(dirname "$NVCC_BIN")")" "$CUDA_BUILD/llm-run" >"$TMP/build" 2>&1; then
     # compiler warnings only: under `make -jN check` the sub-make itself warns about the jobserver
     if grep -iE "warning" "$TMP/build" | grep -vE '^make(\[[0-9]+\])?: ' >/dev/null; then
         bad "make CUDA=1: warnings:"; grep -iE "warning" "$TMP/build" | grep -vE '^make(\[[0-9]+\])?: ' | head -10 | sed 's/^/    /'

@@ -62,12 +62,18 @@ done
 LLM_SHARED=${LLM_SHARED:-$ROOT/../shared}
 MODEL=$LLM_SHARED/models/stories260K
 [ -f "$MODEL/config.json" ] || { echo "skipped: emulated engine: no model at $MODEL"; finish; }
+# The CUDA build shares what does not change with CUDA=1 (Makefile: HOST_BUILD, CU_BUILD): every C
+# object but model/device.o comes from $BUILD (built by `make check` already), the .cu objects
+# from build-cuda (nvcc's flags are the same under SANITIZE=1): the sanitizer pass compiles
+# model/device.c and main.c, not the whole library again.
+MAKE_CUDA=(CUDA=1 BUILD=$CB SANITIZE=$([ -n "$SAN" ] && echo 1 || echo 0) HOST_BUILD=$BUILD CU_BUILD=build-cuda)
 if command -v nvcc >/dev/null || [ -x "$CUDA_HOME/bin/nvcc" ]; then
-    PATH=$PATH:$CUDA_HOME/bin timeout 1800 make -j2 CUDA=1 BUILD=$CB SANITIZE=$([ -n "$SAN" ] && echo 1 || echo 0) \
-        "$CB/llm-run" >"$OUTD/make.log" 2>&1 || { bad "make CUDA=1 failed (see $OUTD/make.log)"; finish; }
+    PATH=$PATH:$CUDA_HOME/bin timeout 1800 make "${MAKE_CUDA[@]}" "$CB/llm-run" >"$OUTD/make.log" 2>&1 ||
+        { bad "make CUDA=1 failed (see $OUTD/make.log)"; finish; }
 fi
-objs=$(ls $CB/main.o $CB/model/*.o $CB/tokenizer/*.o $CB/kernels/*.o $CB/kernels/cpu/*.o $CB/eviction/*.o $CB/eval/*.o $CB/cli/*.o 2>/dev/null)
-[ -n "$objs" ] && [ -f $CB/model/device.o ] || { echo "skipped: emulated engine: no $CB objects (make CUDA=1)"; finish; }
+objs=$(make -s --no-print-directory "${MAKE_CUDA[@]}" print-host-obj 2>/dev/null)
+for o in $objs; do [ -f "$o" ] || { echo "skipped: emulated engine: no $o (make CUDA=1)"; finish; }; done
+[ -n "$objs" ] || { echo "skipped: emulated engine: no $CB objects (make CUDA=1)"; finish; }
 EMU=$OUTD/llm-run-emu
 CPU=$CB/llm-run
 if timeout 900 g++ ${CXXF/-O1/-O2} -c -o "$OUTD/engine_emu.o" tests/cuda_emu/engine_emu.cc >"$OUTD/engine.log" 2>&1 &&
@@ -181,7 +187,7 @@ ada_snapkv|0.4|--snap-window 4 --prefill-only-decode capped --snap-recompress 3 
 [ "$FULL" = 1 ] || LIST_260K=$(echo "$LIST_260K" | sed -n '1p;2p;3p;11p;14p;28p;40p;60p')
 while IFS='|' read -r pol b extra crit; do
     [ -n "$pol" ] || continue
-    parity "stories260K $pol $b $extra" "$MODEL" "$MODEL" "${crit:-f32}" 24 -- -p "$PROMPT" --policy "$pol" --budget "$b" $extra
+    pparity "stories260K $pol $b $extra" "$MODEL" "$MODEL" "${crit:-f32}" 24 -- -p "$PROMPT" --policy "$pol" --budget "$b" $extra
 done <<<"$LIST_260K"
 
 # ------------------------------------------------------------------ 2b. F16 / BF16 weights, 17 policies
@@ -193,7 +199,7 @@ if [ "$FULL" = 1 ]; then
                    buzz_logn ada_snapkv ada_pyramidkv subgen_stream; do
             crit=lowp # F32 weights and f32 K/V (syn-gqa-f32): f32; subgen_stream's sketch: lowp
             [ "$m" = syn-gqa-f32 ] && [ "$pol" != subgen_stream ] && crit=f32
-            parity "$m $pol 0.5" "$BUILD/synthetic/$m" "$BUILD/synthetic/$m" $crit 20 -- -p "$PROMPT" --policy "$pol" --budget 0.5
+            pparity "$m $pol 0.5" "$BUILD/synthetic/$m" "$BUILD/synthetic/$m" $crit 20 -- -p "$PROMPT" --policy "$pol" --budget 0.5
         done
     done
     # GQA (G = 4): capped snapkv / pyramidkv's device re-compression (the group's query heads
@@ -202,14 +208,16 @@ if [ "$FULL" = 1 ]; then
     for pol in "snapkv --snap-window 4 --snap-recompress 3" "pyramidkv --snap-window 4 --snap-recompress 3" \
                "subgen --subgen-recompress 3" "ada_snapkv --snap-window 4 --snap-recompress 3" \
                "ada_pyramidkv --snap-window 4 --snap-recompress 3 --ada-gqa max"; do
-        parity "syn-gqa-f32 $pol 0.4 capped" "$BUILD/synthetic/syn-gqa-f32" "$BUILD/synthetic/syn-gqa-f32" f32 20 -- \
+        pparity "syn-gqa-f32 $pol 0.4 capped" "$BUILD/synthetic/syn-gqa-f32" "$BUILD/synthetic/syn-gqa-f32" f32 20 -- \
             -p "$PROMPT" --budget 0.4 --prefill-only-decode capped --policy $pol
     done
     # stories260K: the policies its list above leaves out
     for pol in l2norm hashevict random tova pyramidkv subgen; do
-        parity "stories260K $pol 0.5" "$MODEL" "$MODEL" f32 24 -- -p "$PROMPT" --policy "$pol" --budget 0.5
+        pparity "stories260K $pol 0.5" "$MODEL" "$MODEL" f32 24 -- -p "$PROMPT" --policy "$pol" --budget 0.5
     done
 fi
+
+pflush # 2a and 2b ran EMU_JOBS at a time; 2c and 2d read the last run's files, one at a time
 
 # ------------------------------------------------------------------ 2c. GGUF block formats (random, tiny)
 G=$TMP/gguf

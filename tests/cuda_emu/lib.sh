@@ -59,6 +59,40 @@ parity() {
     fi
 }
 
+# pparity ARGS...: `parity ARGS...` in the background, at most EMU_JOBS at a time (default: the
+# CPUs this process may use). The emulator runs one OS thread, so two parity runs on two cores
+# take the time of one. Each job has its own TMP; its lines are printed, and counted, in the
+# order the jobs were started (pdrain prints the finished ones at the head of the queue, pflush
+# waits for all). OMP_WAIT_POLICY=passive: the CPU runs' OpenMP threads sleep instead of
+# spinning while they wait, so two jobs' threads do not take each other's cores.
+EMU_JOBS=${EMU_JOBS:-$(nproc 2>/dev/null || echo 1)}
+pqueue=()
+pparity() {
+    local d; d=$(mktemp -d "$TMP/job.XXXXXX") || { bad "$1: mktemp"; return; }
+    ( TMP=$d; export OMP_WAIT_POLICY=passive; pass=0 failn=0; parity "$@" >"$d/out" 2>&1; : >"$d/done" ) </dev/null &
+    pqueue+=("$d")
+    while [ "$(jobs -rp | wc -l)" -ge "$EMU_JOBS" ]; do wait -n; done
+    pdrain
+}
+pdrain() {
+    local d line
+    while [ ${#pqueue[@]} -gt 0 ] && [ -f "${pqueue[0]}/done" ]; do
+        d=${pqueue[0]}
+        while IFS= read -r line; do
+            case $line in "ok   "*) pass=$((pass + 1)) ;; "FAIL "*) failn=$((failn + 1)) ;; esac
+            printf '%s\n' "$line"
+        done <"$d/out"
+        rm -rf "$d"
+        pqueue=("${pqueue[@]:1}")
+    done
+}
+pflush() {
+    wait
+    local d
+    for d in "${pqueue[@]}"; do [ -f "$d/done" ] || bad "parity job $d ended without finishing"; : >"$d/done"; done
+    pdrain
+}
+
 # counts FILE KEY: a counter of an EMU_STATS file
 counts() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
