@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Decode's thread count may change between steps (model/forward.c decode_threads_*: one step on
 # the other count now and then, a switch when it is faster) and the rows of a decode matvec are
-# split with stealing (kernels/cpu/rowsteal.h): neither may change an output. The logits of
+# split with stealing (kernels/cpu/rowsteal.h): neither may change an output, and a prefill
+# product's rows are cut into the same slices for any -t (kernels/cpu/matmul.c prefill_slices:
+# the BLAS's bits depend on the cut; on an AMD Zen 3 host, the AVX2 family, every prompt row of
+# -t 2 differed from -t 1 before, 2026-11-29). The logits of
 # every prompt position and decode step (--logits-out) must be byte-identical for -t 1, -t 2 and
 # -t 2 with LLM_ADAPT_THREADS=flip (1 and 2 threads alternating every step), on stories260K
 # (F32, and BF16 via --dtype) and, when it is in the model cache, SmolLM2-135M Q4_1.

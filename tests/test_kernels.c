@@ -457,6 +457,56 @@ static void test_decode_matvec_bit_identical_for_any_thread_count(void **state)
     cpu_set_threads(1);
 }
 
+/* Prefill (n > 1) matmul_multi cuts the output rows into slices fixed by the machine
+ * (matmul.c prefill_slices), not by the thread count: the BLAS's result for an element depends
+ * on where the call's rows are cut (OpenBLAS 0.3.21's Zen sgemm: any cut changes the rows around
+ * it), so the bits must be the same for 1..4 threads, through our GEMM (7 tokens, where the
+ * family has one) and the BLAS (250 tokens; every n on a family without gemm_nt_f32), F32 and
+ * widened F16/BF16 tiles. */
+static void test_prefill_matmul_bit_identical_for_any_thread_count(void **state)
+{
+    (void)state;
+    const dtype_t dts[] = {DT_F32, DT_F16, DT_BF16};
+    const int rows[3] = {1003, 37, 2100}, cols = 320, ns[] = {7, 250};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            dtype_t dt = dts[d];
+            int n = ns[ni];
+            weight_t w[3];
+            const weight_t *wp[3];
+            float *ref[3], *y[3], *x = rand_floats((size_t)n * cols);
+            for (int i = 0; i < 3; i++) {
+                float *src = rand_floats((size_t)rows[i] * cols);
+                void *data = src;
+                if (dt != DT_F32) {
+                    uint16_t *h = malloc((size_t)rows[i] * cols * 2);
+                    assert_non_null(h);
+                    for (size_t k = 0; k < (size_t)rows[i] * cols; k++) h[k] = dt == DT_F16 ? f32_to_f16(src[k]) : f32_to_bf16(src[k]);
+                    free(src);
+                    data = h;
+                }
+                w[i] = (weight_t){.dtype = dt, .data = data, .rows = rows[i], .cols = cols};
+                wp[i] = &w[i];
+                ref[i] = malloc((size_t)n * rows[i] * sizeof(float));
+                y[i] = malloc((size_t)n * rows[i] * sizeof(float));
+                assert_true(ref[i] && y[i]);
+            }
+            cpu_set_threads(1);
+            matmul_multi(ref, wp, 3, x, n);
+            for (int t = 2; t <= 4; t++) {
+                cpu_set_threads(t);
+                for (int i = 0; i < 3; i++) memset(y[i], 0xff, (size_t)n * rows[i] * sizeof(float));
+                matmul_multi(y, wp, 3, x, n);
+                for (int i = 0; i < 3; i++)
+                    if (memcmp(y[i], ref[i], (size_t)n * rows[i] * sizeof(float)))
+                        fail_msg("prefill matmul_multi %s n %d matrix %d: %d threads differ from 1", dtype_name(dt), n, i, t);
+            }
+            for (int i = 0; i < 3; i++) free((void *)w[i].data), free(ref[i]), free(y[i]);
+            free(x);
+        }
+    cpu_set_threads(1);
+}
+
 /* --------------------------------------------------------------- small kernels */
 
 static void test_dot_axpy_exp_scores_every_family_match_scalar(void **state)
@@ -678,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_matmul_every_dtype_and_batch_matches_float64),
         cmocka_unit_test(test_gemm_nt_matches_float64_and_any_split_gives_the_same_bits),
         cmocka_unit_test(test_decode_matvec_bit_identical_for_any_thread_count),
+        cmocka_unit_test(test_prefill_matmul_bit_identical_for_any_thread_count),
         cmocka_unit_test(test_dot_axpy_exp_scores_every_family_match_scalar),
         cmocka_unit_test(test_prefill_attention_tiles_match_float64_softmax),
         cmocka_unit_test(test_decode_attention_matches_float64_softmax),

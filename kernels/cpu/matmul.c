@@ -209,9 +209,28 @@ static const uint16_t *bf16_act(const weight_t *const *w, int k, const float *x,
 #endif
 }
 
-/* Prefill: the OpenMP threads split the R = Σ rows output rows in contiguous slices and each
- * runs the BLAS on its part of each matrix; the BLAS itself is single-threaded
- * (cpu_set_threads), so one thread pool serves both and none spins while the other works. */
+/* The number of slices a prefill product's output rows are cut into: the machine's physical
+ * cores (cpu_num_cores, read once), whatever -t says. The BLAS's result for an output element
+ * depends on where the element sits in the call's rows (OpenBLAS 0.3.21's Zen sgemm: a cut at
+ * any row but the last four changes rows around the cut), so the cut may not depend on the
+ * thread count: -t 1 and -t 2 then give the same bits (tests/test_decode_threads.sh). With the
+ * default -t (the cores) it is one slice per thread, as before; fewer threads take several. */
+static int prefill_slices(void)
+{
+    static _Atomic int slices;
+    int p = slices;
+    if (p == 0) {
+        p = cpu_num_cores();
+        if (p < 1) p = 1;
+        slices = p;
+    }
+    return p;
+}
+
+/* Prefill: the output rows R = Σ rows are cut into prefill_slices() contiguous slices, each
+ * thread takes a contiguous run of slices and runs the BLAS on its part of each matrix; the BLAS
+ * itself is single-threaded (cpu_set_threads), so one thread pool serves both and none spins
+ * while the other works. */
 static void gemm_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
 {
     long long total = 0, work = 0;
@@ -219,21 +238,24 @@ static void gemm_multi(float *const *y, const weight_t *const *w, int k, const f
         total += w[i]->rows;
         work += (long long)n * w[i]->rows * w[i]->cols;
     }
+    const int P = prefill_slices();
     int nt = omp_in_parallel() || work < (1 << 20) ? 1 : omp_get_max_threads(), failed = 0;
     const uint16_t *xb = bf16_act(w, k, x, n);
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
         int t = omp_get_thread_num(), T = omp_get_num_threads();
-        long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
-        for (int i = 0; i < k; i++) {
-            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+        for (long long sl = (long long)P * t / T; sl < (long long)P * (t + 1) / T; sl++) {
+            long long g0 = total * sl / P, g1 = total * (sl + 1) / P, base = 0;
+            for (int i = 0; i < k; i++) {
+                long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
 #ifdef LLM_SIMD_X86
-            if (xb && a < b)
-                cpu_gemm_nt_bf16_avx512bf16(y[i], w[i]->rows, xb, n, w[i]->data, (int)(a - base), (int)(b - base), w[i]->cols);
-            else
+                if (xb && a < b)
+                    cpu_gemm_nt_bf16_avx512bf16(y[i], w[i]->rows, xb, n, w[i]->data, (int)(a - base), (int)(b - base), w[i]->cols);
+                else
 #endif
-            if (a < b && matmul_rows(y[i], x, w[i], n, (int)(a - base), (int)(b - base), t) != 0) failed = 1;
-            base += w[i]->rows;
+                if (a < b && matmul_rows(y[i], x, w[i], n, (int)(a - base), (int)(b - base), t) != 0) failed = 1;
+                base += w[i]->rows;
+            }
         }
     }
     if (failed)   /* no memory for a widening buffer: one row of x at a time, no buffer */
