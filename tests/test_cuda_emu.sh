@@ -45,47 +45,60 @@ for f in elementwise attn_prefill attn_decode select sample gemv dequant ss_inse
     python3 tests/cuda_emu/rewrite.py "kernels/cuda/$f.cu" "$OUTD/$f.inc" || { bad "rewrite $f.cu"; finish; }
 done
 CXXF="-std=c++20 -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -I$OUTD -I$CUDA_HOME/include -pthread"
-if ! timeout 900 g++ $CXXF -o "$OUTD/test_kernels_emu" tests/cuda_emu/test_kernels_emu.cc >"$OUTD/build.log" 2>&1 ||
-    grep -q warning "$OUTD/build.log"; then
-    bad "kernel emulation builds without warnings:"; head -20 "$OUTD/build.log"; finish
-fi
-# ------------------------------------------------------------------ 1. kernels, three orders
-for seed in 1 0 7; do
-    EMU_SEED=$seed timeout 900 "$OUTD/test_kernels_emu" tests/fixtures/quant >"$OUTD/kernels.log" 2>&1
-    line=$(tail -1 "$OUTD/kernels.log")
-    [ "$seed" = 1 ] && grep -v '^[0-9]* passed' "$OUTD/kernels.log"
-    if [[ "$line" =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then ok "kernel tests, block/thread order seed $seed: $line"
-    else bad "kernel tests, seed $seed: $line"; grep FAIL "$OUTD/kernels.log" | head; fi
-done
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+# The kernel tests compile (g++, one core) while the engine builds on the other core; then the
+# three block/thread orders run as jobs beside the first parity runs (lib.sh pjob).
+timeout 900 g++ $CXXF -o "$OUTD/test_kernels_emu" tests/cuda_emu/test_kernels_emu.cc >"$OUTD/build.log" 2>&1 &
+kbuild=$!
 
 # ------------------------------------------------------------------ the emulated engine
 LLM_SHARED=${LLM_SHARED:-$ROOT/../shared}
 MODEL=$LLM_SHARED/models/stories260K
-[ -f "$MODEL/config.json" ] || { echo "skipped: emulated engine: no model at $MODEL"; finish; }
 # The CUDA build shares what does not change with CUDA=1 (Makefile: HOST_BUILD, CU_BUILD): every C
 # object but model/device.o comes from $BUILD (built by `make check` already), the .cu objects
 # from build-cuda (nvcc's flags are the same under SANITIZE=1): the sanitizer pass compiles
 # model/device.c and main.c, not the whole library again.
 MAKE_CUDA=(CUDA=1 BUILD=$CB SANITIZE=$([ -n "$SAN" ] && echo 1 || echo 0) HOST_BUILD=$BUILD CU_BUILD=build-cuda)
-if command -v nvcc >/dev/null || [ -x "$CUDA_HOME/bin/nvcc" ]; then
-    PATH=$PATH:$CUDA_HOME/bin timeout 1800 make "${MAKE_CUDA[@]}" "$CB/llm-run" >"$OUTD/make.log" 2>&1 ||
-        { bad "make CUDA=1 failed (see $OUTD/make.log)"; finish; }
-fi
-objs=$(make -s --no-print-directory "${MAKE_CUDA[@]}" print-host-obj 2>/dev/null)
-for o in $objs; do [ -f "$o" ] || { echo "skipped: emulated engine: no $o (make CUDA=1)"; finish; }; done
-[ -n "$objs" ] || { echo "skipped: emulated engine: no $CB objects (make CUDA=1)"; finish; }
 EMU=$OUTD/llm-run-emu
 CPU=$CB/llm-run
-if timeout 900 g++ ${CXXF/-O1/-O2} -c -o "$OUTD/engine_emu.o" tests/cuda_emu/engine_emu.cc >"$OUTD/engine.log" 2>&1 &&
-    ! grep -q warning "$OUTD/engine.log" &&
-    g++ $SAN -o "$EMU" $objs "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm \
-        -fopenmp -lpthread >>"$OUTD/engine.log" 2>&1; then
-    ok "emulated engine builds ($EMU)"
-else
-    bad "emulated engine build:"; head -10 "$OUTD/engine.log"; finish
+engine() {   # builds $EMU; 0 when it did, else prints why (skipped: or FAIL)
+    [ -f "$MODEL/config.json" ] || { echo "skipped: emulated engine: no model at $MODEL"; return 1; }
+    if command -v nvcc >/dev/null || [ -x "$CUDA_HOME/bin/nvcc" ]; then
+        PATH=$PATH:$CUDA_HOME/bin timeout 1800 make "${MAKE_CUDA[@]}" "$CB/llm-run" >"$OUTD/make.log" 2>&1 ||
+            { bad "make CUDA=1 failed (see $OUTD/make.log)"; return 1; }
+    fi
+    objs=$(make -s --no-print-directory "${MAKE_CUDA[@]}" print-host-obj 2>/dev/null)
+    [ -n "$objs" ] || { echo "skipped: emulated engine: no $CB objects (make CUDA=1)"; return 1; }
+    for o in $objs; do [ -f "$o" ] || { echo "skipped: emulated engine: no $o (make CUDA=1)"; return 1; }; done
+    if timeout 900 g++ ${CXXF/-O1/-O2} -c -o "$OUTD/engine_emu.o" tests/cuda_emu/engine_emu.cc >"$OUTD/engine.log" 2>&1 &&
+        ! grep -q warning "$OUTD/engine.log" &&
+        g++ $SAN -o "$EMU" $objs "$OUTD/engine_emu.o" -lsentencepiece -lcjson -lpcre2-8 -lutf8proc -lz -lopenblas -lm \
+            -fopenmp -lpthread >>"$OUTD/engine.log" 2>&1; then
+        ok "emulated engine builds ($EMU)"
+    else
+        bad "emulated engine build:"; head -10 "$OUTD/engine.log"; return 1
+    fi
+}
+engine_built=0
+engine && engine_built=1
+wait $kbuild
+krc=$?
+if [ $krc -ne 0 ] || grep -q warning "$OUTD/build.log"; then
+    bad "kernel emulation builds without warnings (rc $krc):"; head -20 "$OUTD/build.log"; finish
 fi
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
+# ------------------------------------------------------------------ 1. kernels, three orders
+kernel_order() {
+    local seed=$1
+    EMU_SEED=$seed timeout 900 "$OUTD/test_kernels_emu" tests/fixtures/quant >"$TMP/kernels.log" 2>&1
+    local line; line=$(tail -1 "$TMP/kernels.log")
+    # the kernels' own lines, indented: the job's queue counts only this script's ok/FAIL lines
+    [ "$seed" = 1 ] && grep -v '^[0-9]* passed' "$TMP/kernels.log" | sed 's/^/  /'
+    if [[ "$line" =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then ok "kernel tests, block/thread order seed $seed: $line"
+    else bad "kernel tests, seed $seed: $line"; grep FAIL "$TMP/kernels.log" | head; fi
+}
+for seed in 1 0 7; do pjob kernel_order $seed; done
+[ $engine_built = 1 ] || { pflush; finish; }
 PROMPT="Once upon a time, there was a little girl named Lily. She loved to play"
 
 # ------------------------------------------------------------------ 2a. stories260K, every path
@@ -217,7 +230,6 @@ if [ "$FULL" = 1 ]; then
     done
 fi
 
-pflush # 2a and 2b ran EMU_JOBS at a time; 2c and 2d read the last run's files, one at a time
 
 # ------------------------------------------------------------------ 2c. GGUF block formats (random, tiny)
 G=$TMP/gguf
@@ -231,10 +243,8 @@ mk f16 --type F16 --tied
 mk bf16 --type BF16
 mk obias --type F32 --attention-bias
 IDS=1,17,33,250,7,99,180,3,42,311,64,128
-while IFS='|' read -r m pol b extra; do
-    [ -n "$m" ] || continue
-    [ "$FULL" = 1 ] || case "$m $pol" in "mix h2o"|"qwen snapkv") ;; *) continue ;; esac
-    case "$extra" in *--kv-dtype*) ;; *) extra="$extra --kv-dtype f16" ;; esac # the GGUF default, for the twin too
+gguf_case() {   # MODEL POLICY BUDGET EXTRA
+    local m=$1 pol=$2 b=$3 extra=$4
     parity "gguf $m $pol $b $extra (vs its F32 twin)" "$G/$m.gguf" "$G/$m-f32" lowp 12 -- --prompt-ids $IDS --policy "$pol" --budget "$b" $extra
     if [ "$pol" = full ] && [ "$m" != f16 ]; then
         # for the record: the CPU's own block-format kernels (8-bit activations) on the same ids
@@ -242,6 +252,12 @@ while IFS='|' read -r m pol b extra; do
             --force-ids "$(json_tokens "$TMP/t.json")" --logits-out "$TMP/q.npy" >/dev/null 2>&1
         echo "note: gguf $m: the CPU's block-format kernels vs the F32 twin: $(python3 tests/cuda_emu/parity.py "$TMP/q.npy" "$TMP/c.npy" lowp)"
     fi
+}
+while IFS='|' read -r m pol b extra; do
+    [ -n "$m" ] || continue
+    [ "$FULL" = 1 ] || case "$m $pol" in "mix h2o"|"qwen snapkv") ;; *) continue ;; esac
+    case "$extra" in *--kv-dtype*) ;; *) extra="$extra --kv-dtype f16" ;; esac # the GGUF default, for the twin too
+    pjob gguf_case "$m" "$pol" "$b" "$extra"
 done <<'LIST'
 mix|full|1.0|
 mix|h2o|0.5|--prefill-chunk 5
@@ -258,10 +274,10 @@ f16|buzz|0.5|--prefill-chunk 5
 bf16|h2o|0.5|
 bf16|tova|0.5|
 LIST
-parity "llama o-bias (attention_bias) F32, h2o 0.5" "$G/obias-f32" "$G/obias-f32" f32 12 -- --prompt-ids $IDS --policy h2o --budget 0.5
+pparity "llama o-bias (attention_bias) F32, h2o 0.5" "$G/obias-f32" "$G/obias-f32" f32 12 -- --prompt-ids $IDS --policy h2o --budget 0.5
 # ------------------------------------------------------------------ 2d. SmolLM2-135M Q4_1, once
 SMOL=${LLM_RUN_MODELS:-$HOME/.cache/llm-run}/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ "$FULL" = 1 ] && [ -f "$SMOL" ]; then
+smol_case() {
     python3 scripts/make_hf_from_gguf.py "$SMOL" "$TMP/smol-f32" --dtype F32 >/dev/null 2>&1 || bad "make_hf_from_gguf SmolLM2"
     parity "SmolLM2-135M Q4_1 h2o 0.5 (vs its F32 twin)" "$SMOL" "$TMP/smol-f32" lowp 6 -- \
         --prompt-ids 1,504,3458,282,4649,314,253,1345 --policy h2o --budget 0.5 --kv-dtype f16
@@ -270,6 +286,9 @@ if [ "$FULL" = 1 ] && [ -f "$SMOL" ]; then
     msg=$(python3 tests/cuda_emu/parity.py "$TMP/g.npy" "$TMP/q.npy" lowp)
     echo "note: SmolLM2 emulated GPU vs the CPU's Q4_1 kernels (8-bit activations): $msg"
     rm -rf "$TMP/smol-f32"
+}
+if [ "$FULL" = 1 ] && [ -f "$SMOL" ]; then
+    pjob smol_case
 elif [ "$FULL" = 1 ]; then
     echo "skipped: SmolLM2 end to end: no $SMOL (scripts/fetch_model.sh)"
 fi
@@ -292,17 +311,20 @@ if gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN -Wall -Wextra -Wno-unused-parameter -I
         ada_snapkv:snap-window=4:prefill-only-decode=capped:snap-recompress=4
         ada_pyramidkv:snap-window=4:prefill-only-decode=capped:snap-recompress=3:rope=shifted"
     [ "$FULL" = 1 ] || MP="h2o snapkv subgen_stream:ss-t=2 snapkv:snap-window=4:prefill-only-decode=capped:snap-recompress=4"
-    for pol in $MP; do
+    mirror_case() {
+        local pol=$1 rc line
         timeout 600 "$OUTD/test_mirror_emu" "$MODEL" ${pol//:/ } >"$TMP/mi" 2>&1
         rc=$?
         while read -r line; do
             case $line in ok*) ok "mirror $pol: ${line#ok }" ;; FAIL*) bad "mirror $pol: ${line#FAIL }" ;; note*) echo "$line" ;; esac
         done <"$TMP/mi"
         [ $rc -eq 0 ] || grep -q '^FAIL' "$TMP/mi" || bad "mirror $pol: rc $rc: $(tail -2 "$TMP/mi")"
-    done
+    }
+    for pol in $MP; do pjob mirror_case "$pol"; done
 else
     bad "test_mirror_emu build:"; head -10 "$OUTD/mirror.log"
 fi
 
 . tests/cuda_emu/counts.sh
+pflush
 finish

@@ -27,11 +27,10 @@
 L260=5 # stories260K's layers
 # policy | extra | kind (device: exactly one sync and one copy back per token, kernels <= 5L + 10;
 # shifted: the same with the rank rotation's kernel, <= 6L + 10; host: measured, <= 4L + 2 syncs)
-while IFS='|' read -r pol extra kind; do
-    [ -n "$pol" ] || continue
-    [ "$FULL" = 1 ] || case "$pol $kind" in "h2o device"|"snapkv device") ;; *) continue ;; esac
+count_case() {   # POLICY EXTRA KIND
+    local pol=$1 extra=$2 kind=$3 r syncs d2h kern graphs tag lim
     if ! r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --policy "$pol" $extra); then
-        bad "counts $pol $extra: run failed: $(head -2 "$TMP/pe2")"; continue
+        bad "counts $pol $extra: run failed: $(head -2 "$TMP/pe2")"; return
     fi
     read -r syncs d2h kern graphs <<<"$r"
     tag="per decode token, $pol $extra: $syncs host sync(s), $d2h copy(ies) back, $kern kernels, $graphs graph launch(es)"
@@ -54,6 +53,11 @@ while IFS='|' read -r pol extra kind; do
     else
         bad "$tag (bound: 1 sync, 1 copy, 1 graph, <= $lim kernels)"
     fi
+}
+while IFS='|' read -r pol extra kind; do
+    [ -n "$pol" ] || continue
+    [ "$FULL" = 1 ] || case "$pol $kind" in "h2o device"|"snapkv device") ;; *) continue ;; esac
+    pjob count_case "$pol" "$extra" "$kind"
 done <<'LIST'
 full|--budget 64|device
 local|--budget 24|device
@@ -110,8 +114,8 @@ LIST
 # the 1-sync check can fail: each policy moved onto the device, its decode steps forced through
 # the host hooks (LLM_CUDA_HOST_DECODE=1, the path before), must be over it: snapkv, capped
 # snapkv, subgen and ada_* (their re-compressions), subgen_stream (host hooks and host attention)
-export LLM_CUDA_HOST_DECODE=1
-while IFS='|' read -r label args; do
+forced_case() {   # LABEL ARGS
+    local label=$1 args=$2 r syncs d2h kern graphs
     # shellcheck disable=SC2086
     if r=$(per_token 6 14 -m "$MODEL" -p "$PROMPT" --budget 24 $args); then
         read -r syncs d2h kern graphs <<<"$r"
@@ -123,6 +127,10 @@ while IFS='|' read -r label args; do
     else
         bad "counts $label LLM_CUDA_HOST_DECODE=1: run failed: $(head -2 "$TMP/pe2")"
     fi
+}
+export LLM_CUDA_HOST_DECODE=1   # (a job keeps the environment it started with)
+while IFS='|' read -r label args; do
+    pjob forced_case "$label" "$args"
 done <<'FORCED'
 snapkv|--policy snapkv --snap-window 8
 capped snapkv --snap-window 8 --snap-recompress 4|--prefill-only-decode capped --policy snapkv --snap-window 8 --snap-recompress 4
@@ -150,23 +158,23 @@ order_identity() {
         bad "$name (seed 1): $(head -2 "$TMP/re")"
     fi
 }
-order_identity "gguf mix h2o 0.5" LLM_CUDA_GRAPH=0 \
+pjob order_identity "gguf mix h2o 0.5" LLM_CUDA_GRAPH=0 \
     -m "$G/mix.gguf" --prompt-ids $IDS -n 10 --temp 0 --device cuda --policy h2o --budget 0.5 --json
 # subgen_stream's sketch kernels (shared-memory reductions, reservoir writes)
-order_identity "stories260K subgen_stream 16 --ss-t 2" EMU_SEED=2 \
+pjob order_identity "stories260K subgen_stream 16 --ss-t 2" EMU_SEED=2 \
     -m "$MODEL" -p "$PROMPT" -n 10 --ignore-eos --temp 0 --device cuda --policy subgen_stream --budget 16 --ss-t 2 --json
 # capped snapkv's device re-compression (block reductions, the top-k ranks, the in-place compaction)
-order_identity "stories260K snapkv 16 capped" EMU_SEED=2 \
+pjob order_identity "stories260K snapkv 16 capped" EMU_SEED=2 \
     -m "$MODEL" -p "$PROMPT" -n 12 --ignore-eos --temp 0 --device cuda --policy snapkv --budget 16 --snap-window 4 \
     --prefill-only-decode capped --snap-recompress 4 --json
 # capped subgen's device k-center (block argmax in double, the compaction)
-order_identity "stories260K subgen 16 capped" EMU_SEED=2 \
+pjob order_identity "stories260K subgen 16 capped" EMU_SEED=2 \
     -m "$MODEL" -p "$PROMPT" -n 12 --ignore-eos --temp 0 --device cuda --policy subgen --budget 16 \
     --prefill-only-decode capped --subgen-recompress 4 --json
 
 # capped ada_snapkv's device re-split (block reductions, the global and per-head ranks, the
 # compaction and the arena's re-partition)
-order_identity "stories260K ada_snapkv 16 capped" EMU_SEED=2 \
+pjob order_identity "stories260K ada_snapkv 16 capped" EMU_SEED=2 \
     -m "$MODEL" -p "$PROMPT" -n 12 --ignore-eos --temp 0 --device cuda --policy ada_snapkv --budget 16 --snap-window 4 \
     --prefill-only-decode capped --snap-recompress 4 --json
 
@@ -174,9 +182,8 @@ order_identity "stories260K ada_snapkv 16 capped" EMU_SEED=2 \
 # on the same rows: logits bit for bit against LLM_CUDA_HOST_DECODE=1 (the host hooks on the host
 # mirror of the device's K/V rows and query ring, the same attention kernel); the parity runs
 # compare with the CPU backend, whose keys differ by float rounding
-while read -r capped; do
-    [ -n "$capped" ] || continue
-    [ "$FULL" = 1 ] || [ "$capped" = "snapkv --budget 0.4 --snap-window 4 --snap-recompress 4" ] || continue
+capped_case() {
+    local capped=$1 A
     A=(-m "$MODEL" -p "$PROMPT" -n 24 --temp 0 --device cuda --prefill-only-decode capped --policy $capped)
     if "$EMU" "${A[@]}" --logits-out "$TMP/l1.npy" >/dev/null 2>"$TMP/re" &&
         LLM_CUDA_HOST_DECODE=1 "$EMU" "${A[@]}" --logits-out "$TMP/l2.npy" >/dev/null 2>"$TMP/re"; then
@@ -185,6 +192,11 @@ while read -r capped; do
     else
         bad "capped $capped: run failed: $(head -2 "$TMP/re")"
     fi
+}
+while read -r capped; do
+    [ -n "$capped" ] || continue
+    [ "$FULL" = 1 ] || [ "$capped" = "snapkv --budget 0.4 --snap-window 4 --snap-recompress 4" ] || continue
+    pjob capped_case "$capped"
 done <<'LIST'
 snapkv --budget 0.4 --snap-window 4 --snap-recompress 4
 snapkv --budget 0.3 --snap-window 4 --snap-pool avg --snap-kernel 3 --snap-recompress 3 --prefill-chunk 7
@@ -202,9 +214,10 @@ LIST
 
 # device memory: nothing left after a run, nor after a failure at any allocation (every device
 # and pinned allocation, the graph instantiation) — error paths free what they allocated
-for pol in h2o snapkv; do
+leak_case() {   # POLICY
+    local pol=$1 B n live step leaked lines ran k rc
     B=(-m "$G/mix.gguf" --prompt-ids $IDS -n 4 --temp 0 --device cuda --policy "$pol" --budget 0.5)
-    EMU_STATS="$TMP/st" "$EMU" "${B[@]}" >/dev/null 2>"$TMP/re" || { bad "leaks $pol: run failed"; continue; }
+    EMU_STATS="$TMP/st" "$EMU" "${B[@]}" >/dev/null 2>"$TMP/re" || { bad "leaks $pol: run failed"; return; }
     n=$(counts "$TMP/st" allocs) live=$(counts "$TMP/st" live)
     [ "$live" = 0 ] && ok "$pol: $n device/pinned allocations, all freed at exit" || bad "$pol: $live of $n allocations live at exit"
     step=1
@@ -224,7 +237,8 @@ for pol in h2o snapkv; do
     else
         bad "$pol: failing allocations: leaked at [$leaked], not a one-line error at [$lines]"
     fi
-done
+}
+for pol in h2o snapkv; do pjob leak_case "$pol"; done
 
 # the cache does not fit the (emulated) free GPU memory: one line, before allocating it
 if EMU_GPU_FREE=200000000 timeout 300 "$EMU" -m "$MODEL" -p "$PROMPT" -n 4 --device cuda >"$TMP/o" 2>"$TMP/e"; then

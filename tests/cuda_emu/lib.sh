@@ -59,21 +59,23 @@ parity() {
     fi
 }
 
-# pparity ARGS...: `parity ARGS...` in the background, at most EMU_JOBS at a time (default: the
-# CPUs this process may use). The emulator runs one OS thread, so two parity runs on two cores
-# take the time of one. Each job has its own TMP; its lines are printed, and counted, in the
-# order the jobs were started (pdrain prints the finished ones at the head of the queue, pflush
-# waits for all). OMP_WAIT_POLICY=passive: the CPU runs' OpenMP threads sleep instead of
-# spinning while they wait, so two jobs' threads do not take each other's cores.
+# pjob FUNC ARGS...: `FUNC ARGS...` in the background, at most EMU_JOBS at a time (default: the
+# CPUs this process may use). The emulator runs on one OS thread, so two emulated runs on two
+# cores take the time of one. Each job has its own TMP; its lines are printed, and its ok/FAIL
+# lines counted, in the order the jobs were started (pdrain prints the finished ones at the head
+# of the queue, pflush waits for all). A job sees the environment of the moment it started.
+# OMP_WAIT_POLICY=passive: the CPU runs' OpenMP threads sleep instead of spinning while they
+# wait, so two jobs' threads do not take each other's cores. pparity ARGS...: pjob parity ARGS...
 EMU_JOBS=${EMU_JOBS:-$(nproc 2>/dev/null || echo 1)}
 pqueue=()
-pparity() {
+pjob() {
     local d; d=$(mktemp -d "$TMP/job.XXXXXX") || { bad "$1: mktemp"; return; }
-    ( TMP=$d; export OMP_WAIT_POLICY=passive; pass=0 failn=0; parity "$@" >"$d/out" 2>&1; : >"$d/done" ) </dev/null &
+    ( TMP=$d; export OMP_WAIT_POLICY=passive; pass=0 failn=0; "$@" >"$d/out" 2>&1; : >"$d/done" ) </dev/null &
     pqueue+=("$d")
     while [ "$(jobs -rp | wc -l)" -ge "$EMU_JOBS" ]; do wait -n; done
     pdrain
 }
+pparity() { pjob parity "$@"; }
 pdrain() {
     local d line
     while [ ${#pqueue[@]} -gt 0 ] && [ -f "${pqueue[0]}/done" ]; do
@@ -89,7 +91,7 @@ pdrain() {
 pflush() {
     wait
     local d
-    for d in "${pqueue[@]}"; do [ -f "$d/done" ] || bad "parity job $d ended without finishing"; : >"$d/done"; done
+    for d in "${pqueue[@]}"; do [ -f "$d/done" ] || bad "job $d ended without finishing"; : >"$d/done"; done
     pdrain
 }
 
