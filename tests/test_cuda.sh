@@ -97,7 +97,7 @@ fi
 # The C objects that do not read LLM_CUDA (all but model/device.o) come from $BUILD, the tree
 # `make check` has just built with the same flags, and the .cu objects from build-cuda in both
 # passes (nvcc's flags do not change with SANITIZE): Makefile HOST_BUILD / CU_BUILD. The sanitizer
-# pass then compiles two files, not the library and 16 .cu files again (minutes of every CI run).
+# pass then compiles two files, not the library and every .cu file again (minutes of every CI run).
 # tests/test_cuda_emu.sh builds the same way.
 if timeout 1800 make CUDA=1 BUILD="$CUDA_BUILD" HOST_BUILD="$BUILD" CU_BUILD=build-cuda \
     CUDA_HOME="$(dirname "$(dirname "$NVCC_BIN")")" "$CUDA_BUILD/llm-run" >"$TMP/build" 2>&1; then

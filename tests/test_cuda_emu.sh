@@ -230,7 +230,6 @@ if [ "$FULL" = 1 ]; then
     done
 fi
 
-
 # ------------------------------------------------------------------ 2c. GGUF block formats (random, tiny)
 G=$TMP/gguf
 mkdir -p "$G"

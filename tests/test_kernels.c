@@ -458,9 +458,9 @@ static void test_decode_matvec_bit_identical_for_any_thread_count(void **state)
 }
 
 /* Prefill (n > 1) matmul_multi cuts the output rows into slices fixed by the machine
- * (matmul.c prefill_slices), not by the thread count: the BLAS's result for an element depends
- * on where the call's rows are cut (OpenBLAS 0.3.21's Zen sgemm: any cut changes the rows around
- * it), so the bits must be the same for 1..4 threads, through our GEMM (7 tokens, where the
+ * (matmul.c prefill_slices), not by the thread count: the BLAS's result for an element may
+ * depend on where the call's rows are cut (OpenBLAS 0.3.21 on an AMD Zen 3 host: this test
+ * failed with a cut per thread), so the bits must be the same for 1..4 threads, through our GEMM (7 tokens, where the
  * family has one) and the BLAS (250 tokens; every n on a family without gemm_nt_f32), F32 and
  * widened F16/BF16 tiles. */
 static void test_prefill_matmul_bit_identical_for_any_thread_count(void **state)

@@ -211,9 +211,10 @@ static const uint16_t *bf16_act(const weight_t *const *w, int k, const float *x,
 
 /* The number of slices a prefill product's output rows are cut into: the machine's physical
  * cores (cpu_num_cores, read once), whatever -t says. The BLAS's result for an output element
- * depends on where the element sits in the call's rows (OpenBLAS 0.3.21's Zen sgemm: a cut at
- * any row but the last four changes rows around the cut), so the cut may not depend on the
- * thread count: -t 1 and -t 2 then give the same bits (tests/test_decode_threads.sh). With the
+ * may depend on where the call's rows are cut (OpenBLAS 0.3.21 on an AMD Zen 3 host: with a cut
+ * per thread, test_kernels' test_prefill_matmul_bit_identical_for_any_thread_count failed and
+ * every prompt row of -t 2 differed from -t 1), so the cut may not depend on the thread count:
+ * -t 1 and -t 2 then give the same bits (tests/test_decode_threads.sh). With the
  * default -t (the cores) it is one slice per thread, as before; fewer threads take several. */
 static int prefill_slices(void)
 {
