@@ -67,7 +67,7 @@ size_t weight_bytes(const weight_t *w);
  * Why: ggml's 18-34-byte blocks put each row's quants and scales 18-34 bytes apart, and the Q4_1
  * decode kernel spent about half its port-5 slots gathering them (bench/cpu.md, session 8); here
  * no gather, no unpack beyond one byte->word widening, and 16 rows' scales in one load.
- * Q4_K and Q6_K (AVX512-VNNI, 16-bit activations): super-block b of the 16 rows, scale bytes
+ * Q4_K and Q6_K (AVX512-VNNI and AVX2, 16-bit activations): super-block b of the 16 rows, scale bytes
  * transposed and quants in 4-byte runs per row (kernels/cpu/quant_x16.c), so the decode's
  * vpdpbusd lanes are rows and 16 rows' scales decode in a few vector operations. */
 

@@ -8,8 +8,9 @@
  *    are unpacked for the family's own kernels (prefill, families without an X16 kernel, the
  *    dequantize + sgemm mode), within f32 rounding through the X16 kernel; 1 and 2 threads; a
  *    call whose row split cuts a group (matmul_multi after a 40-row matrix); widen_row;
- *  - weight_x16_wanted: which dtypes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1; Q4_K and Q6_K on AVX512-VNNI only,
- *    rows up to X16K_MAX_K), shapes and families (AVX2/AVX-VNNI and AVX-512, 16-bit activations).
+ *  - weight_x16_wanted: which dtypes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1; Q4_K and Q6_K on AVX512-VNNI and
+ *    the 256-bit families, rows up to X16K_MAX_K), shapes and families (AVX2/AVX-VNNI and
+ *    AVX-512, 16-bit activations).
  * Families the CPU cannot run are skipped, and say so. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -281,7 +282,7 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
         assert_int_equal(weight_x16_wanted(&odd), 0);
         assert_int_equal(weight_x16_wanted(&q8), 1);
         assert_int_equal(weight_x16_wanted(&f16), 0);
-        assert_int_equal(weight_x16_wanted(&q4k), vnni);   /* the K-quants: AVX512-VNNI only */
+        assert_int_equal(weight_x16_wanted(&q4k), vnni);   /* the K-quants: not the AVX-512 family without VNNI */
         assert_int_equal(weight_x16_wanted(&q6k), vnni);
         assert_int_equal(weight_x16_wanted(&q6k_long), 0);   /* the planes live on the stack */
         assert_int_equal(weight_x16_wanted(&q4k_odd), 0);
@@ -292,11 +293,15 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
     } else {
         printf("  [ SKIP ] the AVX-512 families: this CPU (or build) cannot run them\n");
     }
-    if (cpu_quant_find("avx2")) {   /* the 256-bit families have the kernels too (not the K-quant ones) */
+    if (cpu_quant_find("avx2")) {   /* the 256-bit families have the kernels too, K-quants included */
         assert_int_equal(cpu_quant_use("avx2"), 0);
         assert_int_equal(weight_x16_wanted(&w), 1);
-        weight_t q4k = {DT_Q4_K, dummy, 32, 256, WL_ROWS};
-        assert_int_equal(weight_x16_wanted(&q4k), 0);
+        weight_t q4k = {DT_Q4_K, dummy, 32, 256, WL_ROWS}, q6k_long = {DT_Q6_K, dummy, 32, X16K_MAX_K + 256, WL_ROWS};
+        assert_int_equal(weight_x16_wanted(&q4k), 1);
+        assert_int_equal(weight_x16_wanted(&q6k_long), 0);   /* the planes live on the stack */
+        assert_int_equal(cpu_quant_act_bits(8), 8);
+        assert_int_equal(weight_x16_wanted(&q4k), 0);   /* 8-bit activations: no X16 kernel */
+        assert_int_equal(cpu_quant_act_bits(16), 16);
     }
     assert_int_equal(cpu_quant_use(NULL), 0);
 }

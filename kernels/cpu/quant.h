@@ -246,8 +246,8 @@ const cpu_quant_ops *cpu_quant_find(const char *name);
 int cpu_quant_use(const char *name);
 
 /* WL_X16 weights (kernels.h; quant_x16.c): 1 for the dtypes that layout serves (Q8_0, Q4_0,
- * Q4_1, Q5_0, Q5_1; Q4_K and Q6_K with the AVX512-VNNI 16-bit family, rows of at most X16K_MAX_K
- * columns: its decode splits the activation row into planes on the stack). */
+ * Q4_1, Q5_0, Q5_1; Q4_K and Q6_K with the AVX512-VNNI and the 256-bit 16-bit families, rows of
+ * at most X16K_MAX_K columns: their decode splits the activation row into planes on the stack). */
 int x16_dtype(dtype_t dt);
 #define X16K_MAX_K 32768
 /* Block b of row r of the WL_X16 matrix W (cols columns) as ggml stores it, to blk. */
@@ -270,8 +270,10 @@ qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt);
  * quant16_avx2.c): NULL for another family's table */
 qmm_fn cpu_quant_x16_512(const cpu_quant_ops *ops, dtype_t dt);
 qmm_fn cpu_quant_x16_256(const cpu_quant_ops *ops, dtype_t dt);
-/* the K-quant ones (quant_x16k_avx512.c): Q4_K, Q6_K for cpu_quant_avx512vnni16, else NULL */
+/* the K-quant ones: Q4_K, Q6_K for cpu_quant_avx512vnni16 (quant_x16k_avx512.c) and for
+ * cpu_quant_avx2_16 / cpu_quant_avxvnni16 (quant_x16k_avx2.c), else NULL */
 qmm_fn cpu_quant_x16k_512(const cpu_quant_ops *ops, dtype_t dt);
+qmm_fn cpu_quant_x16k_256(const cpu_quant_ops *ops, dtype_t dt);
 qgemm_fn cpu_quant_x16_gemm_512(const cpu_quant_ops *ops, dtype_t dt);
 qgemm_fn cpu_quant_x16_gemm_256(const cpu_quant_ops *ops, dtype_t dt);
 #endif

@@ -15,7 +15,7 @@
  * weights kept in the L2.
  *
  * WL_X16 weights (kernels.h: 16 rows interleaved, the resident copy of Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 on
- * the AVX2 and AVX-512 families, and of Q4_K/Q6_K on AVX512-VNNI, 16-bit activations) go through
+ * the AVX2 and AVX-512 families, and of Q4_K/Q6_K on AVX512-VNNI and AVX2, 16-bit activations) go through
  * that family's X16 decode kernel and X16 GEMM (none for the K-quants: their prefill unpacks) in whole groups
  * of 16 rows (rowsteal claims whole groups); a group cut by a row split, and every other
  * family or mode, unpacks the groups back to ggml rows for the kernels above (run_rows_x16).

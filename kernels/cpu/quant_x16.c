@@ -9,7 +9,8 @@
  * qs[2c + 1] of each row). Same size as the 16 ggml blocks, so nothing about the bytes per row
  * changes.
  *
- * Q4_K and Q6_K (the AVX512-VNNI 16-bit family only: quant_x16k_avx512.c): a group-block is the 16
+ * Q4_K and Q6_K (the AVX512-VNNI 16-bit family: quant_x16k_avx512.c; the 256-bit ones:
+ * quant_x16k_avx2.c, each 64-byte run index as two halves of 8 rows): a group-block is the 16
  * rows' super-blocks b (16 × 144 / 210 bytes), the scale bytes transposed and the quants in
  * 4-byte runs, 64 bytes a run index (kq_move). Q4_K: f16 d[16], f16 dmin[16], the 12 packed scale
  * bytes (byte i of row r at 64 + 16i + r), 32 runs (qs[4q .. 4q + 4) of row r at 256 + 64q + 4r).
@@ -86,11 +87,28 @@ static void kq_move(dtype_t dt, uint8_t *gbk, uint8_t *blk, int r, int put)
         }
 }
 
+/* kq_move(dt, gbk, blk, r, 0) with each run's length a constant (byte moves the compiler can
+ * inline: prefill unpacks every K-quant group per call, 46-68 runs a row). */
+static void kq_get(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
+{
+    const kq_run *t = dt == DT_Q4_K ? KQ_Q4K : KQ_Q6K;
+    const int nt = dt == DT_Q4_K ? 4 : 3;
+    for (int k = 0; k < nt; k++) {
+        const uint8_t *g = gbk + t[k].g0 + t[k].len * r;
+        uint8_t *b = blk + t[k].b0;
+        switch (t[k].len) {
+        case 1: for (int i = 0; i < t[k].n; i++) b[i] = g[t[k].gstep * i]; break;
+        case 2: for (int i = 0; i < t[k].n; i++) memcpy(b + 2 * i, g + t[k].gstep * i, 2); break;
+        default: for (int i = 0; i < t[k].n; i++) memcpy(b + 4 * i, g + t[k].gstep * i, 4); break;
+        }
+    }
+}
+
 /* Block r of the group-block gbk back in ggml's layout (bb bytes at blk). */
 static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
 {
     if (x16_kq(dt)) {
-        kq_move(dt, (uint8_t *)gbk, blk, r, 0);
+        kq_get(dt, gbk, blk, r);
         return;
     }
     uint8_t *qs = blk + x16_qo(dt);
