@@ -1,6 +1,7 @@
 /* Tests for the 16-row interleaved block weights (WL_X16: kernels.h, kernels/cpu/quant_x16*.c):
  *  - packing is a permutation of the bytes: unpack(pack(W)) = W for whole groups, parts of a
  *    group and single blocks (x16_block), and the packed bytes differ from the ggml ones;
+ *  - each of these with Q5's 5th bits as masks and as planes (x16_use_planes);
  *  - the X16 decode kernels against the same family's kernels on the ggml layout (random blocks)
  *    and against an exact int64 reference at the extremes (max nibbles and 5th bits, Q8_0 ±127 /
  *    −128, activations all ±32767);
@@ -46,7 +47,7 @@ static uint8_t *packed(dtype_t dt, const uint8_t *W, int rows, int K)
     return P;
 }
 
-static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
+static void test_pack_is_a_permutation_unpack_inverts_it_once(void **state)
 {
     (void)state;
     for (int t = 0; t < N_XTYPES; t++) {
@@ -119,7 +120,7 @@ static void extreme_rows(dtype_t dt, uint8_t *W, int rows, int K)
         }
 }
 
-static void test_x16_kernels_match_the_row_kernels_and_exact_sums(void **state)
+static void test_x16_kernels_match_the_row_kernels_and_exact_sums_once(void **state)
 {
     (void)state;
     int tested = 0;
@@ -232,7 +233,7 @@ static void check_matmul(dtype_t dt, int rows, int K, int n, const char *fam, in
     free(W), free(P), free(x), free(wf), free(yr), free(yx), free(row);
 }
 
-static void test_matmul_on_x16_weights_equals_matmul_on_rows(void **state)
+static void test_matmul_on_x16_weights_equals_matmul_on_rows_once(void **state)
 {
     (void)state;
     assert_int_equal(cpu_quant_act_bits(0), 16);
@@ -304,6 +305,39 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
         assert_int_equal(cpu_quant_act_bits(16), 16);
     }
     assert_int_equal(cpu_quant_use(NULL), 0);
+}
+
+/* both ways of keeping Q5's 5th bits (x16_use_planes), the CPU's default restored after */
+static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
+{
+    for (int planes = 0; planes < 2; planes++) {
+        assert_int_equal(x16_use_planes(planes), planes);
+        printf("  5th bits as %s\n", planes ? "planes" : "masks");
+        test_pack_is_a_permutation_unpack_inverts_it_once(state);
+    }
+    x16_use_planes(-1);
+}
+
+/* both ways of keeping Q5's 5th bits (x16_use_planes), the CPU's default restored after */
+static void test_x16_kernels_match_the_row_kernels_and_exact_sums(void **state)
+{
+    for (int planes = 0; planes < 2; planes++) {
+        assert_int_equal(x16_use_planes(planes), planes);
+        printf("  5th bits as %s\n", planes ? "planes" : "masks");
+        test_x16_kernels_match_the_row_kernels_and_exact_sums_once(state);
+    }
+    x16_use_planes(-1);
+}
+
+/* both ways of keeping Q5's 5th bits (x16_use_planes), the CPU's default restored after */
+static void test_matmul_on_x16_weights_equals_matmul_on_rows(void **state)
+{
+    for (int planes = 0; planes < 2; planes++) {
+        assert_int_equal(x16_use_planes(planes), planes);
+        printf("  5th bits as %s\n", planes ? "planes" : "masks");
+        test_matmul_on_x16_weights_equals_matmul_on_rows_once(state);
+    }
+    x16_use_planes(-1);
 }
 
 int main(void)

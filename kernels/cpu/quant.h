@@ -256,6 +256,16 @@ void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk);
  * pdep / pext (on = 1, when the CPU has it) or portable C (0); -1: by the CPU (the default).
  * Returns the choice. For tests. */
 int x16_use_bmi2(int on);
+/* How WL_X16 Q5_0/Q5_1 group-blocks keep their 5th bits (kernels.h): as masks (0: 8 × {lo, hi},
+ * bit 2r + i of chunk c's lo the 5th bit of element 2c + i of row r, hi for element 2c + 16 + i;
+ * what the AVX-512 kernels read) or as planes (1: pl[32], ph[32], bit c of pl[j] the 5th bit of
+ * chunk c's byte j's low nibble, of ph[j] its high nibble's: the 256-bit kernels shift a plane
+ * so bit c lands on 4, two operations a chunk where the masks take four). on < 0: by the CPU,
+ * planes when it has no AVX512-BW (the default, decided on first use). A process-wide setting
+ * that weight_x16_pack writes and every reader of the groups follows: change it only while no
+ * packed Q5 weights are in use (tests). Returns the choice; x16_planes_now() reads it. */
+int x16_use_planes(int on);
+int x16_planes_now(void);
 /* The decode kernel of ops's family for WL_X16 weights of dt, or NULL (then quant_gemm.c
  * unpacks the rows for the family's own kernels; quant_x16_avx512.c, quant_x16_avx2.c). Its call: Y[r] for r < nr
  * (a multiple of 16; W at the start of a group of 16 rows, wstride unused), nx = 1 activation

@@ -44,6 +44,58 @@ int x16_use_bmi2(int on)
     __atomic_store_n(&x16_bmi2, v, __ATOMIC_RELAXED);
     return v;
 }
+/* Q5 5th bits as planes (1) or masks (0); -1: not decided (by the CPU, x16_use_planes) */
+static int x16_planes = -1;
+
+int x16_use_planes(int on)
+{
+#ifdef LLM_SIMD_X86
+    int v = on < 0 ? !__builtin_cpu_supports("avx512bw") : on != 0;
+#else
+    int v = on != 0;
+#endif
+    __atomic_store_n(&x16_planes, v, __ATOMIC_RELAXED);
+    return v;
+}
+
+int x16_planes_now(void)
+{
+    int v = __atomic_load_n(&x16_planes, __ATOMIC_RELAXED);
+    return v < 0 ? x16_use_planes(-1) : v;
+}
+
+/* bits 0, 2, .., 14 of x to bits 0..7 (the others of x must be 0), and back */
+static uint32_t even_to_byte(uint32_t x)
+{
+    x = (x | x >> 1) & 0x3333u;
+    x = (x | x >> 2) & 0x0F0Fu;
+    return (x | x >> 4) & 0x00FFu;
+}
+static uint32_t byte_to_even(uint32_t x)
+{
+    x = (x | x << 4) & 0x0F0Fu;
+    x = (x | x << 2) & 0x3333u;
+    return (x | x << 1) & 0x5555u;
+}
+
+/* Planes pl[32], ph[32] of a group-block from the 16 rows' qh: bit c of pl[2r + k] is bit 2c + k
+ * of qh[r] (the 5th bit of element 2c + k: chunk c's byte 2r + k, low nibble), of ph[2r + k]
+ * bit 2c + 16 + k (the high nibble's). */
+static void qh_to_planes(const uint32_t qh[16], uint8_t pl[32], uint8_t ph[32])
+{
+    for (int r = 0; r < 16; r++)
+        for (int k = 0; k < 2; k++) {
+            pl[2 * r + k] = (uint8_t)even_to_byte((qh[r] >> k) & 0x5555u);
+            ph[2 * r + k] = (uint8_t)even_to_byte((qh[r] >> (16 + k)) & 0x5555u);
+        }
+}
+static uint32_t planes_to_qh(const uint8_t *pl, const uint8_t *ph, int r)
+{
+    uint32_t v = 0;
+    for (int k = 0; k < 2; k++) v |= byte_to_even(pl[2 * r + k]) << k | byte_to_even(ph[2 * r + k]) << (16 + k);
+    return v;
+}
+
 static int x16_has_m(dtype_t dt) { return dt == DT_Q4_1 || dt == DT_Q5_1; }
 static int x16_five(dtype_t dt) { return dt == DT_Q5_0 || dt == DT_Q5_1; }
 static size_t x16_off_qh(dtype_t dt) { return x16_has_m(dt) ? 64 : 32; }
@@ -114,7 +166,12 @@ static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
     uint8_t *qs = blk + x16_qo(dt);
     memcpy(blk, gbk + 2 * r, 2);
     if (x16_has_m(dt)) memcpy(blk + 2, gbk + 32 + 2 * r, 2);
-    if (x16_five(dt)) {
+    if (x16_five(dt) && x16_planes_now()) {
+        const uint8_t *mk = gbk + x16_off_qh(dt);
+        uint32_t qh = planes_to_qh(mk, mk + 32, r);
+        uint8_t *o = blk + (x16_has_m(dt) ? 4 : 2);
+        for (int k = 0; k < 4; k++) o[k] = (uint8_t)(qh >> (8 * k));
+    } else if (x16_five(dt)) {
         const uint8_t *mk = gbk + x16_off_qh(dt);
         uint32_t qh = 0;
         for (int c = 0; c < 8; c++)
@@ -173,7 +230,7 @@ void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
 {
     const size_t bb = dtype_block_bytes(dt), rb = dtype_row_bytes(dt, cols), gb = 16 * bb, qo = x16_qo(dt);
     const size_t ho = x16_has_m(dt) ? 4 : 2;
-    const int nb = cols / dtype_block(dt), bmi2 = x16_bmi2_now(), nch = x16_nch(dt);
+    const int nb = cols / dtype_block(dt), bmi2 = x16_bmi2_now(), nch = x16_nch(dt), planes = x16_planes_now();
     for (int g = 0; g < n / 16; g++)
         for (int b = 0; b < nb; b++) {
             uint8_t *gbk = (uint8_t *)dst + (size_t)g * 16 * rb + (size_t)b * gb, *ch = gbk + x16_off_qs(dt);
@@ -189,7 +246,10 @@ void weight_x16_pack(dtype_t dt, const void *src, void *dst, int n, int cols)
                 if (x16_five(dt)) qh[r] = q_rd32(blk + ho);
                 for (int c = 0; c < nch; c++) memcpy(ch + 32 * c + 2 * r, blk + qo + 2 * c, 2);
             }
-            if (x16_five(dt)) {
+            if (x16_five(dt) && planes) {
+                uint8_t *mk = gbk + x16_off_qh(dt);
+                qh_to_planes(qh, mk, mk + 32);
+            } else if (x16_five(dt)) {
                 uint32_t lo[8], hi[8];
 #ifdef LLM_SIMD_X86
                 if (bmi2) qh_to_masks_bmi2(qh, lo, hi);
@@ -249,7 +309,9 @@ static void get_rows(dtype_t dt, const uint8_t *gbk, uint8_t *dst, size_t rb, in
     const int nch = x16_nch(dt);
     const uint8_t *ch = gbk + x16_off_qs(dt), *mk = gbk + x16_off_qh(dt);
     uint32_t lo[8], hi[8], qh[16];
-    if (x16_five(dt)) {
+    if (x16_five(dt) && x16_planes_now())
+        for (int i = 0; i < 16; i++) qh[i] = planes_to_qh(mk, mk + 32, i);
+    else if (x16_five(dt)) {
         for (int c = 0; c < 8; c++) lo[c] = q_rd32(mk + 8 * c), hi[c] = q_rd32(mk + 8 * c + 4);
 #ifdef LLM_SIMD_X86
         if (bmi2) masks_to_qh_bmi2(lo, hi, qh);
@@ -279,7 +341,8 @@ void weight_x16_unpack(dtype_t dt, const void *src, void *dst, int r, int n, int
 qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt)
 {
 #ifdef LLM_SIMD_X86
-    qmm_fn k = cpu_quant_x16_512(ops, dt);
+    /* the 512-bit kernels read Q5's 5th bits as masks only */
+    qmm_fn k = x16_five(dt) && x16_planes_now() ? NULL : cpu_quant_x16_512(ops, dt);
     return k ? k : cpu_quant_x16_256(ops, dt);
 #else
     (void)ops, (void)dt;
@@ -290,7 +353,7 @@ qmm_fn cpu_quant_x16(const cpu_quant_ops *ops, dtype_t dt)
 qgemm_fn cpu_quant_x16_gemm(const cpu_quant_ops *ops, dtype_t dt)
 {
 #ifdef LLM_SIMD_X86
-    qgemm_fn g = cpu_quant_x16_gemm_512(ops, dt);
+    qgemm_fn g = x16_five(dt) && x16_planes_now() ? NULL : cpu_quant_x16_gemm_512(ops, dt);
     return g ? g : cpu_quant_x16_gemm_256(ops, dt);
 #else
     (void)ops, (void)dt;

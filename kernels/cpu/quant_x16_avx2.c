@@ -37,8 +37,12 @@ qmm_fn cpu_quant_x16_256(const cpu_quant_ops *ops, dtype_t dt)
     case DT_Q8_0: return v ? mm_x16_Q8_0_avxvnni16 : mm_x16_Q8_0_avx2_16;
     case DT_Q4_0: return v ? mm_x16_Q4_0_avxvnni16 : mm_x16_Q4_0_avx2_16;
     case DT_Q4_1: return v ? mm_x16_Q4_1_avxvnni16 : mm_x16_Q4_1_avx2_16;
-    case DT_Q5_0: return v ? mm_x16_Q5_0_avxvnni16 : mm_x16_Q5_0_avx2_16;
-    case DT_Q5_1: return v ? mm_x16_Q5_1_avxvnni16 : mm_x16_Q5_1_avx2_16;
+    case DT_Q5_0:
+        if (x16_planes_now()) return v ? mm_x16p_Q5_0_avxvnni16 : mm_x16p_Q5_0_avx2_16;
+        return v ? mm_x16_Q5_0_avxvnni16 : mm_x16_Q5_0_avx2_16;
+    case DT_Q5_1:
+        if (x16_planes_now()) return v ? mm_x16p_Q5_1_avxvnni16 : mm_x16p_Q5_1_avx2_16;
+        return v ? mm_x16_Q5_1_avxvnni16 : mm_x16_Q5_1_avx2_16;
     case DT_Q4_K: case DT_Q6_K: return cpu_quant_x16k_256(ops, dt);
     default: return NULL;
     }
