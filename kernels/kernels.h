@@ -59,8 +59,11 @@ size_t weight_bytes(const weight_t *w);
  * holds the 16 rows' block b, same bytes as the 16 ggml blocks, arranged so that one 32-bit lane
  * per row meets a broadcast activation pair (the decode kernels of quant_x16_avx512.c, _avx2.c):
  *   f16 d[16] (row r's d at r), then for Q4_1/Q5_1 f16 m[16];
- *   Q5_0/Q5_1: 8 × {uint32 lo, uint32 hi}: for chunk c, bit 2r+i of lo is the 5th bit of
- *     element 2c+i of row r, of hi that of element 2c+16+i (i = 0, 1);
+ *   Q5_0/Q5_1, 64 bytes of 5th bits, as masks (CPUs with AVX512-BW) or planes (others; the
+ *     choice is process-wide, kernels/cpu/quant.h x16_use_planes): masks, 8 × {uint32 lo,
+ *     uint32 hi}: for chunk c, bit 2r+i of lo is the 5th bit of element 2c+i of row r, of hi
+ *     that of element 2c+16+i (i = 0, 1); planes, uint8 pl[32], ph[32]: bit c of pl[2r+i] is
+ *     the 5th bit of element 2c+i of row r, of ph[2r+i] that of element 2c+16+i;
  *   8 chunks of 32 bytes: chunk c holds bytes qs[2c], qs[2c+1] of each row r at 2r, 2r+1 (the
  *     low nibble of qs[j] is element j, the high one element j+16, as ggml stores them); Q8_0:
  *     f16 d[16], then 16 such chunks of its 32 signed quants.
