@@ -5,7 +5,8 @@
  * no-memory path) unpacks the rows it needs back to ggml's layout (quant_gemm.c).
  *
  * Layout of block b of a group of 16 rows (kernels.h): f16 d[16]; Q4_1/Q5_1 f16 m[16];
- * Q5_0/Q5_1 8 × {uint32 lo, hi} 5th-bit masks; 8 chunks (Q8_0: 16) of 32 bytes (qs[2c],
+ * Q5_0/Q5_1 8 × {uint32 lo, hi} 5th-bit masks, or the planes pl[32], ph[32] (x16_use_planes:
+ * CPUs without AVX512-BW); 8 chunks (Q8_0: 16) of 32 bytes (qs[2c],
  * qs[2c + 1] of each row). Same size as the 16 ggml blocks, so nothing about the bytes per row
  * changes.
  *
