@@ -307,38 +307,19 @@ static void test_x16_wanted_for_the_dtypes_shapes_and_families_it_serves(void **
     assert_int_equal(cpu_quant_use(NULL), 0);
 }
 
-/* both ways of keeping Q5's 5th bits (x16_use_planes), the CPU's default restored after */
-static void test_pack_is_a_permutation_unpack_inverts_it(void **state)
+/* fn with both ways of keeping Q5's 5th bits (x16_use_planes), the CPU's default restored after */
+static void both_layouts(void (*fn)(void **), void **state)
 {
     for (int planes = 0; planes < 2; planes++) {
         assert_int_equal(x16_use_planes(planes), planes);
         printf("  5th bits as %s\n", planes ? "planes" : "masks");
-        test_pack_is_a_permutation_unpack_inverts_it_once(state);
+        fn(state);
     }
     x16_use_planes(-1);
 }
-
-/* both ways of keeping Q5's 5th bits (x16_use_planes), the CPU's default restored after */
-static void test_x16_kernels_match_the_row_kernels_and_exact_sums(void **state)
-{
-    for (int planes = 0; planes < 2; planes++) {
-        assert_int_equal(x16_use_planes(planes), planes);
-        printf("  5th bits as %s\n", planes ? "planes" : "masks");
-        test_x16_kernels_match_the_row_kernels_and_exact_sums_once(state);
-    }
-    x16_use_planes(-1);
-}
-
-/* both ways of keeping Q5's 5th bits (x16_use_planes), the CPU's default restored after */
-static void test_matmul_on_x16_weights_equals_matmul_on_rows(void **state)
-{
-    for (int planes = 0; planes < 2; planes++) {
-        assert_int_equal(x16_use_planes(planes), planes);
-        printf("  5th bits as %s\n", planes ? "planes" : "masks");
-        test_matmul_on_x16_weights_equals_matmul_on_rows_once(state);
-    }
-    x16_use_planes(-1);
-}
+static void test_pack_is_a_permutation_unpack_inverts_it(void **state) { both_layouts(test_pack_is_a_permutation_unpack_inverts_it_once, state); }
+static void test_x16_kernels_match_the_row_kernels_and_exact_sums(void **state) { both_layouts(test_x16_kernels_match_the_row_kernels_and_exact_sums_once, state); }
+static void test_matmul_on_x16_weights_equals_matmul_on_rows(void **state) { both_layouts(test_matmul_on_x16_weights_equals_matmul_on_rows_once, state); }
 
 int main(void)
 {
