@@ -127,32 +127,22 @@ typedef struct { short b0, len, n, g0, gstep; } kq_run;
 static const kq_run KQ_Q4K[] = {{0, 2, 1, 0, 0}, {2, 2, 1, 32, 0}, {4, 1, 12, 64, 16}, {16, 4, 32, 256, 64}};
 static const kq_run KQ_Q6K[] = {{208, 2, 1, 0, 0}, {192, 1, 16, 32, 16}, {0, 4, 48, 288, 64}};
 
-/* Super-block blk (ggml's layout) into row r of the K-quant group-block gbk (put), or back. */
+/* Super-block blk (ggml's layout) into row r of the K-quant group-block gbk (put), or back;
+ * each run's length a constant for the compiler (prefill unpacks every K-quant group per call,
+ * 46-68 runs a row). */
 static void kq_move(dtype_t dt, uint8_t *gbk, uint8_t *blk, int r, int put)
 {
     const kq_run *t = dt == DT_Q4_K ? KQ_Q4K : KQ_Q6K;
     const int nt = dt == DT_Q4_K ? 4 : 3;
-    for (int k = 0; k < nt; k++)
-        for (int i = 0; i < t[k].n; i++) {
-            uint8_t *g = gbk + t[k].g0 + t[k].gstep * i + t[k].len * r, *b = blk + t[k].b0 + t[k].len * i;
-            if (put) memcpy(g, b, (size_t)t[k].len);
-            else memcpy(b, g, (size_t)t[k].len);
-        }
-}
-
-/* kq_move(dt, gbk, blk, r, 0) with each run's length a constant (byte moves the compiler can
- * inline: prefill unpacks every K-quant group per call, 46-68 runs a row). */
-static void kq_get(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
-{
-    const kq_run *t = dt == DT_Q4_K ? KQ_Q4K : KQ_Q6K;
-    const int nt = dt == DT_Q4_K ? 4 : 3;
     for (int k = 0; k < nt; k++) {
-        const uint8_t *g = gbk + t[k].g0 + t[k].len * r;
-        uint8_t *b = blk + t[k].b0;
-        switch (t[k].len) {
-        case 1: for (int i = 0; i < t[k].n; i++) b[i] = g[t[k].gstep * i]; break;
-        case 2: for (int i = 0; i < t[k].n; i++) memcpy(b + 2 * i, g + t[k].gstep * i, 2); break;
-        default: for (int i = 0; i < t[k].n; i++) memcpy(b + 4 * i, g + t[k].gstep * i, 4); break;
+        const int len = t[k].len, n = t[k].n, gs = t[k].gstep;
+        uint8_t *g = gbk + t[k].g0 + len * r, *b = blk + t[k].b0;
+        for (int i = 0; i < n; i++) {
+            uint8_t *gi = g + gs * i, *bi = b + len * i;
+            uint8_t *dst = put ? gi : bi, *src = put ? bi : gi;
+            if (len == 1) *dst = *src;
+            else if (len == 2) memcpy(dst, src, 2);
+            else memcpy(dst, src, 4);
         }
     }
 }
@@ -161,7 +151,7 @@ static void kq_get(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
 static void get_block(dtype_t dt, const uint8_t *gbk, uint8_t *blk, int r)
 {
     if (x16_kq(dt)) {
-        kq_get(dt, gbk, blk, r);
+        kq_move(dt, (uint8_t *)gbk, blk, r, 0);
         return;
     }
     uint8_t *qs = blk + x16_qo(dt);
