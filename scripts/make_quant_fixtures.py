@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/quant/*.bin: ggml block-format fixtures for tests/test_quant.c, made with
+"""Writes tests/fixtures/quant/: ggml block-format fixtures for tests/test_quant.c, made with
 the gguf Python package (the reference: gguf.quants.dequantize / gguf.quants.quantize) and numpy.
 
   scripts/make_quant_fixtures.py [--smollm PATH] [--qwen PATH] [--out DIR]
@@ -8,16 +8,22 @@ Fixtures (little-endian), one file each:
   deq_<TYPE>_random.bin   random blocks of every block type with edge values: zero, negative,
                           subnormal and largest f16 scales; all-0 and all-1 quant bits; int8
                           scales -128/127 (Q6_K); 6-bit scales/mins 0 and 63 (Q4_K/Q5_K)
-  deq_<TYPE>_<model>.bin  real blocks cut from the two GGUF files (scripts/fetch_model.sh):
-                          SmolLM2-135M Q4_1 (Q4_1, Q8_0), Qwen2.5-Coder-0.5B (Q5_0, Q8_0, Q4_K,
-                          Q6_K); Q5_1 and Q5_K have no real file, only random blocks
   quant_<TYPE>.bin        Q8_0 and Q4_0: f32 inputs (ties, negative maxima, zero blocks, f16
                           overflow of d) and the package's quantized blocks
-File layout: 8 bytes magic "LLMQFX1\\0"; 120 bytes ASCII info (the gguf and numpy versions, the
+  real_blocks.txt         real blocks of the two GGUF files (scripts/fetch_model.sh) by reference,
+                          never their bytes: SmolLM2-135M Q4_1 (Q4_1, Q8_0), Qwen2.5-Coder-0.5B
+                          (Q5_0, Q8_0, Q4_K, Q6_K); for each block its byte offset in the file and
+                          the FNV-1a 64 hash of the package's dequantized f32 values (little-endian
+                          bytes). The tests read the blocks from the model cache and hash their own
+                          dequantization. Q5_1 and Q5_K have no real file, only random blocks.
+.bin layout: 8 bytes magic "LLMQFX1\\0"; 120 bytes ASCII info (the gguf and numpy versions, the
 source), NUL-padded; 8 bytes type name ("Q4_1"), NUL-padded; uint32 kind (0: dequantization
 fixture: blocks then floats; 1: quantization fixture: floats then blocks), uint32 n_blocks,
 uint32 block elements, uint32 block bytes; then the two arrays (raw blocks: n_blocks * block
-bytes; f32: n_blocks * block elements)."""
+bytes; f32: n_blocks * block elements).
+real_blocks.txt layout: '#' comment lines; per set one line
+  "set NAME MODEL_FILE MODEL_BYTES TYPE N_BLOCKS TENSOR"
+followed by N_BLOCKS lines "OFFSET HASH" (decimal byte offset in the file, 16 hex digits)."""
 import argparse
 import os
 import struct
@@ -103,12 +109,26 @@ def reader(path):
 
 
 def real_blocks(path, tname, tensor, rows, max_blocks):
+    """the first max_blocks blocks of the given rows: (blocks [n, bb] uint8, file offsets [n])"""
     t = next(t for t in reader(path).tensors if t.name == tensor)
     assert t.tensor_type.name == tname, (tensor, t.tensor_type.name)
     data = np.asarray(t.data)            # (rows, row_bytes) uint8
     _, bb = GGML_QUANT_SIZES[QT[tname]]
+    row_bytes = data.shape[1]
     out = np.concatenate([data[i].reshape(-1, bb) for i in rows], axis=0)[:max_blocks]
-    return out, f"src={os.path.basename(path)}:{tensor} rows {rows}"
+    offs = [int(t.data_offset) + i * row_bytes + j * bb for i in rows for j in range(row_bytes // bb)][:max_blocks]
+    with open(path, "rb") as f:          # the offsets are the file's: the blocks read back from them
+        for k in (0, len(offs) - 1):
+            f.seek(offs[k])
+            assert f.read(bb) == out[k].tobytes(), (tensor, k)
+    return out, offs
+
+
+def fnv1a64(b):
+    h = 0xCBF29CE484222325
+    for c in b:
+        h = ((h ^ c) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
 
 
 def deq(tname, blocks):
@@ -158,11 +178,18 @@ def main():
     k_names = {t.tensor_type.name: t.name for t in reader(a.qwen).tensors if t.tensor_type.name in ("Q4_K", "Q6_K")}
     real += [(a.qwen, "qwen25", "Q4_K", k_names["Q4_K"], [0, 1, 895], 57),
              (a.qwen, "qwen25", "Q6_K", k_names["Q6_K"], [0, 1, 895], 57)]
+    lines = ["# real ggml blocks of the GGUF models by reference (tests/test_quant.c, tests/cuda_emu/kt_quant.h)",
+             f"# made by scripts/make_quant_fixtures.py: gguf={GGUF_VERSION} numpy={np.__version__}",
+             "# set NAME MODEL_FILE MODEL_BYTES TYPE N_BLOCKS TENSOR, then per block: OFFSET FNV1A64(f32 LE bytes of gguf's dequantize)"]
     for path, tag, tname, tensor, rows, maxb in real:
         if not os.path.exists(path):
             sys.exit(f"make_quant_fixtures: {path} missing (scripts/fetch_model.sh smollm2-135m / qwen2.5-0.5b)")
-        b, src = real_blocks(path, tname, tensor, rows, maxb)
-        write(os.path.join(a.out, f"deq_{tname}_{tag}.bin"), 0, tname, src, b, deq(tname, b))
+        b, offs = real_blocks(path, tname, tensor, rows, maxb)
+        fl = np.ascontiguousarray(deq(tname, b), dtype="<f4")
+        lines.append(f"set deq_{tname}_{tag} {os.path.basename(path)} {os.path.getsize(path)} {tname} {len(offs)} {tensor}")
+        lines += [f"{o} {fnv1a64(fl[k].tobytes()):016x}" for k, o in enumerate(offs)]
+    with open(os.path.join(a.out, "real_blocks.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
     for tname in ("Q8_0", "Q4_0"):
         x = quant_inputs(rng, 64)

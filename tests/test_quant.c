@@ -1,8 +1,9 @@
 /* Tests for ggml's block formats on the CPU (kernels/cpu/quant*.c):
  *  - dequantize_row of every block type equals the gguf Python package's
- *    gguf.quants.dequantize bit for bit, on random blocks with edge values and on real blocks cut
- *    from SmolLM2-135M Q4_1 and Qwen2.5-Coder-0.5B (tests/fixtures/quant, written by
- *    scripts/make_quant_fixtures.py); widen_row too;
+ *    gguf.quants.dequantize bit for bit, on random blocks with edge values (tests/fixtures/quant,
+ *    written by scripts/make_quant_fixtures.py) and on real blocks of SmolLM2-135M Q4_1 and
+ *    Qwen2.5-Coder-0.5B read from the model cache (real_blocks.txt: their offsets and hashes of
+ *    gguf's floats; tests/support/real_blocks.h); widen_row too;
  *  - quantize_row Q8_0/Q4_0 equals gguf.quants.quantize byte for byte;
  *  - the activation quantizers of every family write the scalar ones' bytes, and A32 is
  *    ggml's Q8_0 (quantize_row), A256 ggml's Q8_K (re-derived here);
@@ -27,6 +28,7 @@
 #include <cmocka.h>
 
 #include "tests/support/support.h"
+#include "tests/support/real_blocks.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -113,9 +115,51 @@ static void free_fixture(fixture *f)
 static const char *const DEQ_FIXTURES[] = {
     "deq_Q8_0_random.bin", "deq_Q4_0_random.bin", "deq_Q4_1_random.bin", "deq_Q5_0_random.bin",
     "deq_Q5_1_random.bin", "deq_Q4_K_random.bin", "deq_Q5_K_random.bin", "deq_Q6_K_random.bin",
-    "deq_Q4_1_smollm2.bin", "deq_Q8_0_smollm2.bin", "deq_Q5_0_qwen25.bin", "deq_Q8_0_qwen25.bin",
-    "deq_Q4_K_qwen25.bin", "deq_Q6_K_qwen25.bin",
 };
+
+/* n blocks of type dt dequantized as one row and block by block, then widen_row of a matrix of
+ * them, equal gguf's floats bit for bit: want [n * be] floats, or (real blocks) want == NULL and
+ * hash [n] the FNV-1a 64 of each block's floats */
+static void check_dequantize(const char *name, dtype_t dt, const uint8_t *blocks, uint32_t n, const float *want,
+                             const uint64_t *hash)
+{
+    const size_t be = (size_t)dtype_block(dt), bb = dtype_block_bytes(dt), ne = n * be;
+    float *out = malloc(ne * 4), *ref = malloc(ne * 4);
+    assert_true(out && ref);
+    for (int pass = 0; pass < 2; pass++) {
+        memset(out, 0xA5, ne * 4);
+        if (pass == 0) dequantize_row(dt, blocks, out, (int64_t)ne);
+        else
+            for (uint32_t b = 0; b < n; b++) dequantize_row(dt, blocks + b * bb, out + b * be, (int64_t)be);
+        if (hash) {
+            for (uint32_t b = 0; b < n; b++)
+                if (rb_fnv1a64(out + b * be, be * 4) != hash[b])
+                    fail_msg("%s: block %u (pass %d): hash %016llx vs gguf's %016llx (first value %.9g)", name, b, pass,
+                             (unsigned long long)rb_fnv1a64(out + b * be, be * 4), (unsigned long long)hash[b],
+                             out[b * be]);
+            if (pass == 0) memcpy(ref, out, ne * 4);   /* the floats gguf hashed to these */
+            continue;
+        }
+        for (size_t k = 0; k < ne; k++) {
+            uint32_t x, e;
+            memcpy(&x, out + k, 4);
+            memcpy(&e, want + k, 4);
+            if (x != e)
+                fail_msg("%s: element %zu (block %zu): %.9g (0x%08x) vs gguf %.9g (0x%08x)", name, k, k / be, out[k], x,
+                         want[k], e);
+        }
+    }
+    const float *exp = hash ? ref : want;
+    /* widen_row of a matrix of these blocks (rows of 2 blocks when there are enough) */
+    int bpr = n % 2 == 0 ? 2 : 1;
+    weight_t w = {dt, blocks, (int)(n / bpr), (int)(bpr * be), WL_ROWS};
+    for (int r = 0; r < w.rows; r += 7) {
+        widen_row(out, &w, r);
+        assert_memory_equal(out, exp + (size_t)r * w.cols, (size_t)w.cols * 4);
+    }
+    free(out);
+    free(ref);
+}
 
 static void test_dequantize_matches_gguf_bit_for_bit(void **state)
 {
@@ -129,35 +173,28 @@ static void test_dequantize_matches_gguf_bit_for_bit(void **state)
         assert_int_equal(f.kind, 0);
         assert_int_equal(f.be, dtype_block((dtype_t)dt));
         assert_int_equal(f.bb, dtype_block_bytes((dtype_t)dt));
-        size_t ne = (size_t)f.n * f.be;
-        float *out = malloc(ne * 4);
-        assert_non_null(out);
-        /* the whole fixture as one row, then block by block */
-        for (int pass = 0; pass < 2; pass++) {
-            memset(out, 0xA5, ne * 4);
-            if (pass == 0) dequantize_row((dtype_t)dt, f.blocks, out, (int64_t)ne);
-            else
-                for (uint32_t b = 0; b < f.n; b++) dequantize_row((dtype_t)dt, f.blocks + (size_t)b * f.bb, out + (size_t)b * f.be, f.be);
-            for (size_t k = 0; k < ne; k++) {
-                uint32_t a, e;
-                memcpy(&a, out + k, 4);
-                memcpy(&e, f.floats + k, 4);
-                if (a != e)
-                    fail_msg("%s (%s): element %zu (block %zu): %.9g (0x%08x) vs gguf %.9g (0x%08x)", DEQ_FIXTURES[i],
-                             f.info, k, k / f.be, out[k], a, f.floats[k], e);
-            }
-        }
-        /* widen_row of a matrix of these blocks (rows of 2 blocks when there are enough) */
-        int bpr = f.n % 2 == 0 ? 2 : 1;
-        weight_t w = {(dtype_t)dt, f.blocks, (int)(f.n / bpr), (int)(bpr * f.be), WL_ROWS};
-        for (int r = 0; r < w.rows; r += 7) {
-            widen_row(out, &w, r);
-            assert_memory_equal(out, f.floats + (size_t)r * w.cols, (size_t)w.cols * 4);
-        }
+        check_dequantize(DEQ_FIXTURES[i], (dtype_t)dt, f.blocks, f.n, f.floats, NULL);
         printf("  %-22s %4u blocks bit-identical (%s)\n", DEQ_FIXTURES[i], f.n, f.info);
-        free(out);
         free_fixture(&f);
     }
+    /* real blocks: read from the models in the cache, checked against gguf's hashes */
+    rb_set *sets;
+    char err[1200];
+    int ns = rb_read(FIX "real_blocks.txt", &sets, err, sizeof err);
+    if (ns < 6) fail_msg("%s", ns < 0 ? err : "real_blocks.txt: fewer than the 6 sets of the two models");
+    for (int i = 0; i < ns; i++) {
+        int dt = dtype_from_name(sets[i].type);
+        assert_true(dt >= 0 && dtype_is_quant((dtype_t)dt));
+        size_t bb = dtype_block_bytes((dtype_t)dt);
+        uint8_t *blocks = malloc(sets[i].n * bb);
+        assert_non_null(blocks);
+        if (rb_load(&sets[i], bb, blocks, err, sizeof err)) fail_msg("%s: %s", sets[i].name, err);
+        check_dequantize(sets[i].name, (dtype_t)dt, blocks, (uint32_t)sets[i].n, NULL, sets[i].hash);
+        printf("  %-22s %4d blocks bit-identical (%s:%s, by hash)\n", sets[i].name, sets[i].n, sets[i].model,
+               sets[i].tensor);
+        free(blocks);
+    }
+    rb_free(sets, ns);
 }
 
 static void test_quantize_row_matches_gguf_byte_for_byte(void **state)

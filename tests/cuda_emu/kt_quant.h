@@ -3,12 +3,15 @@
  *    the floats of the gguf Python package (= kernels/cpu/quant.c dequantize_row, bit for bit:
  *    tests/test_quant.c) on the fixtures of tests/fixtures/quant: random blocks with edge values
  *    (zero, negative, subnormal, largest f16 scales; all-0/all-1 quant bits; extreme 6-bit and
- *    int8 sub-scales) and real blocks of SmolLM2 and Qwen2.5; to f16 as the f16 rounding of them;
+ *    int8 sub-scales) and real blocks of SmolLM2 and Qwen2.5 read from the model cache (their
+ *    offsets and hashes of gguf's floats: real_blocks.txt); to f16 as the f16 rounding of them;
  *  - the decode GEMV (launch_gemv) on those matrices against a double-precision dot product of
  *    the reference floats: plain store + bias, residual add with RMSNorm prologue, SwiGLU of two
  *    matrices of different types, the fused q/k/v epilogue (biases, RoPE, rounding, append);
  *  - plain F32/F16/BF16 rows, also of a length that is not a multiple of 8;
  *  - the hi/lo activation split of the prefill GEMMs. */
+
+#include "tests/support/real_blocks.h"
 
 struct qfix {
     std::string type;
@@ -57,13 +60,11 @@ static std::vector<double> ref_gemv(const std::vector<float> &wf, int rows, int 
     return y;
 }
 
-static void test_fixture(const std::string &dir, const std::string &file)
+/* the checks on one matrix of fixture blocks: f.floats gguf's floats, or (real blocks, read from
+ * the model cache) empty and hash [f.n] the FNV-1a 64 of each block's floats: the device's
+ * dequantization, once it hashes to gguf's, is the reference of the rest */
+static void test_blocks(const std::string &file, qfix &f, const uint64_t *hash)
 {
-    qfix f;
-    if (!read_qfix(dir + "/" + file, f)) {
-        check(false, ("read " + dir + "/" + file).c_str(), 0);
-        return;
-    }
     const int dt = qtype_of(f.type), k = f.be == 32 ? 8 : 3, cols = f.be * k, rows = f.n / k;
     const std::vector<uint8_t> &W = f.blocks;
     /* dequantization, f32 bit for bit and f16 as its rounding */
@@ -72,6 +73,10 @@ static void test_fixture(const std::string &dir, const std::string &file)
     cudaError_t e = launch_dequant_rows(W.data(), dt, cols, 0, rows, d32.data(), CU_F32, 0);
     cudaError_t e2 = launch_dequant_rows(W.data(), dt, cols, 1, rows - 1, d16.data(), CU_F16, 0);
     bool same = e == cudaSuccess && e2 == cudaSuccess, same16 = same;
+    if (hash) {
+        for (int b = 0; b < rows * k; b++) same &= rb_fnv1a64(&d32[(size_t)b * f.be], (size_t)f.be * 4) == hash[b];
+        f.floats = d32;
+    }
     for (size_t i = 0; i < d32.size(); i++) same &= !memcmp(&d32[i], &f.floats[i], 4);
     for (size_t i = 0; i < (size_t)(rows - 1) * cols; i++)
         same16 &= __half2float(d16[i]) == __half2float(__float2half_rn(f.floats[(size_t)cols + i])) ||
@@ -244,13 +249,38 @@ static void test_split()
     check(ok && e16 <= 1 && eb <= 1, "hi + lo split: |hi + lo - x| <= 2^-21 |x| + 2^-24 (f16), 2^-15 |x| (bf16)", std::max(e16, eb));
 }
 
+static void test_fixture(const std::string &dir, const std::string &file)
+{
+    qfix f;
+    if (!read_qfix(dir + "/" + file, f)) check(false, ("read " + dir + "/" + file).c_str(), 0);
+    else test_blocks(file, f, nullptr);
+}
+
+/* real blocks of SmolLM2 and Qwen2.5 (tests/support/real_blocks.h): read from the model cache */
+static void test_real_blocks(const std::string &dir)
+{
+    rb_set *sets;
+    char err[1200];
+    int ns = rb_read((dir + "/real_blocks.txt").c_str(), &sets, err, sizeof err);
+    check(ns >= 6, ns < 0 ? err : "real_blocks.txt: the 6 sets of the two models", ns);
+    for (int i = 0; i < ns; i++) {
+        qfix f;
+        f.type = sets[i].type, f.n = sets[i].n;
+        const int dt = qtype_of(f.type);
+        f.be = cu_blk_elems(dt), f.bb = cu_blk_bytes(dt);
+        f.blocks.resize((size_t)f.n * f.bb);
+        if (rb_load(&sets[i], (size_t)f.bb, f.blocks.data(), err, sizeof err)) check(false, err, 0);
+        else test_blocks(std::string(sets[i].name) + " (real, by hash)", f, sets[i].hash);
+    }
+    rb_free(sets, ns > 0 ? ns : 0);
+}
+
 static void test_quant(const char *dir)
 {
     const char *files[] = {"deq_Q8_0_random.bin", "deq_Q4_0_random.bin", "deq_Q4_1_random.bin", "deq_Q5_0_random.bin",
-                           "deq_Q5_1_random.bin", "deq_Q4_K_random.bin", "deq_Q5_K_random.bin", "deq_Q6_K_random.bin",
-                           "deq_Q4_1_smollm2.bin", "deq_Q8_0_smollm2.bin", "deq_Q5_0_qwen25.bin", "deq_Q8_0_qwen25.bin",
-                           "deq_Q4_K_qwen25.bin", "deq_Q6_K_qwen25.bin"};
+                           "deq_Q5_1_random.bin", "deq_Q4_K_random.bin", "deq_Q5_K_random.bin", "deq_Q6_K_random.bin"};
     for (const char *f : files) test_fixture(dir, f);
+    test_real_blocks(dir);
     test_plain_gemv<float>(CU_F32, "F32", 13, 64);
     test_plain_gemv<__half>(CU_F16, "F16", 9, 256);
     test_plain_gemv<__nv_bfloat16>(CU_BF16, "BF16", 17, 96);
