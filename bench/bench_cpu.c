@@ -487,6 +487,20 @@ int main(int argc, char **argv)
                        DECODE_CTX[d], bm->label, dt, x, x > 1 ? "yes" : "no");
             }
         }
+        /* quantized vs F32 of the same file, per byte read (issue 14: "not slower than the F32
+         * path per byte read"): the two rows' bytes/s, each ÷ the bandwidth measured alongside it
+         * (in lockstep instead, each F32 step flushes the L3, and a quantized model small enough
+         * to be partly served from it there (SmolLM2: 98 MB, 32 MiB of L3) loses that) */
+        if (dtype_is_quant(bm->mw.layers[0].wq.dtype) && full64->ok)
+            for (int mj = 0; mj < n_models; mj++) {
+                bench_model *f = &models[mj];
+                run_result *f64 = &res[mj].dec[0][0];
+                if (mj == mi || strcmp(f->dir, bm->dir) || f->mw.layers[0].wq.dtype != DT_F32 || !f64->ok) continue;
+                double x = (bm->weight_bytes + full64->kv_bytes) * full64->decode_tps / mr->bw[0] /
+                           ((f->weight_bytes + f64->kv_bytes) * f64->decode_tps / res[mj].bw[0]);
+                printf("| decode bytes/s ÷ the same model's in F32 (context %d, full; each ÷ its bandwidth) | %s %s | %.0f%% | ≥ 100%% | %s |\n",
+                       DECODE_CTX[0], bm->label, dt, 100 * x, x >= 1.0 ? "yes" : "no");
+            }
         /* BF16 vs F32 of the same folder */
         if (bm->mw.layers[0].wq.dtype != DT_BF16 || g_decode_only) continue;
         for (int mj = 0; mj < n_models; mj++) {
