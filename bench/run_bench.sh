@@ -9,7 +9,7 @@
 # models/stories110M-syn when missing, never committed) in F32 and converted to F16 and BF16.
 # Then the real GGUF files (issue 14; scripts/fetch_model.sh smollm2-135m qwen2.5-0.5b, skipped
 # with a note when not in $LLM_RUN_MODELS / ~/.cache/llm-run) at 1 thread and at THREADS threads,
-# with their peak RSS. Then bench/issue17_rows.py: the issue-17 ratios (4k-prompt budget ÷ full on SmolLM2, F32
+# then decode only beside their own F32 conversion (the per-byte ratio), with their peak RSS. Then bench/issue17_rows.py: the issue-17 ratios (4k-prompt budget ÷ full on SmolLM2, F32
 # prefill ÷ llama.cpp when its build is cached, 2-thread decode beside a busy core ÷ 1 thread).
 # The session logs at the end of the old bench/cpu.md (from the line HIST_MARK below) are kept.
 set -euo pipefail
@@ -54,6 +54,17 @@ gguf=()
             echo "### $t thread(s)"
             echo
             "$BIN" --threads "$t" ${BENCH_ARGS:-} "${gguf[@]}" | sed 's/^## /#### /; s/^### /#### /'
+            echo
+        done
+        # per byte against the same file converted to F32 at load (issue 14's "not slower than
+        # the F32 path per byte read", on the same shapes): decode only, each model's bytes/s ÷
+        # the bandwidth measured beside it, in the Targets table
+        pairs=()
+        for g in "${gguf[@]}"; do pairs+=("$g" "${g%:auto}:f32"); done
+        for t in $(printf '%s\n' 1 "$THREADS" | sort -un); do
+            echo "### Per byte against the same model in F32, $t thread(s) (decode only)"
+            echo
+            "$BIN" --threads "$t" --decode-only ${BENCH_ARGS:-} "${pairs[@]}" | sed 's/^## /#### /; s/^### /#### /'
             echo
         done
         echo "Peak RSS of one \`llm-run -n 32\` generation (256-token prompt, 1 thread; ru_maxrss of the child):"
