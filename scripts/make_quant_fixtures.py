@@ -5,10 +5,10 @@ the gguf Python package (the reference: gguf.quants.dequantize / gguf.quants.qua
   scripts/make_quant_fixtures.py [--smollm PATH] [--qwen PATH] [--out DIR]
 
 Fixtures (little-endian), one file each:
-  deq_<TYPE>_random.bin   random blocks of every block type with edge values: zero, negative,
+  deq_<TYPE>_random.qfx   random blocks of every block type with edge values: zero, negative,
                           subnormal and largest f16 scales; all-0 and all-1 quant bits; int8
                           scales -128/127 (Q6_K); 6-bit scales/mins 0 and 63 (Q4_K/Q5_K)
-  quant_<TYPE>.bin        Q8_0 and Q4_0: f32 inputs (ties, negative maxima, zero blocks, f16
+  quant_<TYPE>.qfx        Q8_0 and Q4_0: f32 inputs (ties, negative maxima, zero blocks, f16
                           overflow of d) and the package's quantized blocks
   real_blocks.txt         real blocks of the two GGUF files (scripts/fetch_model.sh) by reference,
                           never their bytes: SmolLM2-135M Q4_1 (Q4_1, Q8_0), Qwen2.5-Coder-0.5B
@@ -16,11 +16,11 @@ Fixtures (little-endian), one file each:
                           the FNV-1a 64 hash of the package's dequantized f32 values (little-endian
                           bytes). The tests read the blocks from the model cache and hash their own
                           dequantization. Q5_1 and Q5_K have no real file, only random blocks.
-.bin layout: 8 bytes magic "LLMQFX1\\0"; 120 bytes ASCII info (the gguf and numpy versions, the
-source), NUL-padded; 8 bytes type name ("Q4_1"), NUL-padded; uint32 kind (0: dequantization
-fixture: blocks then floats; 1: quantization fixture: floats then blocks), uint32 n_blocks,
-uint32 block elements, uint32 block bytes; then the two arrays (raw blocks: n_blocks * block
-bytes; f32: n_blocks * block elements).
+.qfx layout (llm-run's quant fixture): 8 bytes magic "LLMQFX1\\0"; 120 bytes ASCII info (the
+gguf and numpy versions, the source), NUL-padded; 8 bytes type name ("Q4_1"), NUL-padded; uint32
+kind (0: dequantization fixture: blocks then floats; 1: quantization fixture: floats then
+blocks), uint32 n_blocks, uint32 block elements, uint32 block bytes; then the two arrays (raw
+blocks: n_blocks * block bytes; f32: n_blocks * block elements).
 real_blocks.txt layout: '#' comment lines; per set one line
   "set NAME MODEL_FILE MODEL_BYTES TYPE N_BLOCKS TENSOR"
 followed by N_BLOCKS lines "OFFSET HASH" (decimal byte offset in the file, 16 hex digits)."""
@@ -164,7 +164,7 @@ def main():
     for tname in TYPES:
         n = 96 if tname.endswith("_K") else 160
         b = random_blocks(tname, n, rng)
-        write(os.path.join(a.out, f"deq_{tname}_random.bin"), 0, tname, "src=random blocks with edge values",
+        write(os.path.join(a.out, f"deq_{tname}_random.qfx"), 0, tname, "src=random blocks with edge values",
               b, deq(tname, b))
 
     real = [
@@ -195,7 +195,7 @@ def main():
         x = quant_inputs(rng, 64)
         with np.errstate(over="ignore"):   # the block whose d overflows f16 (on purpose)
             q = quantize(x.reshape(1, -1), QT[tname]).reshape(64, -1)
-        write(os.path.join(a.out, f"quant_{tname}.bin"), 1, tname, "src=random + edge inputs", q, x)
+        write(os.path.join(a.out, f"quant_{tname}.qfx"), 1, tname, "src=random + edge inputs", q, x)
     total = sum(os.path.getsize(os.path.join(a.out, f)) for f in os.listdir(a.out))
     print(f"make_quant_fixtures: {len(os.listdir(a.out))} files, {total} bytes in {a.out} (gguf {GGUF_VERSION})")
 

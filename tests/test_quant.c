@@ -113,8 +113,8 @@ static void free_fixture(fixture *f)
 }
 
 static const char *const DEQ_FIXTURES[] = {
-    "deq_Q8_0_random.bin", "deq_Q4_0_random.bin", "deq_Q4_1_random.bin", "deq_Q5_0_random.bin",
-    "deq_Q5_1_random.bin", "deq_Q4_K_random.bin", "deq_Q5_K_random.bin", "deq_Q6_K_random.bin",
+    "deq_Q8_0_random.qfx", "deq_Q4_0_random.qfx", "deq_Q4_1_random.qfx", "deq_Q5_0_random.qfx",
+    "deq_Q5_1_random.qfx", "deq_Q4_K_random.qfx", "deq_Q5_K_random.qfx", "deq_Q6_K_random.qfx",
 };
 
 /* n blocks of type dt dequantized as one row and block by block, then widen_row of a matrix of
@@ -200,7 +200,7 @@ static void test_dequantize_matches_gguf_bit_for_bit(void **state)
 static void test_quantize_row_matches_gguf_byte_for_byte(void **state)
 {
     (void)state;
-    const char *names[] = {"quant_Q8_0.bin", "quant_Q4_0.bin"};
+    const char *names[] = {"quant_Q8_0.qfx", "quant_Q4_0.qfx"};
     for (int i = 0; i < 2; i++) {
         fixture f;
         int rc = load_fixture(names[i], &f);

@@ -277,8 +277,8 @@ static void test_real_blocks(const std::string &dir)
 
 static void test_quant(const char *dir)
 {
-    const char *files[] = {"deq_Q8_0_random.bin", "deq_Q4_0_random.bin", "deq_Q4_1_random.bin", "deq_Q5_0_random.bin",
-                           "deq_Q5_1_random.bin", "deq_Q4_K_random.bin", "deq_Q5_K_random.bin", "deq_Q6_K_random.bin"};
+    const char *files[] = {"deq_Q8_0_random.qfx", "deq_Q4_0_random.qfx", "deq_Q4_1_random.qfx", "deq_Q5_0_random.qfx",
+                           "deq_Q5_1_random.qfx", "deq_Q4_K_random.qfx", "deq_Q5_K_random.qfx", "deq_Q6_K_random.qfx"};
     for (const char *f : files) test_fixture(dir, f);
     test_real_blocks(dir);
     test_plain_gemv<float>(CU_F32, "F32", 13, 64);
