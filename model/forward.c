@@ -316,7 +316,8 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
 #define DEC_KEYS_ITEM 256
 
 /* Decode attention of layer l, grouped by KV head (kernels.h attn_decode_*): each KV head's
- * K and V are read once for its G query heads. Threads split (1) the scores by blocks of
+ * K and V are read once for its G query heads. Short caches: threads split the query heads.
+ * Longer ones: threads split (1) the scores by blocks of
  * DEC_KEYS_ITEM keys of every KV head, (2) the softmax by query head, (3) the weighted sum of
  * the values by column blocks of every KV head, with a barrier between; the floats are the
  * same for any thread count (and the same as attn_decode_head per head). */
@@ -333,9 +334,31 @@ static void decode_attention(engine *e, int l, float scale, int n_threads)
         n_items += (len + DEC_KEYS_ITEM - 1) / DEC_KEYS_ITEM;
         if (len > max_len) max_len = len;
     }
-    /* small caches: one thread (a fork and two barriers cost more than the work) */
-    int nt = (long long)max_len * Hkv * hd < (1 << 15) ? 1 : n_threads;
-#pragma omp parallel num_threads(nt)
+    /* short caches: the query heads split over the threads, each head's three phases on one
+     * thread (consecutive heads of a KV group in one call), so one fork and no barrier; a tiny
+     * cache on one thread. Longer ones: the three phases below, split by keys. */
+    const long long work = (long long)max_len * Hkv * hd;
+    if (work < (1 << 15)) {
+        int nh = work < (1 << 11) ? 1 : n_threads < H ? n_threads : H;
+#pragma omp parallel num_threads(nh)
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            for (int h = H * t / T, h1 = H * (t + 1) / T; h < h1;) {
+                int g = h / G, he = (g + 1) * G < h1 ? (g + 1) * G : h1, len = kv_len(kv, l, g);
+                const void *K = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_key_data(kv, l, g);
+                float *pr = e->probs + (size_t)h * e->probs_stride;
+                attn_decode_scores(e->q + (size_t)h * hd, he - h, K, k_dt, 0, len, hd, scale * logit_factor(kv, len), pr,
+                                   e->probs_stride);
+                for (int i = 0; i < he - h; i++) attn_decode_softmax(pr + (size_t)i * e->probs_stride, len);
+                for (int d0 = 0; d0 < hd; d0 += ds)
+                    attn_decode_values(pr, e->probs_stride, he - h, kv_value_data(kv, l, g), v_dt, len, hd, d0, d0 + ds,
+                                       e->att + (size_t)h * hd);
+                h = he;
+            }
+        }
+        return;
+    }
+#pragma omp parallel num_threads(n_threads)
     {
         int t = omp_get_thread_num(), T = omp_get_num_threads();
         /* (1) scores: items (g, key block) in order, contiguous shares */
