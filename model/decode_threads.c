@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The decode thread count (engine.dec_*): a core that another process takes after the start
  * makes the thread on it run at a fraction of its speed, and the other threads wait for it at
@@ -28,13 +27,6 @@
 #define DEC_BACK_PROBE 16
 #define DEC_MAX_INTERVAL 1024
 #define DEC_SWITCH 0.92
-
-double decode_clock(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* LLM_ADAPT_THREADS: unset or 1 = on, 0 = off, flip = alternate 1 and n threads every step,
  * no timing (tests/test_decode_threads.sh: switching never changes an output). */

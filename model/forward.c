@@ -404,9 +404,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
                                   err, errlen);
     int T = decode_threads_begin(e), saved = omp_get_max_threads();
     if (T != saved) omp_set_num_threads(T);
-    double t0 = decode_clock();
+    double t0 = model_now_s();
     int rc = decode_cpu(e, token, pos, T);
-    decode_threads_end(e, T, decode_clock() - t0);
+    decode_threads_end(e, T, model_now_s() - t0);
     if (T != saved) omp_set_num_threads(saved);
     return rc;
 }

@@ -8,16 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define fail model_fail
 
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int is_stop(const gen_params *p, int id) {
     for (int i = 0; i < p->n_stop_ids; i++)
@@ -48,7 +41,7 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
 #define INTERRUPTED() (p->interrupted && *p->interrupted)
     int rc = -1;
     /* prefill, in chunks when asked (eviction between chunks keeps peak KV ≤ capacity + chunk) */
-    double t0 = now_s();
+    double t0 = model_now_s();
     int done = 0;   /* prompt tokens already in the cache */
     if (p->fork && chunk == n_prompt && !want_rows && !INTERRUPTED() && engine_prefill_forkable(e, n_prompt)) {
         if (*p->fork && prefill_record_matches(*p->fork, e, prompt, n_prompt)) {
@@ -67,10 +60,10 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
         if (want_rows && cb->on_logits(cb->ctx, rows, m, err, errlen) != 0) goto done;
         if (cb && cb->on_prefill) cb->on_prefill(cb->ctx, off + m, n_prompt);
     }
-    r->prefill_s = now_s() - t0;
+    r->prefill_s = model_now_s() - t0;
 
     /* decode: sample, hand over, forward, until a stop */
-    double t1 = now_s();
+    double t1 = model_now_s();
     for (int pos = n_prompt; r->n_gen < p->max_new; pos++) {
         if (INTERRUPTED()) break;
         /* on the GPU a greedy step brings back only the chosen token (device argmax) */
@@ -91,12 +84,12 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
             }
         }
         if (r->n_gen == p->max_new) break;
-        double ts = now_s();
+        double ts = model_now_s();
         if (engine_decode(e, next, pos, err, errlen) != 0) goto done;
-        r->step_ms[r->n_decode_steps++] = (float)((now_s() - ts) * 1e3);
+        r->step_ms[r->n_decode_steps++] = (float)((model_now_s() - ts) * 1e3);
         if (cb && cb->on_logits && cb->on_logits(cb->ctx, e->logits, 1, err, errlen) != 0) goto done;
     }
-    r->decode_s = now_s() - t1;
+    r->decode_s = model_now_s() - t1;
     if (INTERRUPTED()) r->stop = "interrupted";
     rc = 0;
 #undef INTERRUPTED

@@ -46,11 +46,13 @@ int model_check_tensor_layout(st_tensor *tensors, int n, const char *path, char 
 /* The decode thread count (decode_threads.c; engine.dec_*): the threads the next CPU decode step
  * runs on (n_threads, or 1 while a timed probe says one thread is faster; LLM_ADAPT_THREADS=0
  * off, =flip alternating), then decode_threads_end with that count and the step's seconds
- * (decode_clock: CLOCK_MONOTONIC). Never changes an output: every kernel sums in the same order
+ * (model_now_s). Never changes an output: every kernel sums in the same order
  * for any thread count. */
 int decode_threads_begin(engine *e);
 void decode_threads_end(engine *e, int T, double dt);
-double decode_clock(void);
+
+/* Seconds on CLOCK_MONOTONIC (util.c): the model's step, prefill and generation timings. */
+double model_now_s(void);
 
 /* The byte size of a scalar GGUF value type (gguf.c; 0 for string, array and unknown types). */
 int gguf_type_size(int type);

@@ -15,14 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct prefill_record {
     int n, n_layers, qdim, kvdim, n_kv_heads, vocab;
@@ -117,9 +109,9 @@ int engine_prefill_record(engine *e, const int *tokens, int n, prefill_record **
         }
     }
     e->record = r;
-    double t0 = now_s();
+    double t0 = model_now_s();
     int rc = engine_prefill(e, tokens, n, 0, NULL, err, errlen);
-    r->seconds = now_s() - t0;
+    r->seconds = model_now_s() - t0;
     e->record = NULL;
     if (rc != 0 || r->layers_done != r->n_layers) {
         prefill_record_free(r);

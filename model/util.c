@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 int model_fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
@@ -93,4 +94,11 @@ void *model_alloc64(size_t n, size_t size)
     void *p = aligned_alloc(64, bytes);
     if (p) memset(p, 0, bytes);
     return p;
+}
+
+double model_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
