@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -566,6 +567,45 @@ static void test_dot_axpy_exp_scores_every_family_match_scalar(void **state)
     }
 }
 
+/* SwiGLU in every family against float64 (g / (1 + e^-g) · u) within 4 ulp of the result, over
+ * gates from -100 to 100 (exp's flush to zero near -88 included), zero, +inf and NaN; and every
+ * split of the rows into two calls gives the bits of one call (the thread slices of decode). */
+static void test_swiglu_every_family_matches_float64_and_any_split(void **state)
+{
+    (void)state;
+    enum { N = 203 };
+    float g[N], u[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = -100.0f + 200.0f * (float)i / (N - 1) + 0.013f * (float)(i % 7);
+        u[i] = 0.5f + 0.01f * (float)(i % 13) - (i % 3 == 0 ? 1.2f : 0.0f);
+    }
+    g[0] = 0.0f, g[1] = -0.0f, g[2] = 88.5f, g[3] = -88.5f, g[4] = 1e-30f, g[5] = -87.0f;
+    g[6] = INFINITY, g[7] = NAN;
+    for (int f = 0; f < N_FAMILIES; f++) {
+        const cpu_simd_ops *s = family(FAMILIES[f]);
+        if (!s) continue;
+        float y[N], z[N];
+        memcpy(y, g, sizeof y);
+        s->swiglu(y, u, N);
+        for (int i = 0; i < N; i++) {
+            if (isnan(g[i])) {
+                if (!isnan(y[i])) fail_msg("%s swiglu(NaN) = %g, not NaN", s->name, y[i]);
+                continue;
+            }
+            double ref = isinf(g[i]) ? (double)u[i] * INFINITY : (double)g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+            double tol = 4.0 * fabs(ref) * FLT_EPSILON + 1e-36;   /* expf flushes below e^-88.7 */
+            if (isinf(ref) ? y[i] != ref : fabs(y[i] - ref) > tol)
+                fail_msg("%s swiglu(%g) * %g = %.9g, float64 %.9g", s->name, g[i], u[i], y[i], ref);
+        }
+        for (int a = 0; a <= N; a += a < 20 ? 1 : 37) {
+            memcpy(z, g, sizeof z);
+            s->swiglu(z, u, (size_t)a);
+            s->swiglu(z + a, u + a, (size_t)(N - a));
+            if (memcmp(z, y, sizeof z)) fail_msg("%s swiglu split at %d differs from one call", s->name, a);
+        }
+    }
+}
+
 /* ----------------------------------------------------------------------- attention */
 
 static void check_prefill(const char *fam, int n_live, int n_new, int hd)
@@ -730,6 +770,7 @@ int main(void)
         cmocka_unit_test(test_decode_matvec_bit_identical_for_any_thread_count),
         cmocka_unit_test(test_prefill_matmul_bit_identical_for_any_thread_count),
         cmocka_unit_test(test_dot_axpy_exp_scores_every_family_match_scalar),
+        cmocka_unit_test(test_swiglu_every_family_matches_float64_and_any_split),
         cmocka_unit_test(test_prefill_attention_tiles_match_float64_softmax),
         cmocka_unit_test(test_decode_attention_matches_float64_softmax),
         cmocka_unit_test(test_simd_selection_names_and_rejects_unknown),

@@ -68,6 +68,17 @@ static inline float weight_at(const weight_t *w, int i)
     }
 }
 
+/* One row of rmsnorm: w the f32 weights, or NULL to read weight's elements. */
+static void rmsnorm_row(float *o, const float *xr, const weight_t *weight, const float *w, int dim, float eps)
+{
+    float ss = cpu_simd()->dot(xr, xr, dim);   /* vector lanes: the scalar chain was 4 cycles an element */
+    float inv = 1.0f / sqrtf(ss / (float)dim + eps);
+    if (w)
+        for (int i = 0; i < dim; i++) o[i] = w[i] * (xr[i] * inv);
+    else
+        for (int i = 0; i < dim; i++) o[i] = weight_at(weight, i) * (xr[i] * inv);
+}
+
 void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim, float eps)
 {
     const float *w = weight->dtype == DT_F32 ? (const float *)weight->data : NULL;
@@ -86,18 +97,12 @@ void rmsnorm(float *out, const float *x, const weight_t *weight, int n, int dim,
         dequantize_row(weight->dtype, weight->data, wq, dim);
         w = wq;
     }
-#pragma omp parallel for schedule(static) if ((size_t)n * dim >= OPS_PAR_MIN)
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * dim;
-        float *o = out + (size_t)r * dim;
-        float ss = 0.0f;
-        for (int i = 0; i < dim; i++) ss += xr[i] * xr[i];
-        float inv = 1.0f / sqrtf(ss / (float)dim + eps);
-        if (w)
-            for (int i = 0; i < dim; i++) o[i] = w[i] * (xr[i] * inv);
-        else
-            for (int i = 0; i < dim; i++) o[i] = weight_at(weight, i) * (xr[i] * inv);
+    if ((size_t)n * dim < OPS_PAR_MIN) {   /* decode: no OpenMP region at all (a team of one costs too) */
+        for (int r = 0; r < n; r++) rmsnorm_row(out + (size_t)r * dim, x + (size_t)r * dim, weight, w, dim, eps);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < n; r++) rmsnorm_row(out + (size_t)r * dim, x + (size_t)r * dim, weight, w, dim, eps);
 }
 
 void rope_tables(float *cos_t, float *sin_t, const int *pos, int n, int head_dim, float theta,
@@ -123,35 +128,55 @@ void rope_tables_freq(float *cos_t, float *sin_t, const int *pos, int n, int hea
     }
 }
 
-void rope_apply(float *x, int n, int n_heads, int head_dim, const float *cos_t, const float *sin_t)
+/* The n_heads heads of one row, rotate-half pairs (i, i + half). */
+static void rope_row(float *x, int n_heads, int head_dim, const float *c, const float *s)
 {
-    int half = head_dim / 2;
-#pragma omp parallel for schedule(static) if ((size_t)n * n_heads * head_dim >= OPS_PAR_MIN)
-    for (int r = 0; r < n; r++) {
-        const float *c = cos_t + (size_t)r * half, *s = sin_t + (size_t)r * half;
-        for (int h = 0; h < n_heads; h++) {
-            float *v = x + ((size_t)r * n_heads + h) * head_dim;
-            for (int i = 0; i < half; i++) {
-                float a = v[i], b = v[i + half];
-                v[i] = a * c[i] - b * s[i];
-                v[i + half] = b * c[i] + a * s[i];
-            }
+    const int half = head_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int i = 0; i < half; i++) {
+            float a = v[i], b = v[i + half];
+            v[i] = a * c[i] - b * s[i];
+            v[i + half] = b * c[i] + a * s[i];
         }
     }
 }
 
+void rope_apply(float *x, int n, int n_heads, int head_dim, const float *cos_t, const float *sin_t)
+{
+    int half = head_dim / 2;
+    if ((size_t)n * n_heads * head_dim < OPS_PAR_MIN) {
+        for (int r = 0; r < n; r++)
+            rope_row(x + (size_t)r * n_heads * head_dim, n_heads, head_dim, cos_t + (size_t)r * half, sin_t + (size_t)r * half);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < n; r++)
+        rope_row(x + (size_t)r * n_heads * head_dim, n_heads, head_dim, cos_t + (size_t)r * half, sin_t + (size_t)r * half);
+}
+
 void swiglu(float *gate, const float *up, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= OPS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float g = gate[i];
-        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    const cpu_simd_ops *s = cpu_simd();
+    if (n < OPS_PAR_MIN) {
+        s->swiglu(gate, up, n);
+        return;
+    }
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num(), T = omp_get_num_threads();
+        size_t a = n * t / T, b = n * (t + 1) / T;
+        s->swiglu(gate + a, up + a, b - a);
     }
 }
 
 void add_inplace(float *y, const float *x, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= OPS_PAR_MIN)
+    if (n < OPS_PAR_MIN) {
+        for (size_t i = 0; i < n; i++) y[i] += x[i];
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 

@@ -36,6 +36,10 @@ typedef struct {
     void (*axpy)(float *y, float a, const float *x, int n);
     /* p[j] = exp(s[j] - m) for j < n (p may alias s); returns Σ p[j]. m ≥ every s[j]. */
     float (*exp_sum)(float *p, const float *s, int n, float m);
+    /* SwiGLU (LLaMA's MLP, silu(gate) ⊙ up): gate[i] = gate[i] / (1 + exp(-gate[i])) · up[i]
+     * for i < n, f32. The scalar family calls expf; the vector ones exp_sum's polynomial on
+     * -|gate| (within a few ulp of expf; the same bits for any split of [0, n)). */
+    void (*swiglu)(float *gate, const float *up, size_t n);
     /* o[d] += Σ_j p[j] · rows[j][d] for d < head_dim, j < n (in j order per d). */
     void (*acc_rows)(float *o, const float *p, const float *const *rows, int n, int head_dim);
     /* s[j] = scale * (q · Kt[·][j]) for j < ATT_BK: Kt is a key tile transposed

@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 #define T __attribute__((target("avx2,fma,f16c")))
 #define SIMD_NAME "avx2"
@@ -35,6 +36,9 @@ typedef __m256i vi;
 #define vadd(a, b) _mm256_add_ps(a, b)
 #define vsub(a, b) _mm256_sub_ps(a, b)
 #define vmax(a, b) _mm256_max_ps(a, b)
+#define vdiv(a, b) _mm256_div_ps(a, b)
+#define vabs(a) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a)
+#define vmul_if_neg(g, e) _mm256_blendv_ps(g, _mm256_mul_ps(g, e), g)   /* g < 0 (sign bit) ? g·e : g */
 #define vround(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define vpow2i(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 typedef __m256 vmask;

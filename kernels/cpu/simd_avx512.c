@@ -12,6 +12,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 #define T __attribute__((target("avx512f,avx2,fma,f16c")))
 #define SIMD_NAME "avx512"
@@ -38,6 +39,9 @@ typedef __m512i vi;
 #define vadd(a, b) _mm512_add_ps(a, b)
 #define vsub(a, b) _mm512_sub_ps(a, b)
 #define vmax(a, b) _mm512_max_ps(a, b)
+#define vdiv(a, b) _mm512_div_ps(a, b)
+#define vabs(a) _mm512_abs_ps(a)
+#define vmul_if_neg(g, e) _mm512_mask_mul_ps(g, _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ), g, e)
 #define vround(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define vpow2i(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 typedef __mmask16 vmask;

@@ -85,6 +85,14 @@ static float exp_sum(float *p, const float *s, int n, float m)
     return sum;
 }
 
+static void swiglu_rows(float *gate, const float *up, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i];
+        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
 static void scores_tile(float *s, const float *q, const float *Kt, int head_dim, float scale)
 {
     float acc[ATT_BK];
@@ -150,6 +158,7 @@ const cpu_simd_ops cpu_simd_scalar = {
     .dot = dot,
     .axpy = axpy,
     .exp_sum = exp_sum,
+    .swiglu = swiglu_rows,
     .acc_rows = acc_rows,
     .scores_tile = scores_tile,
     .dot_f16 = dot_f16,
