@@ -4,10 +4,10 @@
  * Per layer: rmsnorm → q,k,v → RoPE → KV write (policy) → attention (+ requested statistics)
  * → o-proj → residual → rmsnorm → SwiGLU MLP → residual. Then final norm → LM head.
  *
- * Kept whole (~460 lines): prefill and decode share the engine's buffers and the shifted-RoPE
- * helpers, and reading the two passes side by side is how one checks that they compute the same
+ * Prefill and decode kept side by side: they share the engine's buffers and the shifted-RoPE
+ * helpers, and reading the two passes together is how one checks that they compute the same
  * layer (the tests compare their logits bit for bit). The decode thread count of each step is
- * decode_threads.c's. */
+ * decode_threads.c's, the decode attention's thread split decode_attn.c's. */
 #include "model/model.h"
 #include "model/internal.h"
 
@@ -154,12 +154,6 @@ static void rotated_live_keys(engine *e, int l, int g, float *dst)
                    e->rank_sin + (size_t)r * half);
 }
 
-/* The policy's factor on the logit scale for an attention call over n_keys keys. */
-static float logit_factor(const kv_cache *kv, int n_keys)
-{
-    return kv->ops->logit_scale ? kv->ops->logit_scale(kv, n_keys) : 1.0f;
-}
-
 /* Final norm and LM head for n rows of x → logits [n][vocab]. */
 static void lm_head(engine *e, const float *x, int n, float *logits)
 {
@@ -266,7 +260,7 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
             const void *K_live = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_key_data(kv, l, g);
             dtype_t k_dt = e->shifted ? DT_F32 : kv->kv_dtype;
             const float *Kn = e->shifted ? K_new + (size_t)g * e->max_chunk * hd : K_new + (size_t)g * hd;
-            float sc = scale * logit_factor(kv, n_live + n);
+            float sc = scale * model_logit_factor(kv, n_live + n);
             attn_prefill_head(e->pq + (size_t)h * hd, qdim, K_live, k_dt, kv_value_data(kv, l, g),
                               kv->kv_dtype, n_live, Kn, k_stride, e->pv + (size_t)g * hd, kvdim, n, hd, sc,
                               e->patt + (size_t)h * hd, qdim,
@@ -310,84 +304,6 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         lm_head(e, e->px + (size_t)(n - 1) * dim, 1, e->logits);
     }
     return 0;
-}
-
-/* Keys per work item of the decode scores (a thread's share of one KV head's cache). */
-#define DEC_KEYS_ITEM 256
-
-/* Decode attention of layer l, grouped by KV head (kernels.h attn_decode_*): each KV head's
- * K and V are read once for its G query heads. Short caches: threads split the query heads.
- * Longer ones: threads split (1) the scores by blocks of
- * DEC_KEYS_ITEM keys of every KV head, (2) the softmax by query head, (3) the weighted sum of
- * the values by column blocks of every KV head, with a barrier between; the floats are the
- * same for any thread count (and the same as attn_decode_head per head). */
-static void decode_attention(engine *e, int l, float scale, int n_threads)
-{
-    const model_config *c = &e->w->cfg;
-    kv_cache *kv = e->kv;
-    const int hd = c->head_dim, H = c->n_heads, Hkv = c->n_kv_heads, G = H / Hkv;
-    const dtype_t k_dt = e->shifted ? DT_F32 : kv->kv_dtype, v_dt = kv->kv_dtype;
-    const int ds = attn_decode_dsplit(hd), nd = hd / ds;
-    int n_items = 0, max_len = 0;
-    for (int g = 0; g < Hkv; g++) {
-        int len = kv_len(kv, l, g);
-        n_items += (len + DEC_KEYS_ITEM - 1) / DEC_KEYS_ITEM;
-        if (len > max_len) max_len = len;
-    }
-    /* short caches: the query heads split over the threads, each head's three phases on one
-     * thread (consecutive heads of a KV group in one call), so one fork and no barrier; a tiny
-     * cache on one thread. Longer ones: the three phases below, split by keys. */
-    const long long work = (long long)max_len * Hkv * hd;
-    if (work < (1 << 15)) {
-        int nh = work < (1 << 11) ? 1 : n_threads < H ? n_threads : H;
-#pragma omp parallel num_threads(nh)
-        {
-            int t = omp_get_thread_num(), T = omp_get_num_threads();
-            for (int h = H * t / T, h1 = H * (t + 1) / T; h < h1;) {
-                int g = h / G, he = (g + 1) * G < h1 ? (g + 1) * G : h1, len = kv_len(kv, l, g);
-                const void *K = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_key_data(kv, l, g);
-                float *pr = e->probs + (size_t)h * e->probs_stride;
-                attn_decode_scores(e->q + (size_t)h * hd, he - h, K, k_dt, 0, len, hd, scale * logit_factor(kv, len), pr,
-                                   e->probs_stride);
-                for (int i = 0; i < he - h; i++) attn_decode_softmax(pr + (size_t)i * e->probs_stride, len);
-                for (int d0 = 0; d0 < hd; d0 += ds)
-                    attn_decode_values(pr, e->probs_stride, he - h, kv_value_data(kv, l, g), v_dt, len, hd, d0, d0 + ds,
-                                       e->att + (size_t)h * hd);
-                h = he;
-            }
-        }
-        return;
-    }
-#pragma omp parallel num_threads(n_threads)
-    {
-        int t = omp_get_thread_num(), T = omp_get_num_threads();
-        /* (1) scores: items (g, key block) in order, contiguous shares */
-        int i0 = n_items * t / T, i1 = n_items * (t + 1) / T, base = 0;
-        for (int g = 0; g < Hkv && base < i1; g++) {
-            int len = kv_len(kv, l, g), nb = (len + DEC_KEYS_ITEM - 1) / DEC_KEYS_ITEM;
-            int a = i0 > base ? i0 - base : 0, b = i1 - base < nb ? i1 - base : nb;
-            if (a < b) {
-                const void *K = e->shifted ? e->kr_live + (size_t)g * e->probs_stride * hd : kv_key_data(kv, l, g);
-                int j1 = b * DEC_KEYS_ITEM < len ? b * DEC_KEYS_ITEM : len;
-                attn_decode_scores(e->q + (size_t)g * G * hd, G, K, k_dt, a * DEC_KEYS_ITEM, j1, hd,
-                                   scale * logit_factor(kv, len), e->probs + (size_t)g * G * e->probs_stride,
-                                   e->probs_stride);
-            }
-            base += nb;
-        }
-#pragma omp barrier
-        /* (2) softmax per query head */
-        for (int h = H * t / T; h < H * (t + 1) / T; h++)
-            attn_decode_softmax(e->probs + (size_t)h * e->probs_stride, kv_len(kv, l, h / G));
-#pragma omp barrier
-        /* (3) values: items (g, column block) */
-        for (int it = Hkv * nd * t / T; it < Hkv * nd * (t + 1) / T; it++) {
-            int g = it / nd, d0 = it % nd * ds;
-            attn_decode_values(e->probs + (size_t)g * G * e->probs_stride, e->probs_stride, G,
-                               kv_value_data(kv, l, g), v_dt, kv_len(kv, l, g), hd, d0, d0 + ds,
-                               e->att + (size_t)g * G * hd);
-        }
-    }
 }
 
 static int decode_cpu(engine *e, int token, int pos, int T);
@@ -463,7 +379,7 @@ static int decode_cpu(engine *e, int token, int pos, int T)
             for (int g = 0; g < Hkv; g++)
                 kv->ops->attend(kv, l, g, e->q + (size_t)g * G * hd, scale, e->att + (size_t)g * G * hd);
         } else {
-            decode_attention(e, l, scale, T);
+            model_decode_attention(e, l, scale, T);
         }
         /* eviction after attention (attend-then-evict policies), per group then layer-wise */
         for (int g = 0; g < Hkv; g++)

@@ -51,6 +51,16 @@ int model_check_tensor_layout(st_tensor *tensors, int n, const char *path, char 
 int decode_threads_begin(engine *e);
 void decode_threads_end(engine *e, int T, double dt);
 
+/* The policy's factor on the logit scale of an attention call over n_keys keys (decode_attn.c:
+ * the policy's logit_scale hook, else 1). */
+float model_logit_factor(const struct kv_cache *kv, int n_keys);
+
+/* Decode attention of layer l on the CPU (decode_attn.c): e->q's query heads over each KV
+ * head's live cache (or e->kr_live in shifted-RoPE mode) → e->att [n_heads][head_dim], the
+ * probabilities left in e->probs (rows probs_stride apart) for the policies, on n_threads
+ * threads; the same floats for any thread count. */
+void model_decode_attention(engine *e, int l, float scale, int n_threads);
+
 /* Seconds on CLOCK_MONOTONIC (util.c): the model's step, prefill and generation timings. */
 double model_now_s(void);
 

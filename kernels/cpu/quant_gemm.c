@@ -235,6 +235,23 @@ static int sgemm_rows(float *y, const float *x, const weight_t *w, int n, int a,
     return 0;
 }
 
+/* Thread t of T's static share of the total output rows of the k matrices (prefill: whole
+ * panels of 32 rows per thread), activations at act + off[wf[i]], xs[wf[i]] bytes a row. */
+static void qmm_share(const cpu_quant_ops *ops, float *const *y, const weight_t *const *w, int k, const uint8_t *act,
+                      const size_t *off, const size_t *xs, const int *wf, int n, long long total, int t, int T)
+{
+    long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
+    if (n > 1) {
+        g0 = t ? (g0 + 16) & ~31LL : 0;
+        g1 = t + 1 < T ? (g1 + 16) & ~31LL : total;
+    }
+    for (int i = 0; i < k; i++) {
+        long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+        if (a < b) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], n, (int)(a - base), (int)(b - base));
+        base += w[i]->rows;
+    }
+}
+
 static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int then_swiglu);
 
 void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
@@ -352,24 +369,21 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
         }
         return;
     }
+    if (nt == 1) {   /* no OpenMP region: libgomp mallocs and frees a team of one at every fork */
+        for (int f = 0; f < nf && n > 1; f++)
+            for (int j = 0; j < n; j++) quant_act_row(ops, fmt[f], act + off[f] + (size_t)j * xs[f], x + (size_t)j * K, K);
+        qmm_share(ops, y, w, k, act, off, xs, wf, n, total, 0, 1);
+    } else {
 #pragma omp parallel num_threads(nt)
-    {
-        int t = omp_get_thread_num(), T = omp_get_num_threads();
-        if (n > 1) {
-            for (int f = 0; f < nf; f++)
-                for (int j = n * t / T; j < n * (t + 1) / T; j++)
-                    quant_act_row(ops, fmt[f], act + off[f] + (size_t)j * xs[f], x + (size_t)j * K, K);
+        {
+            int t = omp_get_thread_num(), T = omp_get_num_threads();
+            if (n > 1) {
+                for (int f = 0; f < nf; f++)
+                    for (int j = n * t / T; j < n * (t + 1) / T; j++)
+                        quant_act_row(ops, fmt[f], act + off[f] + (size_t)j * xs[f], x + (size_t)j * K, K);
 #pragma omp barrier
-        }
-        long long g0 = total * t / T, g1 = total * (t + 1) / T, base = 0;
-        if (n > 1) {   /* whole panels of 32 rows per thread */
-            g0 = t ? (g0 + 16) & ~31LL : 0;
-            g1 = t + 1 < T ? (g1 + 16) & ~31LL : total;
-        }
-        for (int i = 0; i < k; i++) {
-            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
-            if (a < b) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], n, (int)(a - base), (int)(b - base));
-            base += w[i]->rows;
+            }
+            qmm_share(ops, y, w, k, act, off, xs, wf, n, total, t, T);
         }
     }
     if (then_swiglu) swiglu(y[0], y[1], (size_t)n * w[0]->rows);
