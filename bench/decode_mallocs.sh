@@ -2,12 +2,13 @@
 # Heap allocations inside CPU decode steps (per-token allocations are a bug on the hot path):
 # runs llm-run under gdb, breaks on malloc / posix_memalign / aligned_alloc / memalign once the
 # first engine_decode is reached, and prints the callers counted, then the total per step.
-# Usage: bench/decode_mallocs.sh MODEL [THREADS] [STEPS]   (needs gdb; build/llm-run or ./llm-run)
+# Usage: bench/decode_mallocs.sh MODEL [THREADS] [STEPS]   (needs gdb; $LLM_RUN, else ./llm-run or
+# build/llm-run). The last line, "allocations: N", is what tests/test_decode_allocs.sh compares.
 # bench/cpu.md session 19: 151 a SmolLM2 token at -t 1 before 00c47df (libgomp's team of one), 0 after.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 MODEL [THREADS] [STEPS]" >&2; exit 2; }
 model=$1 threads=${2:-1} steps=${3:-6}
-bin=./llm-run; [ -x "$bin" ] || bin=build/llm-run
+bin=${LLM_RUN:-./llm-run}; [ -x "$bin" ] || bin=build/llm-run
 cmds=$(mktemp)
 trap 'rm -f "$cmds"' EXIT
 cat >"$cmds" <<'GDB'
@@ -34,4 +35,5 @@ callers=$(printf '%s\n' "$out" | awk '/^#0 /{found=0; next}
     /^#[1-9] / && !found && !/ from \/lib/ && !/\?\? \(\)/ {sub(/^#[0-9]+ +(0x[0-9a-f]+ in )?/, ""); sub(/ \(.*/, ""); print; found=1}')
 n=$(printf '%s\n' "$callers" | grep -c . || true)
 printf '%s\n' "$callers" | sort | uniq -c | sort -rn | head -10
-echo "allocations after the first decode step began: $n over $((steps - 1)) more steps (the last line may be the exit path)"
+echo "after the first decode step began, over $((steps - 1)) more steps (and the exit path):"
+echo "allocations: $n"

@@ -8,7 +8,7 @@ set -euo pipefail
 
 DEB_PKGS=(build-essential libsentencepiece-dev libcjson-dev libpcre2-dev libutf8proc-dev
           libopenblas-dev libcmocka-dev
-          zlib1g-dev jq valgrind python3 python3-pip)
+          zlib1g-dev jq valgrind gdb python3 python3-pip)
 if [ "${1:-}" = "--fuzz" ]; then
     DEB_PKGS+=(clang libomp-dev)
     # libFuzzer's runtime (libclang_rt.fuzzer) is its own package from LLVM 14 in Debian 12
