@@ -9,16 +9,21 @@
 #include <unistd.h>
 
 /* Settings the OpenMP and OpenBLAS runtimes read when they load, before main:
- *  - the OpenMP wait: a thread that reaches a barrier or the end of a parallel region first
- *    either spins a while (GOMP_SPINCOUNT=300000) or sleeps at once (OMP_WAIT_POLICY=passive).
- *    Decode forks ~4 parallel regions per layer, so sleeping costs a futex wake-up each:
+ *  - the wait of a thread with nothing to do: it either spins a while or sleeps at once
+ *    (OMP_WAIT_POLICY=passive). Decode runs ~5 short parallel steps a layer on the decode team
+ *    (kernels/cpu/team.c, which reads the same choice), so sleeping costs a futex wake-up each:
  *    stories110M F32, 2 threads, quiet machine: 49-50 tok/s passive vs 66-67 spinning (llama.cpp
- *    55.5). But where another process holds a core, spinning threads fight it for the core and
- *    2-thread decode collapses (same model: 10-23 tok/s spinning vs 32 passive, 1 thread 34.5).
- *    So the choice is made here from the runnable tasks at start (/proc/loadavg, least of 5 looks): spin when
- *    this run's threads fit in the CPUs nobody else is using, else wait passively. A core taken
- *    after the start is not seen here; decode then finds it by timing a step on 1 thread now
- *    and then (model/forward.c decode_threads_*), or set OMP_WAIT_POLICY=passive;
+ *    55.5, measured when decode ran on OpenMP). But where another process holds a core, spinning
+ *    threads fight it for the core and 2-thread decode collapses (same model: 10-23 tok/s
+ *    spinning vs 32 passive, 1 thread 34.5). So the choice is made here from the runnable tasks
+ *    at start (/proc/loadavg, least of 5 looks): spin when this run's threads fit in the CPUs
+ *    nobody else is using, else wait passively. A core taken after the start is not seen here;
+ *    decode then finds it by timing a step on 1 thread now and then (model/decode_threads.c),
+ *    or set OMP_WAIT_POLICY=passive. OpenMP itself now runs only prefill and load-time work,
+ *    whose regions follow each other closely: its spin is short (GOMP_SPINCOUNT=10000, about
+ *    0.1-0.2 ms), since its threads spinning on after a prefill hold the cores the decode
+ *    team's threads need (GOMP_SPINCOUNT=300000: SmolLM2 2-thread decode steps right after an
+ *    OpenMP region ran at 161-165 tok/s instead of 222-233, bench_cpu on Zen 3, 2026-11-29);
  *  - OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 does not know Sapphire Rapids / Zen 4 and
  *    falls back to its generic kernels; name the widest family the CPU runs.
  * Each is set only when the user has not, then the program re-executes itself once
@@ -104,7 +109,7 @@ void cli_reexec_with_runtime_settings(char **argv)
         int others = others_runnable(), want = threads_asked(argv);
         if (want <= 0) want = (int)ncpu;   /* the default: the physical cores, at most the CPUs */
         int spin = others >= 0 && ncpu > 0 && others + want <= ncpu;
-        change |= (spin ? setenv("GOMP_SPINCOUNT", "300000", 1) : setenv("OMP_WAIT_POLICY", "passive", 1)) == 0;
+        change |= (spin ? setenv("GOMP_SPINCOUNT", "10000", 1) : setenv("OMP_WAIT_POLICY", "passive", 1)) == 0;
     }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     if (!getenv("OPENBLAS_CORETYPE")) {

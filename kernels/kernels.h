@@ -110,6 +110,21 @@ uint16_t f32_to_f16(float f);    /* round to nearest even */
 /* Sets the number of OpenMP threads the CPU kernels use (≥ 1); the BLAS runs single-threaded
  * inside them (matmul splits its rows over the threads). */
 void cpu_set_threads(int n);
+/* The decode thread team (kernels/cpu/team.c): a share of a decode step's work, computed by
+ * thread t of T (0 ≤ t < T). Callers split their work so that the results do not depend on T
+ * (each output element computed whole by one share), so a run may always fall back to T = 1. */
+typedef void (*cpu_team_fn)(void *arg, int t, int T);
+/* Runs fn(arg, t, T) for t = 0..T-1 and returns when all are done: t = 0 on the calling thread,
+ * the others on the team's spinning workers (started on first use; ≤ 256 threads). T ≤ 1, a
+ * call from inside a run, from inside an OpenMP region, or while another thread's run holds
+ * the team: fn(arg, 0, 1) on the calling thread, no fork. No allocation after the first run of
+ * a given T; no error (a worker that cannot be started lowers T). Decode only: prefill stays on
+ * OpenMP (its regions are few and long). */
+void cpu_team_run(int T, cpu_team_fn fn, void *arg);
+/* Inside a cpu_team_run share: waits for the run's T shares to reach it (spinning; the release
+ * and acquire order memory). Every share must call it the same number of times. At T = 1 (or
+ * outside a run) it returns at once. */
+void cpu_team_barrier(void);
 /* Physical cores this process may run on (distinct package/core pairs of its CPU affinity). */
 int cpu_num_cores(void);
 /* Whether the BLAS can get its work buffers for n_threads threads (≤ 0: the BLAS's own thread

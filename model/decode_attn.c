@@ -5,7 +5,6 @@
 #include "eviction/eviction.h"
 #include "kernels/kernels.h"
 
-#include <omp.h>
 #include <stddef.h>
 
 float model_logit_factor(const struct kv_cache *kv, int n_keys)
@@ -75,14 +74,36 @@ static void attn_phase_share(engine *e, int l, float scale, int ph, int n_items,
     }
 }
 
+/* model_decode_attention's shares (cpu_team_run) */
+typedef struct {
+    engine *e;
+    int l, n_items;
+    float scale;
+} da_job;
+
+static void da_heads_share(void *arg, int t, int T)
+{
+    const da_job *j = arg;
+    attn_heads_share(j->e, j->l, j->scale, t, T);
+}
+
+static void da_phases_share(void *arg, int t, int T)
+{
+    const da_job *j = arg;
+    attn_phase_share(j->e, j->l, j->scale, 1, j->n_items, t, T);
+    cpu_team_barrier();
+    attn_phase_share(j->e, j->l, j->scale, 2, j->n_items, t, T);
+    cpu_team_barrier();
+    attn_phase_share(j->e, j->l, j->scale, 3, j->n_items, t, T);
+}
+
 /* Decode attention of layer l, grouped by KV head (kernels.h attn_decode_*): each KV head's
  * K and V are read once for its G query heads. Short caches (< 2^15 key elements): the query
  * heads split over the threads, one fork and no barrier (one thread below 2^11). Longer ones:
  * threads split (1) the scores by blocks of DEC_KEYS_ITEM keys of every KV head, (2) the
  * softmax by query head, (3) the weighted sum of the values by column blocks of every KV head,
  * with a barrier between. The floats are the same for any thread count (and the same as
- * attn_decode_head per head). One thread runs without an OpenMP region (libgomp mallocs and
- * frees a team of one at every fork). */
+ * attn_decode_head per head). The shares run on the decode team (cpu_team_run). */
 void model_decode_attention(engine *e, int l, float scale, int n_threads)
 {
     const model_config *c = &e->w->cfg;
@@ -95,27 +116,11 @@ void model_decode_attention(engine *e, int l, float scale, int n_threads)
         if (len > max_len) max_len = len;
     }
     const long long work = (long long)max_len * Hkv * c->head_dim;
+    da_job j = {.e = e, .l = l, .scale = scale, .n_items = n_items};
     if (work < (1 << 15)) {
         int nh = work < (1 << 11) ? 1 : n_threads < H ? n_threads : H;
-        if (nh == 1) {
-            attn_heads_share(e, l, scale, 0, 1);
-            return;
-        }
-#pragma omp parallel num_threads(nh)
-        attn_heads_share(e, l, scale, omp_get_thread_num(), omp_get_num_threads());
+        cpu_team_run(nh, da_heads_share, &j);
         return;
     }
-    if (n_threads == 1) {
-        for (int ph = 1; ph <= 3; ph++) attn_phase_share(e, l, scale, ph, n_items, 0, 1);
-        return;
-    }
-#pragma omp parallel num_threads(n_threads)
-    {
-        int t = omp_get_thread_num(), T = omp_get_num_threads();
-        attn_phase_share(e, l, scale, 1, n_items, t, T);
-#pragma omp barrier
-        attn_phase_share(e, l, scale, 2, n_items, t, T);
-#pragma omp barrier
-        attn_phase_share(e, l, scale, 3, n_items, t, T);
-    }
+    cpu_team_run(n_threads, da_phases_share, &j);
 }

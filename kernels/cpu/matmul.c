@@ -66,6 +66,38 @@ static void prefetch_head(const weight_t *const *w, int k, long long g)
     }
 }
 
+/* A decode product's shares (cpu_team_run): rows claimed with stealing, then (then_swiglu)
+ * after a barrier swiglu on each share's static slice of the rows. */
+typedef struct {
+    rowsteal rs;
+    const cpu_simd_ops *s;
+    float *const *y;
+    const weight_t *const *w;
+    int k, then_swiglu;
+    const float *x;
+} mv_job;
+
+static void mv_share(void *arg, int t, int T)
+{
+    mv_job *j = arg;
+    int v = t;
+    long long g0, g1;
+    while (rs_next(&j->rs, t, T, &v, &g0, &g1)) {
+        prefetch_head(j->w, j->k, g1);
+        long long base = 0;
+        for (int i = 0; i < j->k && base < g1; i++) {
+            long long a = g0 > base ? g0 : base, b = g1 < base + j->w[i]->rows ? g1 : base + j->w[i]->rows;
+            if (a < b) matvec_rows(j->s, j->y[i], j->x, j->w[i], (int)(a - base), (int)(b - base));
+            base += j->w[i]->rows;
+        }
+    }
+    if (j->then_swiglu) {
+        cpu_team_barrier();
+        size_t R = (size_t)j->w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
+        swiglu(j->y[0] + a, j->y[1] + a, b - a);
+    }
+}
+
 static void matvec_multi(float *const *y, const weight_t *const *w, int k, const float *x)
 {
     matvec_multi_sw(y, w, k, x, 0);
@@ -93,27 +125,9 @@ static void matvec_multi_sw(float *const *y, const weight_t *const *w, int k, co
         return;
     }
     if (nt > RS_MAX_THREADS) nt = RS_MAX_THREADS;
-    rowsteal rs;
-    rs_init(&rs, total, nt, dtype_row_bytes(w[0]->dtype, w[0]->cols), MV_BLOCK_BYTES, 4);
-#pragma omp parallel num_threads(nt)
-    {
-        int t = omp_get_thread_num(), T = omp_get_num_threads(), v = t;
-        long long g0, g1;
-        while (rs_next(&rs, t, T, &v, &g0, &g1)) {
-            prefetch_head(w, k, g1);
-            long long base = 0;
-            for (int i = 0; i < k && base < g1; i++) {
-                long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
-                if (a < b) matvec_rows(s, y[i], x, w[i], (int)(a - base), (int)(b - base));
-                base += w[i]->rows;
-            }
-        }
-        if (then_swiglu) {
-#pragma omp barrier
-            size_t R = (size_t)w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
-            swiglu(y[0] + a, y[1] + a, b - a);
-        }
-    }
+    mv_job j = {.s = s, .y = y, .w = w, .k = k, .x = x, .then_swiglu = then_swiglu};
+    rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, w[0]->cols), MV_BLOCK_BYTES, 4);
+    cpu_team_run(nt, mv_share, &j);
 }
 
 static void matvec(float *y, const float *x, const weight_t *w)

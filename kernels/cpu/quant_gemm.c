@@ -254,6 +254,39 @@ static void qmm_share(const cpu_quant_ops *ops, float *const *y, const weight_t 
 
 static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const float *x, int n, int then_swiglu);
 
+/* A decode product's shares (cpu_team_run): rows claimed with stealing, then (then_swiglu)
+ * after a barrier swiglu on each share's static slice of the rows. */
+typedef struct {
+    rowsteal rs;
+    const cpu_quant_ops *ops;
+    float *const *y;
+    const weight_t *const *w;
+    int k, then_swiglu;
+    const uint8_t *act;
+    const size_t *off, *xs;
+    const int *wf;
+} qmv_job;
+
+static void qmv_share(void *arg, int t, int T)
+{
+    qmv_job *j = arg;
+    int v = t;
+    long long g0, g1;
+    while (rs_next(&j->rs, t, T, &v, &g0, &g1)) {
+        long long base = 0;
+        for (int i = 0; i < j->k && base < g1; i++) {
+            long long a = g0 > base ? g0 : base, b = g1 < base + j->w[i]->rows ? g1 : base + j->w[i]->rows;
+            if (a < b) run_rows(j->ops, j->y[i], j->w[i], j->act + j->off[j->wf[i]], j->xs[j->wf[i]], 1, (int)(a - base), (int)(b - base));
+            base += j->w[i]->rows;
+        }
+    }
+    if (j->then_swiglu) {
+        cpu_team_barrier();
+        size_t R = (size_t)j->w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
+        swiglu(j->y[0] + a, j->y[1] + a, b - a);
+    }
+}
+
 void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
 {
     qmatmul_impl(y, w, k, x, n, 0);
@@ -343,30 +376,13 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
     if (n == 1)
         for (int f = 0; f < nf; f++) quant_act_row(ops, fmt[f], act + off[f], x, K);
 
-    if (n == 1 && nt > 1) {   /* decode: the rows split with stealing (rowsteal.h) */
+    if (n == 1 && nt > 1) {   /* decode: the rows split with stealing (rowsteal.h), on the team */
         if (nt > RS_MAX_THREADS) nt = RS_MAX_THREADS;
-        rowsteal rs;
+        qmv_job j = {.ops = ops, .y = y, .w = w, .k = k, .act = act, .off = off, .xs = xs, .wf = wf, .then_swiglu = then_swiglu};
         int x16 = 0;   /* whole 16-row groups for the WL_X16 kernels */
         for (int i = 0; i < k; i++) x16 |= w[i]->layout == WL_X16;
-        rs_init(&rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, x16 ? 16 : 8);
-#pragma omp parallel num_threads(nt)
-        {
-            int t = omp_get_thread_num(), T = omp_get_num_threads(), v = t;
-            long long g0, g1;
-            while (rs_next(&rs, t, T, &v, &g0, &g1)) {
-                long long base = 0;
-                for (int i = 0; i < k && base < g1; i++) {
-                    long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
-                    if (a < b) run_rows(ops, y[i], w[i], act + off[wf[i]], xs[wf[i]], 1, (int)(a - base), (int)(b - base));
-                    base += w[i]->rows;
-                }
-            }
-            if (then_swiglu) {
-#pragma omp barrier
-                size_t R = (size_t)w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
-                swiglu(y[0] + a, y[1] + a, b - a);
-            }
-        }
+        rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, x16 ? 16 : 8);
+        cpu_team_run(nt, qmv_share, &j);
         return;
     }
     if (nt == 1) {   /* no OpenMP region: libgomp mallocs and frees a team of one at every fork */
