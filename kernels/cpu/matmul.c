@@ -77,25 +77,22 @@ typedef struct {
     const float *x;
 } mv_job;
 
+static void mv_rows(void *arg, int i, int a, int b)
+{
+    mv_job *j = arg;
+    matvec_rows(j->s, j->y[i], j->x, j->w[i], a, b);
+}
+
+static void mv_claimed(void *arg, long long g1)
+{
+    mv_job *j = arg;
+    prefetch_head(j->w, j->k, g1);
+}
+
 static void mv_share(void *arg, int t, int T)
 {
     mv_job *j = arg;
-    int v = t;
-    long long g0, g1;
-    while (rs_next(&j->rs, t, T, &v, &g0, &g1)) {
-        prefetch_head(j->w, j->k, g1);
-        long long base = 0;
-        for (int i = 0; i < j->k && base < g1; i++) {
-            long long a = g0 > base ? g0 : base, b = g1 < base + j->w[i]->rows ? g1 : base + j->w[i]->rows;
-            if (a < b) matvec_rows(j->s, j->y[i], j->x, j->w[i], (int)(a - base), (int)(b - base));
-            base += j->w[i]->rows;
-        }
-    }
-    if (j->then_swiglu) {
-        cpu_team_barrier();
-        size_t R = (size_t)j->w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
-        swiglu(j->y[0] + a, j->y[1] + a, b - a);
-    }
+    rs_share(&j->rs, t, T, j->w, j->k, j->y, j->then_swiglu, mv_rows, mv_claimed, j);
 }
 
 static void matvec_multi(float *const *y, const weight_t *const *w, int k, const float *x)

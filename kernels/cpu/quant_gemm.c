@@ -267,24 +267,16 @@ typedef struct {
     const int *wf;
 } qmv_job;
 
+static void qmv_rows(void *arg, int i, int a, int b)
+{
+    qmv_job *j = arg;
+    run_rows(j->ops, j->y[i], j->w[i], j->act + j->off[j->wf[i]], j->xs[j->wf[i]], 1, a, b);
+}
+
 static void qmv_share(void *arg, int t, int T)
 {
     qmv_job *j = arg;
-    int v = t;
-    long long g0, g1;
-    while (rs_next(&j->rs, t, T, &v, &g0, &g1)) {
-        long long base = 0;
-        for (int i = 0; i < j->k && base < g1; i++) {
-            long long a = g0 > base ? g0 : base, b = g1 < base + j->w[i]->rows ? g1 : base + j->w[i]->rows;
-            if (a < b) run_rows(j->ops, j->y[i], j->w[i], j->act + j->off[j->wf[i]], j->xs[j->wf[i]], 1, (int)(a - base), (int)(b - base));
-            base += j->w[i]->rows;
-        }
-    }
-    if (j->then_swiglu) {
-        cpu_team_barrier();
-        size_t R = (size_t)j->w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
-        swiglu(j->y[0] + a, j->y[1] + a, b - a);
-    }
+    rs_share(&j->rs, t, T, j->w, j->k, j->y, j->then_swiglu, qmv_rows, NULL, j);
 }
 
 void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)

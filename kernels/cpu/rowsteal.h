@@ -89,6 +89,33 @@ static inline int rs_next(rowsteal *rs, int t, int T, int *victim, long long *g0
     return 0;
 }
 
+/* Share t of T (cpu_team_run) of a decode product over the concatenation of the k matrices
+ * w[0..k): each claimed block of rows [g0, g1) first calls claimed(ctx, g1) when given (the F32
+ * path's prefetch of what follows), then rows(ctx, i, a, b) for each piece [a, b) of matrix i in
+ * it. With then_swiglu (k = 2, gate and up of one shape, into y[0] and y[1]): after a team
+ * barrier, swiglu on the static slice t of T of the rows (the slice, not the claimed rows: the
+ * split of the elements does not change their values). */
+static inline void rs_share(rowsteal *rs, int t, int T, const weight_t *const *w, int k, float *const *y, int then_swiglu,
+                            void (*rows)(void *ctx, int i, int a, int b), void (*claimed)(void *ctx, long long g1), void *ctx)
+{
+    int v = t;
+    long long g0, g1;
+    while (rs_next(rs, t, T, &v, &g0, &g1)) {
+        if (claimed) claimed(ctx, g1);
+        long long base = 0;
+        for (int i = 0; i < k && base < g1; i++) {
+            long long a = g0 > base ? g0 : base, b = g1 < base + w[i]->rows ? g1 : base + w[i]->rows;
+            if (a < b) rows(ctx, i, (int)(a - base), (int)(b - base));
+            base += w[i]->rows;
+        }
+    }
+    if (then_swiglu) {
+        cpu_team_barrier();
+        size_t R = (size_t)w[0]->rows, a = R * t / T, b = R * (t + 1) / T;
+        swiglu(y[0] + a, y[1] + a, b - a);
+    }
+}
+
 /* quant_gemm.c: matmul_swiglu's decode for block formats (gate and up of the same shape):
  * one parallel region, blocks of rows of both, swiglu on each block. */
 void qmatvec_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_t *w_up, const float *x);
