@@ -1,9 +1,14 @@
 /* bench/omp_cost.c — what one OpenMP fork/join and one barrier cost on this machine (the fixed
- * cost a decode step pays ~4 times a layer; bench/cpu.md session 19). Prints, for three rounds,
- * the mean ns of an empty `#pragma omp parallel num_threads(T)` and of a `#pragma omp barrier`
- * inside one region, over N repetitions. Run with the environment llm-run would choose, e.g.
+ * cost a decode step paid ~5 times a layer; bench/cpu.md session 19), and the same for the
+ * decode team that replaced it (kernels.h cpu_team_run / cpu_team_barrier; session 20). Prints,
+ * for three rounds, the mean ns of an empty `#pragma omp parallel num_threads(T)` and of a
+ * `#pragma omp barrier` inside one region, then of an empty cpu_team_run(T) and of a
+ * cpu_team_barrier inside one run, over N repetitions. Run with the environment llm-run would
+ * choose, e.g.
  *   GOMP_SPINCOUNT=300000 build/bench/omp_cost [T] [N]     (spinning; the default on an idle host)
  *   OMP_WAIT_POLICY=passive build/bench/omp_cost [T] [N]   (sleeping at once) */
+#include "kernels/kernels.h"
+
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +22,19 @@ static double now_s(void)
 }
 
 static volatile int sink;
+static int g_N;
+
+static void team_empty(void *arg, int t, int T)
+{
+    (void)arg, (void)T;
+    sink = t;
+}
+
+static void team_barriers(void *arg, int t, int T)
+{
+    (void)arg, (void)t, (void)T;
+    for (int i = 0; i < g_N; i++) cpu_team_barrier();
+}
 
 int main(int argc, char **argv)
 {
@@ -38,7 +56,13 @@ int main(int argc, char **argv)
 #pragma omp barrier
         }
         double t2 = now_s();
-        printf("fork+join %.0f ns, barrier %.0f ns\n", (t1 - t0) / N * 1e9, (t2 - t1) / N * 1e9);
+        g_N = N;
+        for (int i = 0; i < N; i++) cpu_team_run(T, team_empty, NULL);
+        double t3 = now_s();
+        cpu_team_run(T, team_barriers, NULL);
+        double t4 = now_s();
+        printf("OpenMP: fork+join %.0f ns, barrier %.0f ns; team: run %.0f ns, barrier %.0f ns\n", (t1 - t0) / N * 1e9,
+               (t2 - t1) / N * 1e9, (t3 - t2) / N * 1e9, (t4 - t3) / N * 1e9);
     }
     return 0;
 }
