@@ -99,7 +99,7 @@ static void da_phases_share(void *arg, int t, int T)
 
 /* Decode attention of layer l, grouped by KV head (kernels.h attn_decode_*): each KV head's
  * K and V are read once for its G query heads. Short caches (< 2^15 key elements): the query
- * heads split over the threads, one fork and no barrier (one thread below 2^11). Longer ones:
+ * heads split over the threads, one team run and no barrier (one thread below 2^11). Longer ones:
  * threads split (1) the scores by blocks of DEC_KEYS_ITEM keys of every KV head, (2) the
  * softmax by query head, (3) the weighted sum of the values by column blocks of every KV head,
  * with a barrier between. The floats are the same for any thread count (and the same as
