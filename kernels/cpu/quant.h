@@ -250,6 +250,12 @@ int cpu_quant_use(const char *name);
  * at most X16K_MAX_K columns: their decode splits the activation row into planes on the stack). */
 int x16_dtype(dtype_t dt);
 #define X16K_MAX_K 32768
+/* WL_X16 Q6_K: the group-block offset of the 64-byte run index that a decode step (hh 0..1,
+ * t 0..7) reads as ql run 16hh + t (k = 0), ql run 16hh + 8 + t (k = 1) or qh run 8hh + t
+ * (k = 2): the three side by side, the steps in order, so a super-block is read front to back
+ * (quant_x16.c; in ggml's run order the three interleaved runs read 13 GB/s from DRAM on Zen 3
+ * where the same bytes in address order read 19-20). */
+static inline size_t x16k_q6_run(int hh, int t, int k) { return 288 + 64 * (size_t)(3 * (8 * hh + t) + k); }
 /* Block b of row r of the WL_X16 matrix W (cols columns) as ggml stores it, to blk. */
 void x16_block(dtype_t dt, const void *W, int cols, int r, int b, uint8_t *blk);
 /* Whether weight_x16_pack / weight_x16_unpack convert between Q5 qh and the masks with BMI2

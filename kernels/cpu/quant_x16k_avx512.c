@@ -107,8 +107,7 @@ T QI void x16k_q6k_sb(const uint8_t *p, int b, const float *xd, const int32_t *s
                       __m512 *acc)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(63);
-    const uint8_t *ql = p + 288, *qhp = p + 288 + 2048;
-    for (int o = 0; o < 3360; o += 64) _mm_prefetch((const char *)p + QX_PF + o, _MM_HINT_T1);
+        for (int o = 0; o < 3360; o += 64) _mm_prefetch((const char *)p + QX_PF + o, _MM_HINT_T1);
     __m512 a = _mm512_setzero_ps();
     const uint8_t *l = lo + (size_t)QKK * b, *h = hi + (size_t)QKK * b;
     for (int hh = 0; hh < 2; hh++)   /* elements 128hh + 32e + l: ql[64hh + l] (e = 0, 2), ql[64hh + 32 + l] (1, 3) */
@@ -116,8 +115,8 @@ T QI void x16k_q6k_sb(const uint8_t *p, int b, const float *xd, const int32_t *s
             __m512i L[4], H[4];
             for (int e = 0; e < 4; e++) L[e] = H[e] = _mm512_setzero_si512();
             for (int t = 4 * is; t < 4 * is + 4; t++) {
-                const __m512i v0 = _mm512_loadu_si512(ql + 64 * (16 * hh + t)), v1 = _mm512_loadu_si512(ql + 64 * (16 * hh + 8 + t));
-                const __m512i qh = _mm512_loadu_si512(qhp + 64 * (8 * hh + t));
+                const __m512i v0 = _mm512_loadu_si512(p + x16k_q6_run(hh, t, 0)), v1 = _mm512_loadu_si512(p + x16k_q6_run(hh, t, 1));
+                const __m512i qh = _mm512_loadu_si512(p + x16k_q6_run(hh, t, 2));
                 __m512i q[4];   /* the low 4 bits (m4 ? nibble : qh bits), then & 63 */
                 q[0] = _mm512_and_si512(_mm512_ternarylogic_epi32(v0, _mm512_slli_epi16(qh, 4), m4, 0xE4), m6);
                 q[1] = _mm512_and_si512(_mm512_ternarylogic_epi32(v1, _mm512_slli_epi16(qh, 2), m4, 0xE4), m6);
