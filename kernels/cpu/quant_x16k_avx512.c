@@ -107,7 +107,7 @@ T QI void x16k_q6k_sb(const uint8_t *p, int b, const float *xd, const int32_t *s
                       __m512 *acc)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(63);
-        for (int o = 0; o < 3360; o += 64) _mm_prefetch((const char *)p + QX_PF + o, _MM_HINT_T1);
+    for (int o = 0; o < 3360; o += 64) _mm_prefetch((const char *)p + QX_PF + o, _MM_HINT_T1);
     __m512 a = _mm512_setzero_ps();
     const uint8_t *l = lo + (size_t)QKK * b, *h = hi + (size_t)QKK * b;
     for (int hh = 0; hh < 2; hh++)   /* elements 128hh + 32e + l: ql[64hh + l] (e = 0, 2), ql[64hh + 32 + l] (1, 3) */
