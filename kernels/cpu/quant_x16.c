@@ -127,14 +127,10 @@ int weight_x16_wanted(const weight_t *w)
  * block offset b0 + len·i and, for row r, group offset g0 + gstep·i + len·r (the layout above). */
 typedef struct { short b0, len, n, g0, gstep; } kq_run;
 static const kq_run KQ_Q4K[] = {{0, 2, 1, 0, 0}, {2, 2, 1, 32, 0}, {4, 1, 12, 64, 16}, {16, 4, 32, 256, 64}};
-static const kq_run KQ_Q6K[] = {{208, 2, 1, 0, 0}, {192, 1, 16, 32, 16}};   /* + the 48 quant runs */
-
-/* Group offset of Q6_K quant run q (0..47: bytes 4q .. 4q + 4 of ggml's ql[128], qh[64]) */
-static size_t q6_run_off(int q)
-{
-    if (q < 32) return x16k_q6_run(q / 16, q % 8, (q % 16) / 8);
-    return x16k_q6_run((q - 32) / 8, (q - 32) % 8, 2);
-}
+/* Q6_K's quant runs in step order (x16k_q6_run(hh, t, k) = 288 + 64·(24hh + 3t + k)): ql runs
+ * 16hh + 8k + t (k = 0, 1) and qh runs 32 + 8hh + t (k = 2), t = 0..7, each set 192 bytes a step */
+static const kq_run KQ_Q6K[] = {{208, 2, 1, 0, 0},     {192, 1, 16, 32, 16}, {0, 4, 8, 288, 192}, {32, 4, 8, 352, 192},
+                                {64, 4, 8, 1824, 192}, {96, 4, 8, 1888, 192}, {128, 4, 8, 416, 192}, {160, 4, 8, 1952, 192}};
 
 /* Super-block blk (ggml's layout) into row r of the K-quant group-block gbk (put), or back;
  * each run's length a constant for the compiler (prefill unpacks every K-quant group per call,
@@ -142,12 +138,7 @@ static size_t q6_run_off(int q)
 static void kq_move(dtype_t dt, uint8_t *gbk, uint8_t *blk, int r, int put)
 {
     const kq_run *t = dt == DT_Q4_K ? KQ_Q4K : KQ_Q6K;
-    const int nt = dt == DT_Q4_K ? 4 : 2;
-    if (dt == DT_Q6_K)
-        for (int q = 0; q < 48; q++) {
-            uint8_t *gi = gbk + q6_run_off(q) + 4 * r, *bi = blk + 4 * q;
-            memcpy(put ? gi : bi, put ? bi : gi, 4);
-        }
+    const int nt = dt == DT_Q4_K ? 4 : 8;
     for (int k = 0; k < nt; k++) {
         const int len = t[k].len, n = t[k].n, gs = t[k].gstep;
         uint8_t *g = gbk + t[k].g0 + len * r, *b = blk + t[k].b0;
