@@ -20,10 +20,14 @@ typedef __m256 vf;
 typedef __m256i vi;
 #define VN 8
 /* 16 ymm registers: two accumulators per dot row (two chains over 16 elements), two rows per
- * pass in dots_*. No grouped-query kernels: with 16 registers, sharing a widened key between
- * heads measured slower than dots_* head by head (G = 4, 2048 keys × 64 in the L2, Sapphire
- * Rapids forced to avx2: 2 keys × 2 heads 0.029 ms, 4 × 1 0.020, per head 0.022 ms), so
- * attention.c runs dots_* / acc_rows_* per head on this family. */
+ * pass in dots_*. Not simd_body.inc's grouped-query kernels: with 16 registers, its dots_group
+ * (a vhsum per head and key) measured slower than dots_* head by head (G = 4, 2048 keys × 64
+ * in the L2, Sapphire Rapids forced to avx2: 2 keys × 2 heads 0.029 ms, 4 × 1 0.020, per head
+ * 0.022 ms; Zen 3, G = 3: 2 × 3 and 1 × 4 slower too), and its acc_group, 1.4-2× faster than
+ * acc_rows_f16 per head from the L1, made SmolLM2 decode at a 1500-token context 1-2% slower
+ * (steps alternating in one process). This family has its own dots_group instead
+ * (dots_group_avx2 below: the sums of all the (key, head) pairs of a pass reduced together);
+ * the values go head by head. */
 #define SIMD_GROUPED 0
 #define DOT_ACC 2
 #define DOTS_ROWS 2
@@ -88,5 +92,90 @@ T static inline void vstore_bf16(uint16_t *p, __m256 v)
     _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(r));
 }
 
+/* The family's grouped decode scores (simd.h dots_group; defined below, after the body whose
+ * dots_* it falls back to and must equal). */
+T static void dots_group_avx2(float *s, int s_stride, const float *q, int G, const void *K, int kdt, int n, int hd,
+                              float scale);
+#define SIMD_DOTS_GROUP dots_group_avx2
+
 #include "kernels/cpu/simd_body.inc"
+
+/* 8 elements of a key row at K + off (dtype kdt) as f32 */
+T static inline __m256 key8(const void *K, int kdt, size_t off)
+{
+    return kdt == DT_F16 ? vload_f16((const uint16_t *)K + off)
+         : kdt == DT_BF16 ? vload_bf16((const uint16_t *)K + off) : vload((const float *)K + off);
+}
+
+/* Scores of keys j, j + 1 for query heads g0 .. g0 + hb - 1 (hb ≤ 3): 2 keys × hb heads × the
+ * two DOT_ACC accumulators (12 ymm at most), each key chunk widened once for the hb heads. The
+ * sums are dots_*'s exactly: per (head, key) the chains over chunks i (acc 0) and i + 8 (acc
+ * 1), t = acc0 + acc1, then vhsum's tree ((t0+t4)+(t2+t6)) + ((t1+t5)+(t3+t7)), done for all
+ * the pairs at once: 128-bit halves added by permutes, lanes 0+2 / 1+3 by shuffles, the last
+ * pair by hadd (IEEE addition is commutative, so only the tree matters), then × scale. */
+T static inline __attribute__((always_inline)) void grp2(float *s, int s_stride, const float *q, int hb, const void *K,
+                                                         int kdt, int j, int hd, float scale)
+{
+    __m256 acc[3][2][2];
+    for (int g = 0; g < 3; g++)
+        for (int r = 0; r < 2; r++) acc[g][r][0] = acc[g][r][1] = _mm256_setzero_ps();
+    const size_t k0 = (size_t)j * hd, k1 = k0 + (size_t)hd;
+    for (int i = 0; i < hd; i += 16)
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            const __m256 w0 = key8(K, kdt, k0 + i + 8 * k), w1 = key8(K, kdt, k1 + i + 8 * k);
+#pragma GCC unroll 3
+            for (int g = 0; g < 3; g++) {
+                if (g >= hb) break;
+                const __m256 qv = _mm256_loadu_ps(q + (size_t)g * hd + i + 8 * k);
+                acc[g][0][k] = _mm256_fmadd_ps(qv, w0, acc[g][0][k]);
+                acc[g][1][k] = _mm256_fmadd_ps(qv, w1, acc[g][1][k]);
+            }
+        }
+    __m256 P[3];   /* head g: [lo + hi of key j | lo + hi of key j + 1] */
+    for (int g = 0; g < 3; g++) {
+        if (g >= hb) break;
+        const __m256 t0 = _mm256_add_ps(acc[g][0][0], acc[g][0][1]), t1 = _mm256_add_ps(acc[g][1][0], acc[g][1][1]);
+        P[g] = _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+    }
+    const __m256 Pa = P[0], Pb = hb > 1 ? P[1] : P[0], Pc = hb > 2 ? P[2] : Pa;
+    /* per 128-bit half: [x0 + x2, x1 + x3] of two heads side by side */
+    const __m256 W0 = _mm256_add_ps(_mm256_shuffle_ps(Pa, Pb, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(Pa, Pb, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 W1 = _mm256_add_ps(_mm256_shuffle_ps(Pc, Pc, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(Pc, Pc, _MM_SHUFFLE(3, 2, 3, 2)));
+    /* lanes: heads 0, 1, 2, 2 of key j | of key j + 1 */
+    float out[8];
+    _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_hadd_ps(W0, W1), _mm256_set1_ps(scale)));
+    for (int g = 0; g < hb; g++) {
+        s[(size_t)g * s_stride + j] = out[g];
+        s[(size_t)g * s_stride + j + 1] = out[4 + g];
+    }
+}
+
+/* s[g·s_stride + j] for g < G, j < n: two keys at a time, heads three at a time (grp2); an odd
+ * last key, G = 1, or a head_dim that is not a multiple of 16 go through dots_* per head. */
+T static void dots_group_avx2(float *s, int s_stride, const float *q, int G, const void *K, int kdt, int n, int hd,
+                              float scale)
+{
+    const size_t es = kdt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
+    int j = 0;
+    if (G > 1 && hd % 16 == 0)
+        for (; j + 2 <= n; j += 2)
+            for (int g0 = 0; g0 < G; g0 += 3) {
+                const int hb = G - g0 < 3 ? G - g0 : 3;
+                float *sg = s + (size_t)g0 * s_stride;
+                const float *qg = q + (size_t)g0 * hd;
+                if (hb == 3) grp2(sg, s_stride, qg, 3, K, kdt, j, hd, scale);
+                else if (hb == 2) grp2(sg, s_stride, qg, 2, K, kdt, j, hd, scale);
+                else grp2(sg, s_stride, qg, 1, K, kdt, j, hd, scale);
+            }
+    if (j == n) return;
+    const char *Kj = (const char *)K + (size_t)j * hd * es;
+    for (int g = 0; g < G; g++) {
+        float *sg = s + (size_t)g * s_stride + j;
+        const float *qg = q + (size_t)g * hd;
+        if (kdt == DT_F16) dots_f16(sg, qg, (const uint16_t *)Kj, n - j, hd, scale);
+        else if (kdt == DT_BF16) dots_bf16(sg, qg, (const uint16_t *)Kj, n - j, hd, scale);
+        else dots_f32(sg, qg, (const float *)Kj, n - j, hd, scale);
+    }
+}
 #endif
