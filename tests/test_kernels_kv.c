@@ -7,6 +7,7 @@
  *    same kernel on the rows widened to F32 beforehand (widening in registers changes no sum);
  *  - the grouped decode (attn_decode_scores/_softmax/_values, the fused dots_group/acc_group
  *    where a family has them) bit-identical per head to attn_decode_head, any split;
+ *  - max and scale (the decode softmax's) against the scalar loops, NaNs included;
  *  - widen_elems / narrow_elems / round_elems against f16_to_f32 / f32_to_f16 (and bf16).
  * Families the CPU cannot run are skipped, and say so. */
 #include <stdarg.h>
@@ -129,6 +130,43 @@ static void test_conversions_match_scalar_definitions(void **state)
         }
     }
     restore_family();
+}
+
+/* max (NaNs ignored, as the decode softmax's scalar loop) and scale of every family against the
+ * scalar loops, at sizes around the vector widths, with NaNs, infinities and ties placed at
+ * random (the max equal as a value: a zero's sign may differ; scale bit for bit). */
+static void test_max_and_scale_every_family(void **state)
+{
+    (void)state;
+    const int ns[] = {0, 1, 7, 8, 9, 15, 16, 17, 33, 100, 1000};
+    for (int f = 0; f < N_FAMS; f++) {
+        const cpu_simd_ops *s = use_family(FAMS[f]);
+        if (!s) continue;
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+            for (int kind = 0; kind < 5; kind++) {
+                const int n = ns[k];
+                float *x = rand_floats((size_t)n + 1, 50.0f), *y = malloc(((size_t)n + 1) * sizeof *y);
+                assert_non_null(y);
+                for (int i = 0; i < n; i++) {
+                    unsigned r = (unsigned)(frand() * 1e6f) % 16;
+                    if (kind == 1 && r == 0) x[i] = NAN;                  /* a few NaNs */
+                    if (kind == 2) x[i] = NAN;                            /* all NaN: -inf */
+                    if (kind == 3 && r < 4) x[i] = r < 2 ? -INFINITY : 49.0f;   /* ties, -inf */
+                    if (kind == 4) x[i] = i == 0 ? 1e3f : i >= n / 2 ? NAN : x[i];   /* NaN after the max */
+                }
+                float ref = -INFINITY;
+                for (int i = 0; i < n; i++)
+                    if (x[i] > ref) ref = x[i];
+                float got = s->max(x, n);
+                if (!(got == ref) && !(isinf(got) && isinf(ref) && got < 0 && ref < 0))
+                    fail_msg("%s max n %d kind %d: %.9g, loop %.9g", s->name, n, kind, got, ref);
+                for (int i = 0; i < n; i++) y[i] = x[i] * 0.3125f;
+                s->scale(x, n, 0.3125f);
+                if (n) assert_memory_equal(x, y, (size_t)n * sizeof *x);
+                free(x);
+                free(y);
+            }
+    }
 }
 
 static void test_dot_and_acc_rows_16bit_every_family(void **state)
@@ -360,6 +398,7 @@ int main(void)
     printf("kernel family in use: %s\n", g_default);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conversions_match_scalar_definitions),
+        cmocka_unit_test(test_max_and_scale_every_family),
         cmocka_unit_test(test_dot_and_acc_rows_16bit_every_family),
         cmocka_unit_test(test_decode_attention_16bit_kv_every_family),
         cmocka_unit_test(test_grouped_decode_matches_per_head_every_family),

@@ -26,10 +26,7 @@ static float decode_scores(const cpu_simd_ops *s, const float *q, const void *K,
     if (k_dt == DT_F16) s->dots_f16(probs, q, K, n, head_dim, scale);
     else if (k_dt == DT_BF16) s->dots_bf16(probs, q, K, n, head_dim, scale);
     else s->dots_f32(probs, q, K, n, head_dim, scale);
-    float mx = -INFINITY;
-    for (int j = 0; j < n; j++)
-        if (probs[j] > mx) mx = probs[j];
-    return mx;
+    return s->max(probs, n);
 }
 
 /* o += Σ_j p[j] · row j for rows j0 .. j0+cnt-1 of V (dtype v_dt, [..][head_dim]). */
@@ -52,8 +49,7 @@ void attn_decode_head(const float *q, const void *K, dtype_t k_dt, const void *V
 {
     const cpu_simd_ops *s = cpu_simd();
     float mx = decode_scores(s, q, K, k_dt, n, head_dim, scale, probs);
-    float inv = 1.0f / s->exp_sum(probs, probs, n, mx);
-    for (int j = 0; j < n; j++) probs[j] *= inv;
+    s->scale(probs, n, 1.0f / s->exp_sum(probs, probs, n, mx));
     memset(out, 0, (size_t)head_dim * sizeof(float));
     for (int j0 = 0; j0 < n; j0 += ATT_BK) {
         int cnt = n - j0 < ATT_BK ? n - j0 : ATT_BK;
@@ -92,11 +88,7 @@ void attn_decode_scores(const float *q, int G, const void *K, dtype_t k_dt, int 
 void attn_decode_softmax(float *p, int n)
 {
     const cpu_simd_ops *s = cpu_simd();
-    float mx = -INFINITY;
-    for (int j = 0; j < n; j++)
-        if (p[j] > mx) mx = p[j];
-    float inv = 1.0f / s->exp_sum(p, p, n, mx);
-    for (int j = 0; j < n; j++) p[j] *= inv;
+    s->scale(p, n, 1.0f / s->exp_sum(p, p, n, s->max(p, n)));
 }
 
 void attn_decode_values(const float *probs, int probs_stride, int G, const void *V, dtype_t v_dt, int n,

@@ -34,6 +34,11 @@ typedef struct {
     float (*dot)(const float *a, const float *b, int n);
     /* y[i] += a * x[i], i < n. */
     void (*axpy)(float *y, float a, const float *x, int n);
+    /* The largest of x[0..n) ignoring NaNs (-inf when n = 0 or all are NaN): the value of the
+     * loop `if (x[j] > m) m = x[j]` from m = -inf (a zero's sign may differ). */
+    float (*max)(const float *x, int n);
+    /* x[j] *= a for j < n. */
+    void (*scale)(float *x, int n, float a);
     /* p[j] = exp(s[j] - m) for j < n (p may alias s); returns Σ p[j]. m ≥ every s[j]. */
     float (*exp_sum)(float *p, const float *s, int n, float m);
     /* SwiGLU (LLaMA's MLP, silu(gate) ⊙ up): gate[i] = gate[i] / (1 + exp(-gate[i])) · up[i]

@@ -75,6 +75,19 @@ static void acc_rows(float *o, const float *p, const float *const *rows, int n, 
         for (int d = 0; d < head_dim; d++) o[d] += p[j] * rows[j][d];
 }
 
+static float vec_max(const float *x, int n)
+{
+    float m = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (x[j] > m) m = x[j];
+    return m;
+}
+
+static void vec_scale(float *x, int n, float a)
+{
+    for (int j = 0; j < n; j++) x[j] *= a;
+}
+
 static float exp_sum(float *p, const float *s, int n, float m)
 {
     float sum = 0.0f;
@@ -157,6 +170,8 @@ const cpu_simd_ops cpu_simd_scalar = {
     .narrow_bf16 = narrow_bf16,
     .dot = dot,
     .axpy = axpy,
+    .max = vec_max,
+    .scale = vec_scale,
     .exp_sum = exp_sum,
     .swiglu = swiglu_rows,
     .acc_rows = acc_rows,
