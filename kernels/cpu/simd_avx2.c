@@ -25,9 +25,9 @@ typedef __m256i vi;
  * in the L2, Sapphire Rapids forced to avx2: 2 keys × 2 heads 0.029 ms, 4 × 1 0.020, per head
  * 0.022 ms; Zen 3, G = 3: 2 × 3 and 1 × 4 slower too), and its acc_group, 1.4-2× faster than
  * acc_rows_f16 per head from the L1, made SmolLM2 decode at a 1500-token context 1-2% slower
- * (steps alternating in one process). This family has its own dots_group instead
- * (dots_group_avx2 below: the sums of all the (key, head) pairs of a pass reduced together);
- * the values go head by head. */
+ * (steps alternating in one process). This family has its own instead, below: dots_group_avx2
+ * (the sums of all the (key, head) pairs of a pass reduced together) and acc_group_avx2 (the
+ * same sharing as the body's acc_group, in blocks of rows that stay in the L1). */
 #define SIMD_GROUPED 0
 #define DOT_ACC 2
 #define DOTS_ROWS 2
@@ -97,6 +97,9 @@ T static inline void vstore_bf16(uint16_t *p, __m256 v)
 T static void dots_group_avx2(float *s, int s_stride, const float *q, int G, const void *K, int kdt, int n, int hd,
                               float scale);
 #define SIMD_DOTS_GROUP dots_group_avx2
+T static void acc_group_avx2(float *o, const float *p, int p_stride, int G, const void *V, int vdt, int n, int hd,
+                             int ncols);
+#define SIMD_ACC_GROUP acc_group_avx2
 
 #include "kernels/cpu/simd_body.inc"
 
@@ -148,6 +151,59 @@ T static inline __attribute__((always_inline)) void grp2(float *s, int s_stride,
     for (int g = 0; g < hb; g++) {
         s[(size_t)g * s_stride + j] = out[g];
         s[(size_t)g * s_stride + j + 1] = out[4 + g];
+    }
+}
+
+/* The grouped value sums in blocks of ACCG_ROWS rows (one block of the rows' ncols columns
+ * stays in the L1 while every head and column chunk goes over it): per chunk of 16 columns, the
+ * 16 columns of each row widened once for up to 4 heads at a time (8 accumulators, loaded from
+ * o and stored back per block). Per element the sum runs over the rows in j order, as
+ * acc_rows_* does: bit-identical. simd_body.inc's acc_group (every row for a chunk before the
+ * next chunk) was 1.4-2× faster than acc_rows_f16 head by head from the caches but slower in
+ * the model (bench/cpu.md, session 22). */
+#define ACCG_ROWS 32
+T static inline __attribute__((always_inline)) void accg_chunk(float *o, const float *p, int p_stride, int hb, const void *V,
+                                                               int vdt, int j0, int j1, int hd, int d)
+{
+    __m256 a[4][2];
+    for (int g = 0; g < 4; g++) {
+        if (g >= hb) break;
+        a[g][0] = _mm256_loadu_ps(o + (size_t)g * hd + d);
+        a[g][1] = _mm256_loadu_ps(o + (size_t)g * hd + d + 8);
+    }
+    for (int j = j0; j < j1; j++) {
+        const size_t r = (size_t)j * hd + d;
+        const __m256 v0 = key8(V, vdt, r), v1 = key8(V, vdt, r + 8);
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            if (g >= hb) break;
+            const __m256 pj = _mm256_broadcast_ss(p + (size_t)g * p_stride + j);
+            a[g][0] = _mm256_fmadd_ps(pj, v0, a[g][0]);
+            a[g][1] = _mm256_fmadd_ps(pj, v1, a[g][1]);
+        }
+    }
+    for (int g = 0; g < 4; g++) {
+        if (g >= hb) break;
+        _mm256_storeu_ps(o + (size_t)g * hd + d, a[g][0]);
+        _mm256_storeu_ps(o + (size_t)g * hd + d + 8, a[g][1]);
+    }
+}
+
+T static void acc_group_avx2(float *o, const float *p, int p_stride, int G, const void *V, int vdt, int n, int hd,
+                             int ncols)
+{
+    for (int j0 = 0; j0 < n; j0 += ACCG_ROWS) {
+        const int j1 = n - j0 < ACCG_ROWS ? n : j0 + ACCG_ROWS;
+        for (int d = 0; d + 16 <= ncols; d += 16)
+            for (int g0 = 0; g0 < G; g0 += 4) {
+                const int hb = G - g0 < 4 ? G - g0 : 4;
+                float *og = o + (size_t)g0 * hd;
+                const float *pg = p + (size_t)g0 * p_stride;
+                if (hb == 4) accg_chunk(og, pg, p_stride, 4, V, vdt, j0, j1, hd, d);
+                else if (hb == 3) accg_chunk(og, pg, p_stride, 3, V, vdt, j0, j1, hd, d);
+                else if (hb == 2) accg_chunk(og, pg, p_stride, 2, V, vdt, j0, j1, hd, d);
+                else accg_chunk(og, pg, p_stride, 1, V, vdt, j0, j1, hd, d);
+            }
     }
 }
 
