@@ -103,8 +103,8 @@ T static void acc_group_avx2(float *o, const float *p, int p_stride, int G, cons
 
 #include "kernels/cpu/simd_body.inc"
 
-/* 8 elements of a key row at K + off (dtype kdt) as f32 */
-T static inline __m256 key8(const void *K, int kdt, size_t off)
+/* 8 elements of a key or value row at K + off (dtype kdt) as f32 */
+T static inline __m256 row8(const void *K, int kdt, size_t off)
 {
     return kdt == DT_F16 ? vload_f16((const uint16_t *)K + off)
          : kdt == DT_BF16 ? vload_bf16((const uint16_t *)K + off) : vload((const float *)K + off);
@@ -126,7 +126,7 @@ T static inline __attribute__((always_inline)) void grp2(float *s, int s_stride,
     for (int i = 0; i < hd; i += 16)
 #pragma GCC unroll 2
         for (int k = 0; k < 2; k++) {
-            const __m256 w0 = key8(K, kdt, k0 + i + 8 * k), w1 = key8(K, kdt, k1 + i + 8 * k);
+            const __m256 w0 = row8(K, kdt, k0 + i + 8 * k), w1 = row8(K, kdt, k1 + i + 8 * k);
 #pragma GCC unroll 3
             for (int g = 0; g < 3; g++) {
                 if (g >= hb) break;
@@ -173,7 +173,7 @@ T static inline __attribute__((always_inline)) void accg_chunk(float *o, const f
     }
     for (int j = j0; j < j1; j++) {
         const size_t r = (size_t)j * hd + d;
-        const __m256 v0 = key8(V, vdt, r), v1 = key8(V, vdt, r + 8);
+        const __m256 v0 = row8(V, vdt, r), v1 = row8(V, vdt, r + 8);
 #pragma GCC unroll 4
         for (int g = 0; g < 4; g++) {
             if (g >= hb) break;
