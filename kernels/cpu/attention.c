@@ -189,14 +189,11 @@ void attn_prefill_head(const float *q, int q_stride, const void *K_live, dtype_t
                 if (lim <= 0) continue;
                 if (lim > cnt) lim = cnt;
                 s->scores_tile(sc, q + (size_t)i * q_stride, Kt, head_dim, scale);
-                float mt = -INFINITY;
-                for (int jj = 0; jj < lim; jj++)
-                    if (sc[jj] > mt) mt = sc[jj];
+                const float mt = s->max(sc, lim);
                 float *o = out + (size_t)i * out_stride, *mi = &m[i - i0], *li = &l[i - i0];
                 if (mt > *mi) {
                     float corr = expf(*mi - mt);   /* 0 on the first tile */
-                    if (*li != 0.0f)
-                        for (int d = 0; d < head_dim; d++) o[d] *= corr;
+                    if (*li != 0.0f) s->scale(o, head_dim, corr);
                     *li *= corr;
                     *mi = mt;
                 }
@@ -206,10 +203,7 @@ void attn_prefill_head(const float *q, int q_stride, const void *K_live, dtype_t
                 if (lim > nl) s->acc_rows(o, sc + nl, vrows + nl, lim - nl, head_dim);
             }
         }
-        for (int i = i0; i < i1; i++) {
-            float inv = 1.0f / l[i - i0], *o = out + (size_t)i * out_stride;
-            for (int d = 0; d < head_dim; d++) o[d] *= inv;
-        }
+        for (int i = i0; i < i1; i++) s->scale(out + (size_t)i * out_stride, head_dim, 1.0f / l[i - i0]);
         if (!colsum) continue;
         /* pass 2: colsum[j] += p_i(j) = exp(s_ij - m_i) / l_i with the rows' final m, l */
         for (int t0 = 0; t0 < n_keys; t0 += ATT_BK) {
