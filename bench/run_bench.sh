@@ -57,8 +57,9 @@ gguf=()
             echo
         done
         # per byte against the same file converted to F32 at load (issue 14's "not slower than
-        # the F32 path per byte read", on the same shapes): decode only, each model's bytes/s ÷
-        # the bandwidth measured beside it, in the Targets table
+        # the F32 path per byte read", on the same shapes): decode only, in the Targets table
+        # twice: each model's bytes/s ÷ the bandwidth measured beside it, and the two models
+        # decoding in lockstep (one step of each in turn, bench_cpu paired_ratio)
         pairs=()
         for g in "${gguf[@]}"; do pairs+=("$g" "${g%:auto}:f32"); done
         for t in $(printf '%s\n' 1 "$THREADS" | sort -un); do
