@@ -507,7 +507,8 @@ int main(int argc, char **argv)
                        DECODE_CTX[0], bm->label, dt, 100 * x, x >= 1.0 ? "yes" : "no");
                 /* the same ratio with the two decoding in lockstep (one step of each in turn):
                  * both see the same machine, no bandwidth pass in between; for a model several
-                 * times the L3 (Qwen2.5) the steadier figure, for one near it (SmolLM2) a low one */
+                 * times the L3 (Qwen2.5) the steadier figure; one near it (SmolLM2) also loses
+                 * there whatever L3 reuse it had between its own steps (the F32 steps flush it) */
                 double r = paired_ratio(bm, f, DECODE_CTX[0]);
                 if (r > 0) {
                     double xl = r * (bm->weight_bytes + full64->kv_bytes) / (f->weight_bytes + f64->kv_bytes);
