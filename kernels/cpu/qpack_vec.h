@@ -6,7 +6,7 @@
  *
  * The unit is one vector of QP int32/f32 lanes, one lane per weight row of a panel: QP = 8
  * (ymm) or 16 (zmm). A register tile is 4 activation rows × QP_NP panels (1 on AVX2: its 16
- * ymm registers; 2 on AVX-512: 32 zmm). The weights are decoded a 32-element block (or a row's
+ * ymm registers; 2 on AVX-512: 32 zmm), QP_NP_A16 for the 16-bit 32-element tiles (2 on both). The weights are decoded a 32-element block (or a row's
  * 16-element half) at a time in 256-bit code, the same for both widths (a small part of the
  * work: O(rows·K) per call against O(n·rows·K)), then interleaved into panels by qp_tr.
  * Width-only details: the dword transpose (unpack/permute2x128 vs 3 vpermt2d stages), the tail
@@ -19,6 +19,7 @@
 #if QPW == 512
 #define QP 16     /* weight rows per panel = lanes per vector */
 #define QP_NP 2   /* panels per register tile */
+#define QP_NP_A16 QP_NP   /* the same for the 16-bit 32-element tiles */
 #define QP_SGNB 4 /* Q8_0 without VNNI: sign-mask bytes per block and row */
 typedef __m512 qp_f;
 typedef __m512i qp_i;
@@ -37,6 +38,12 @@ typedef __mmask64 qp_sg;
 #else
 #define QP 8
 #define QP_NP 1
+/* The 16-bit 32-element tiles (qpack16_body.inc ptile32, qpack16_x16.inc) on AVX2 are 4 × 2: 8
+ * int32 sums, 2 weight vectors and a broadcast in ymm registers, the 8 f32 sums (touched once a
+ * block) left to the stack: half the broadcasts per vpmaddwd of 4 × 1. Zen 3, 2026-11-30
+ * (bench/cpu.md session 23): prefill of 512 ids SmolLM2 1.2-1.35× at 1 thread, Qwen2.5
+ * 1.07-1.27×; the K-quant tiles, with 16 f32 sums, were not clearly faster as 4 × 2. */
+#define QP_NP_A16 2
 #define QP_SGNB 0
 typedef __m256 qp_f;
 typedef __m256i qp_i;
@@ -66,7 +73,7 @@ typedef __m256i qp_sg;
     case 3: TILE(DT, 3, NP, Y + (size_t)j0 * ldy + r0 + QP * p0, ldy, m - QP * p0, buf + p0 * pstride, pstride, X + (size_t)j0 * xs, xs, K); break; \
     default: TILE(DT, 4, NP, Y + (size_t)j0 * ldy + r0 + QP * p0, ldy, m - QP * p0, buf + p0 * pstride, pstride, X + (size_t)j0 * xs, xs, K); break; \
     }
-#define QP_GEMM(DT, PACK, TILE)                                                                  \
+#define QP_GEMM(DT, PACK, TILE, NPM)                                                             \
     T static void Q(pack_##DT)(uint8_t *P, const uint8_t *W, size_t ws, int m, int K)            \
     {                                                                                            \
         PACK(DT_##DT, P, W, ws, m, K);   /* one copy per dtype, dt a constant */                \
@@ -79,17 +86,18 @@ typedef __m256i qp_sg;
             int m = nr - r0 < 2 * QP ? nr - r0 : 2 * QP;                                         \
             Q(pack_##DT)(buf, W + (size_t)r0 * ws, ws, m < QP ? m : QP, K);                     \
             if (m > QP) Q(pack_##DT)(buf + pstride, W + (size_t)(r0 + QP) * ws, ws, m - QP, K);  \
-            for (int p0 = 0; p0 * QP < m; p0 += QP_NP)                                           \
+            for (int p0 = 0; p0 * QP < m; p0 += NPM)                                           \
                 for (int j0 = 0; j0 < nx; j0 += 4) {                                             \
-                    if (QP_NP > 1 && m - QP * p0 > QP) QP_CASES(TILE, DT_##DT, 2)                \
+                    if (NPM > 1 && m - QP * p0 > QP) QP_CASES(TILE, DT_##DT, 2)                \
                     else QP_CASES(TILE, DT_##DT, 1)                                              \
                 }                                                                                \
         }                                                                                        \
     }
-#define QP_GEMMS(PACK32, TILE32, PACKK, TILEK)                                                   \
-    QP_GEMM(Q8_0, PACK32, TILE32) QP_GEMM(Q4_0, PACK32, TILE32) QP_GEMM(Q4_1, PACK32, TILE32)    \
-    QP_GEMM(Q5_0, PACK32, TILE32) QP_GEMM(Q5_1, PACK32, TILE32)                                  \
-    QP_GEMM(Q4_K, PACKK, TILEK) QP_GEMM(Q5_K, PACKK, TILEK) QP_GEMM(Q6_K, PACKK, TILEK)
+#define QP_GEMMS(PACK32, TILE32, NP32, PACKK, TILEK, NPK)                                        \
+    QP_GEMM(Q8_0, PACK32, TILE32, NP32) QP_GEMM(Q4_0, PACK32, TILE32, NP32)                       \
+    QP_GEMM(Q4_1, PACK32, TILE32, NP32) QP_GEMM(Q5_0, PACK32, TILE32, NP32)                       \
+    QP_GEMM(Q5_1, PACK32, TILE32, NP32)                                                          \
+    QP_GEMM(Q4_K, PACKK, TILEK, NPK) QP_GEMM(Q5_K, PACKK, TILEK, NPK) QP_GEMM(Q6_K, PACKK, TILEK, NPK)
 #endif
 
 /* ------------------------------------------------------- per copy (T, Q, QVNNI) */
