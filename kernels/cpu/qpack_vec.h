@@ -6,8 +6,9 @@
  *
  * The unit is one vector of QP int32/f32 lanes, one lane per weight row of a panel: QP = 8
  * (ymm) or 16 (zmm). A register tile is 4 activation rows × QP_NP panels (1 on AVX2: its 16
- * ymm registers; 2 on AVX-512: 32 zmm), QP_NP_A16 for the 16-bit 32-element tiles (2 on both). The weights are decoded a 32-element block (or a row's
- * 16-element half) at a time in 256-bit code, the same for both widths (a small part of the
+ * ymm registers; 2 on AVX-512: 32 zmm), QP_NP_A16 for the 16-bit 32-element tiles (2 on both).
+ * The weights are decoded a 32-element block (or a row's 16-element half) at a time in 256-bit
+ * code, the same for both widths (a small part of the
  * work: O(rows·K) per call against O(n·rows·K)), then interleaved into panels by qp_tr.
  * Width-only details: the dword transpose (unpack/permute2x128 vs 3 vpermt2d stages), the tail
  * store (memcpy vs a lane mask), and the signed Q8_0 weights without VNNI (AVX2: kept signed,
@@ -64,8 +65,8 @@ typedef __m256i qp_sg;
 #define QP_HBITS(v, b, mask) \
     _mm256_and_si256((b) <= 4 ? _mm256_slli_epi16(v, 4 - (b)) : _mm256_srli_epi16(v, (b) - 4), _mm256_set1_epi8(mask))
 /* The GEMM of one dtype (quant.h's qgemm_fn) from its PACK and TILE: rows in groups of 2
- * panels (pack them into buf, then every activation row over them in groups of 4, QP_NP panels
- * a tile). */
+ * panels (pack them into buf, then every activation row over them in groups of 4, up to NPM
+ * panels a tile). */
 #define QP_CASES(TILE, DT, NP)                                                                   \
     switch (nx - j0) {                                                                           \
     case 1: TILE(DT, 1, NP, Y + (size_t)j0 * ldy + r0 + QP * p0, ldy, m - QP * p0, buf + p0 * pstride, pstride, X + (size_t)j0 * xs, xs, K); break; \
