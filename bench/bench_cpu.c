@@ -1,10 +1,12 @@
 /* bench_cpu: CPU speed of llm-run's engine (issue 6), printed as the Markdown tables of
  * bench/cpu.md (bench/run_bench.sh writes the file around them).
  *
- *   bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] [--decode-only] NAME=DIR[:f32|f16|bf16|auto] ...
+ *   bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] [--decode-only] [--act-bits 8|16] NAME=DIR[:f32|f16|bf16|auto] ...
  *
  * --decode-only: only the decode row of context 64, policy full (and its ÷ bandwidth target):
  * what bench/decode_ab.sh compares between builds.
+ * --act-bits: the activations of the block-format matmuls (cpu_quant_act_bits: 16, the default,
+ * or 8, llama.cpp's; bench/act_bits_hf.sh says what 8 costs against transformers).
  *
  * Weights are made resident in huge-page memory as llm-run does (model_make_resident) unless
  * --mapped; the bandwidth buffer is allocated the same way.
@@ -304,6 +306,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--mapped")) g_mapped = 1;   /* weights left in the file mapping */
         else if (!strcmp(argv[i], "--bw-only")) bw_only = 1;   /* one bandwidth figure, then exit */
         else if (!strcmp(argv[i], "--decode-only")) g_decode_only = 1;
+        else if (!strcmp(argv[i], "--act-bits") && i + 1 < argc) {
+            if (cpu_quant_act_bits(atoi(argv[++i])) < 0) {
+                fprintf(stderr, "bench_cpu: --act-bits: expected 8 or 16, got '%s'\n", argv[i]);
+                return 2;
+            }
+        }
         else if (strchr(argv[i], '=') && n_models < 8) {
             bench_model *bm = &models[n_models++];
             memset(bm, 0, sizeof *bm);
@@ -318,7 +326,7 @@ int main(int argc, char **argv)
                 bm->dtype = !strcmp(d, "f32") ? DT_F32 : !strcmp(d, "f16") ? DT_F16 : !strcmp(d, "bf16") ? DT_BF16 : -1;
             }
         } else {
-            fprintf(stderr, "usage: bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] [--decode-only] NAME=DIR[:f32|f16|bf16|auto] ...\n");
+            fprintf(stderr, "usage: bench_cpu [--threads N] [--reps R] [--steps D] [--bw-mib M] [--mapped] [--decode-only] [--act-bits 8|16] NAME=DIR[:f32|f16|bf16|auto] ...\n");
             return 2;
         }
     }
@@ -349,8 +357,8 @@ int main(int argc, char **argv)
         if (b > bw_best) bw_best = b;
     }
     printf("Threads: %d (OpenMP; the BLAS single-threaded inside them), SIMD kernels: %s, decode prefetch distances: "
-           "the %s set (kernels/cpu/prefetch.h), OMP_WAIT_POLICY=%s.\n\n", g_threads, cpu_simd_name(), cpu_prefetch_name(),
-           getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
+           "the %s set (kernels/cpu/prefetch.h), block-format activations: %d-bit, OMP_WAIT_POLICY=%s.\n\n", g_threads,
+           cpu_simd_name(), cpu_prefetch_name(), cpu_quant_act_bits(0), getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
 
     static model_result res[8];
     double bw_lo = 0, bw_hi = 0;   /* range of the per-context medians */
