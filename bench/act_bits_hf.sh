@@ -2,7 +2,8 @@
 # Issue 14's logits criteria (tests/support/gguf_vs_hf.py: top-1 equal wherever transformers'
 # margin is >= 0.5 and at >= 98% of positions, last-position cosine >= 0.999, greedy 32) on the
 # two real models' fixture prompts for each --act-bits setting: what 8-bit activations
-# (llama.cpp's; faster per byte on CPUs without VNNI) would cost in agreement with transformers.
+# (llama.cpp's: fewer operations per weight, though on AVX2 our 8-bit path is the slower one,
+# bench/cpu.md session 24) would cost in agreement with transformers.
 # Not a test: prints one line per model, prompt and setting, and a count of the failures.
 #
 #   bench/act_bits_hf.sh [BITS...]        (default: 16 8; LLM_RUN=path, THREADS=1)

@@ -307,7 +307,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--bw-only")) bw_only = 1;   /* one bandwidth figure, then exit */
         else if (!strcmp(argv[i], "--decode-only")) g_decode_only = 1;
         else if (!strcmp(argv[i], "--act-bits") && i + 1 < argc) {
-            if (cpu_quant_act_bits(atoi(argv[++i])) < 0) {
+            int bits = atoi(argv[++i]);
+            if ((bits != 8 && bits != 16) || cpu_quant_act_bits(bits) != bits) {
                 fprintf(stderr, "bench_cpu: --act-bits: expected 8 or 16, got '%s'\n", argv[i]);
                 return 2;
             }
