@@ -20,10 +20,10 @@ for bits in "$@"; do
         GG=$(scripts/fetch_model.sh "$name") || { echo "$name: fetch failed" >&2; exit 1; }
         FX=tests/fixtures/gguf/$name.npz
         for k in 0 1 2 3; do
-            python3 -c 'import numpy as np,sys,json; d=np.load(sys.argv[1]); print(json.dumps(d["ids_"+sys.argv[2]].tolist()))' "$FX" $k >"$TMP/ids.json"
+            python3 tests/support/gguf_vs_hf.py --ids "$FX" $k >"$TMP/ids.json"
             "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 32 -t "$T" --kv-dtype f32 --act-bits "$bits" \
                 --logits-out "$TMP/l.npy" --json >"$TMP/o.json" 2>"$TMP/e" || { echo "llm-run failed: $(head -c 300 "$TMP/e")" >&2; exit 1; }
-            if msg=$(python3 tests/support/gguf_vs_hf.py "$FX" $k "$TMP/l.npy" "$TMP/o.json" "$GG"); then r=meets; else r=FAILS; nfail=$((nfail + 1)); fi
+            if msg=$(python3 tests/support/gguf_vs_hf.py "$FX" $k "$TMP/l.npy" "$TMP/o.json"); then r=meets; else r=FAILS; nfail=$((nfail + 1)); fi
             echo "--act-bits $bits $name prompt $k: $r: $msg"
         done
     done

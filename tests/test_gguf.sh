@@ -66,16 +66,16 @@ for name in smollm2-135m qwen2.5-0.5b; do
     fi
     FX=tests/fixtures/gguf/$name.npz
     for k in 0 1 2 3; do
-        python3 -c 'import numpy as np,sys,json; d=np.load(sys.argv[1]); print(json.dumps(d["ids_"+sys.argv[2]].tolist()))' "$FX" $k >"$TMP/ids.json"
+        python3 tests/support/gguf_vs_hf.py --ids "$FX" $k >"$TMP/ids.json"
         if ! "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 32 -t 2 --kv-dtype f32 --logits-out "$TMP/l.npy" --json >"$TMP/o.json" 2>"$TMP/e"; then
             bad "$name prompt $k: llm-run failed: $(head -c 300 "$TMP/e")"; continue
         fi
-        if msg=$(python3 tests/support/gguf_vs_hf.py "$FX" $k "$TMP/l.npy" "$TMP/o.json" "$GG"); then ok "$name prompt $k vs transformers: $msg"; else bad "$name prompt $k vs transformers: $msg"; fi
+        if msg=$(python3 tests/support/gguf_vs_hf.py "$FX" $k "$TMP/l.npy" "$TMP/o.json"); then ok "$name prompt $k vs transformers: $msg"; else bad "$name prompt $k vs transformers: $msg"; fi
     done
     # --act-bits 8 (llama.cpp's 8-bit activations, kept for speed comparisons) still runs: its
     # prompt logits differ from the default 16-bit ones and stay near transformers (cosine >= 0.995
     # at the last position, top-1 equal wherever transformers' margin is >= 0.5)
-    python3 -c 'import numpy as np,sys,json; d=np.load(sys.argv[1]); print(json.dumps(d["ids_2"].tolist()))' "$FX" >"$TMP/ids.json"
+    python3 tests/support/gguf_vs_hf.py --ids "$FX" 2 >"$TMP/ids.json"
     if "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 1 -t 2 --kv-dtype f32 --logits-out "$TMP/a16.npy" >/dev/null 2>"$TMP/e" &&
        "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 1 -t 2 --kv-dtype f32 --act-bits 8 --logits-out "$TMP/a8.npy" >/dev/null 2>>"$TMP/e" &&
        msg=$(python3 - "$FX" "$TMP/a16.npy" "$TMP/a8.npy" <<'PY'
@@ -93,7 +93,7 @@ PY
 ); then ok "$name --act-bits 8 runs and differs from 16: $msg"
     else bad "$name --act-bits 8: ${msg:-$(head -c 300 "$TMP/e")}"; fi
     # every policy runs on the real model; identity with full when the budget covers the run
-    python3 -c 'import numpy as np,sys,json; d=np.load(sys.argv[1]); print(json.dumps(d["ids_1"].tolist()))' "$FX" >"$TMP/ids.json"
+    python3 tests/support/gguf_vs_hf.py --ids "$FX" 1 >"$TMP/ids.json"
     "$BIN" -m "$GG" --prompt-ids @"$TMP/ids.json" -n 6 -t 2 --logits-out "$TMP/full.npy" >/dev/null 2>&1
     for pol in $("$BIN" --list-policies | awk '/^[a-z]/{print $1}'); do
         [ "$pol" = full ] && continue

@@ -184,7 +184,7 @@ for spec in "smollm2-135m:$S" "qwen2.5-0.5b:$Q"; do
     name=${spec%%:*} gg=${spec#*:} FX=tests/fixtures/gguf/${spec%%:*}.npz
     [ -f "$gg" ] && [ -f "$FX" ] || continue
     for k in 0 1 2 3; do
-        python3 -c 'import numpy as np,sys,json; d=np.load(sys.argv[1]); print(json.dumps(d["ids_"+sys.argv[2]].tolist()))' "$FX" $k >"$tmp/ids.json"
+        python3 tests/support/gguf_vs_hf.py --ids "$FX" $k >"$tmp/ids.json"
         if ! timeout 300 "$BIN" -m "$gg" --prompt-ids @"$tmp/ids.json" -n 1 -t 2 --logits-out "$tmp/fx.npy" --json >"$tmp/fx.json" 2>"$tmp/fx.err"; then
             bad "$name prompt $k: exit $? ($(head -1 "$tmp/fx.err"))"; continue
         fi

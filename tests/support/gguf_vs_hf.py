@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """One real-model prompt of tests/fixtures/gguf (scripts/make_gguf_fixtures.py: Hugging Face
 transformers in F32 on the GGUF's dequantized weights) against llm-run's output: issue 14's
-criteria. Used by tests/test_gguf.sh and bench/act_bits_hf.sh.
+criteria. Used by tests/test_gguf.sh, tests/test_kv_dtype.sh and bench/act_bits_hf.sh.
 
-    gguf_vs_hf.py FIXTURE.npz K LOGITS.npy RUN.json GGUF
+    gguf_vs_hf.py FIXTURE.npz K LOGITS.npy RUN.json
+    gguf_vs_hf.py --ids FIXTURE.npz K      (prints prompt K's token ids as a JSON array, for
+                                            llm-run --prompt-ids @FILE)
 
 FIXTURE's prompt K (ids_K, argmax_K, margin_K, last_K, gen_K, genmargin_K); LOGITS.npy from
 `llm-run --prompt-ids <ids_K> -n 32 --logits-out`, RUN.json its --json. Criteria: top-1 equal at
@@ -12,7 +14,10 @@ cosine >= 0.999 at the last prompt position, the greedy 32 tokens equal or diver
 transformers' own margin is < 0.5. Prints one line; exit 1 when a criterion fails."""
 import json, sys
 import numpy as np
-fx, k, lpath, opath, gg = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+if sys.argv[1] == "--ids":
+    print(json.dumps(np.load(sys.argv[2])["ids_" + sys.argv[3]].tolist()))
+    sys.exit(0)
+fx, k, lpath, opath = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 d = np.load(fx)
 ids, am, mg, last = d["ids_" + k], d["argmax_" + k], d["margin_" + k], d["last_" + k].astype(np.float32)
 gen, gmg = d["gen_" + k], d["genmargin_" + k]
