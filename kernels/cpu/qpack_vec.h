@@ -8,8 +8,8 @@
  * (ymm) or 16 (zmm). A register tile is 4 activation rows × QP_NP panels (1 on AVX2: its 16
  * ymm registers; 2 on AVX-512: 32 zmm), QP_NP_A16 for the 16-bit 32-element tiles (2 on both).
  * The weights are decoded a 32-element block (or a row's 16-element half) at a time in 256-bit
- * code, the same for both widths (a small part of the
- * work: O(rows·K) per call against O(n·rows·K)), then interleaved into panels by qp_tr.
+ * code, the same for both widths (a small part of the work: O(rows·K) per call against
+ * O(n·rows·K)), then interleaved into panels by qp_tr.
  * Width-only details: the dword transpose (unpack/permute2x128 vs 3 vpermt2d stages), the tail
  * store (memcpy vs a lane mask), and the signed Q8_0 weights without VNNI (AVX2: kept signed,
  * vpsignb at use; AVX-512 has no vpsignb: |q| stored with a sign bit mask per byte, the
@@ -87,9 +87,9 @@ typedef __m256i qp_sg;
             int m = nr - r0 < 2 * QP ? nr - r0 : 2 * QP;                                         \
             Q(pack_##DT)(buf, W + (size_t)r0 * ws, ws, m < QP ? m : QP, K);                     \
             if (m > QP) Q(pack_##DT)(buf + pstride, W + (size_t)(r0 + QP) * ws, ws, m - QP, K);  \
-            for (int p0 = 0; p0 * QP < m; p0 += NPM)                                           \
+            for (int p0 = 0; p0 * QP < m; p0 += NPM)                                             \
                 for (int j0 = 0; j0 < nx; j0 += 4) {                                             \
-                    if (NPM > 1 && m - QP * p0 > QP) QP_CASES(TILE, DT_##DT, 2)                \
+                    if (NPM > 1 && m - QP * p0 > QP) QP_CASES(TILE, DT_##DT, 2)                  \
                     else QP_CASES(TILE, DT_##DT, 1)                                              \
                 }                                                                                \
         }                                                                                        \
