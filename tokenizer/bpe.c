@@ -172,8 +172,10 @@ static const char *const FIM_NAMES[] = {
     "<\xef\xbd\x9c" "fim\xe2\x96\x81" "hole\xef\xbd\x9c>",
     "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", NULL};
 
+/* The first bytes compared inline: called for every vocabulary entry (151,936 in Qwen2.5) with
+ * ~50 names, strcmp calls alone were ~1% of a SmolLM2 run's samples. */
 static int in_list(const char *const *list, const char *s) {
-    for (int i = 0; list[i]; i++) if (strcmp(list[i], s) == 0) return 1;
+    for (int i = 0; list[i]; i++) if (list[i][0] == s[0] && strcmp(list[i], s) == 0) return 1;
     return 0;
 }
 
@@ -188,6 +190,7 @@ static int make_eog(bpe_model *m) {
         const char *s = m->text + m->text_off[id];
         const int eog = in_list(EOG_NAMES, s) || in_list(FIM_EOG_NAMES, s);
         if (eog) m->eog[n++] = id;
+        if (s[0] != '<') continue;   /* the three below start with '<' */
         has_return |= strcmp(s, "<|return|>") == 0;
         has_call |= strcmp(s, "<|call|>") == 0 || strcmp(s, "<|calls|>") == 0;
         has_tool_resp |= strcmp(s, "<|tool_response>") == 0;
