@@ -56,6 +56,15 @@ typedef struct {
     int ignore_eos;            /* --ignore-eos: generate max_new tokens whatever they are */
     const char *dump_kept;     /* --dump-kept FILE: kept prompt positions as JSON lines */
     int dump_every;            /* --dump-every N: a line every N decode steps (default 16) */
+    /* llama.cpp's flags (cli/options_llama.c) */
+    float min_p;               /* --min-p (0: off) */
+    float repeat_penalty, frequency_penalty, presence_penalty;   /* 1, 0, 0: off */
+    int repeat_last_n;         /* --repeat-last-n (default 64; 0 off; -1 the context) */
+    int escape;                /* -e: \n \t \\ ... in -p, --system and -r processed */
+    const char *reverse[8];    /* -r TEXT: stop once the output contains one of them */
+    int n_reverse;
+    int mlock;                 /* --mlock: lock the process's memory after the load */
+    int cache_type_k, cache_type_v;   /* -ctk / -ctv: 0 unset, else a dtype_t + 1 */
     const char *positional[8]; /* non-option arguments, in order */
     int n_positional;
 } run_options;
@@ -64,18 +73,31 @@ typedef struct {
 typedef struct cli_opt {
     const char *name;          /* "--model" */
     const char *alias;         /* "-m", or NULL */
-    const char *arg;           /* value placeholder ("DIR"), NULL for a switch */
+    const char *arg;           /* value placeholder ("DIR"), NULL for a switch (optional: below) */
     const char *help;          /* one line (continuations start with "\n") */
     int group;                 /* CLI_G_* */
     int common;                /* listed by --help (the rest only by --help-all) */
     /* applies the value (NULL for a switch) to ctx; 0, or 2 after printing the error */
     int (*set)(void *ctx, const char *flag, const char *val);
 } cli_opt;
+/* An arg in brackets ("[on|off|auto]") is optional: the next argument is taken only when it is
+ * one of the '|'-separated values (set gets it, or NULL), so `-fa on` and `-fa` both parse. */
 
-enum { CLI_G_MODEL, CLI_G_GEN, CLI_G_KV, CLI_G_OUT, CLI_G_MISC, CLI_G_SUB, CLI_G_COUNT };
+enum { CLI_G_MODEL, CLI_G_GEN, CLI_G_KV, CLI_G_OUT, CLI_G_MISC, CLI_G_SUB, CLI_G_LLAMA, CLI_G_COUNT };
 
-/* The shared table (terminated by a zero entry). */
+/* The shared tables (each terminated by a zero entry): llm-run's own, and llama.cpp's flags
+ * (cli/options_llama.c: aliases, the penalties and min-p, -r, -e, --mlock, -ctk/-ctv, and the
+ * flags that change nothing here, accepted with what they mean here in --help-all). */
 extern const cli_opt cli_run_options[];
+extern const cli_opt cli_llama_options[];
+/* Both, NULL-terminated: what the parser, --help and the suggestions read. */
+extern const cli_opt *const cli_shared_tables[];
+/* After parsing (run_options_finish): -e applied, -ctk/-ctv resolved into kv_dtype, -sys →
+ * --chat. 0, or 2 after printing the error. */
+int cli_llama_finish(run_options *o);
+/* eval and compare: the sampling flags they would ignore (penalties, min-p, -r) are an error
+ * naming cmd. 0, or 2 after printing it. */
+int cli_llama_unused(const run_options *o, const char *cmd);
 
 /* Defaults of run_options (max_new 256, greedy, all physical cores, budget 1, device from
  * $LLM_DEVICE or auto). */

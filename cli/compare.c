@@ -143,6 +143,7 @@ int cli_compare_main(int argc, char **argv)
     if (r.n_positional > 1 || (r.n_positional && (r.prompt_file || r.prompt_text)))
         return cli_die("compare: give one prompt (-p, -f or PROMPT_FILE)");
     if (r.temp > 0) return cli_die("compare: decodes greedily (--temp 0)");
+    if (cli_llama_unused(&r, "compare")) return 2;
     const char *pf = r.n_positional ? r.positional[0] : r.prompt_file;
     char err[LLM_ERR_LEN] = "";
     char *prompt = NULL;

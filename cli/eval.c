@@ -243,6 +243,7 @@ int cli_eval_main(int argc, char **argv)
     };
     for (size_t k = 0; k < sizeof unused / sizeof unused[0]; k++)
         if (unused[k].on) return cli_die("eval: %s is not used by eval (%s)", unused[k].flag, unused[k].why);
+    if (cli_llama_unused(&r, "eval")) return 2;
     if (o.task < 0) return cli_die("eval: --task is required (xsum, cnndm, litm, wikitext, tinystories, passkey, niah)");
     if (!o.out) return cli_die("eval: --out DIR is required");
     if (o.task == EVAL_TASK_NIAH && !o.data)

@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *GROUP_NAMES[CLI_G_COUNT] = {"model and prompt", "generation", "KV cache", "output", "other", "this command"};
+static const char *GROUP_NAMES[CLI_G_COUNT] = {"model and prompt", "generation", "KV cache", "output", "other", "this command",
+                                               "llama.cpp's flags (what they do here)"};
 
 static void print_opts(FILE *f, const cli_opt *t, int group, int all)
 {
@@ -32,12 +33,13 @@ void cli_print_help(FILE *f, const char *prog, const char *synopsis, const cli_o
     fprintf(f, "usage: %s %s\n\n", prog, synopsis);
     for (int g = 0; g < CLI_G_COUNT; g++) {
         int any = 0;
-        for (const cli_opt *t = cli_run_options; t->name; t++) any |= t->group == g && (all || t->common);
+        for (int k = 0; cli_shared_tables[k]; k++)
+            for (const cli_opt *t = cli_shared_tables[k]; t->name; t++) any |= t->group == g && (all || t->common);
         for (const cli_opt *t = extra; t && t->name; t++) any |= t->group == g && (all || t->common);
         if (!any) continue;
         fprintf(f, "%s:\n", GROUP_NAMES[g]);
         print_opts(f, extra, g, all);
-        print_opts(f, cli_run_options, g, all);
+        for (int k = 0; cli_shared_tables[k]; k++) print_opts(f, cli_shared_tables[k], g, all);
     }
     if (!all)
         fprintf(f, "  %-27s %s\n", "    --help-all", "every option (policy parameters: --list-policies)");
@@ -65,8 +67,8 @@ const char *cli_suggest(const char *flag, const cli_opt *extra)
 {
     const char *best = NULL;
     int bd = 3;   /* at most 2 edits */
-    const cli_opt *tables[2] = {cli_run_options, extra};
-    for (int k = 0; k < 2; k++)
+    const cli_opt *tables[3] = {cli_run_options, cli_llama_options, extra};
+    for (int k = 0; k < 3; k++)
         for (const cli_opt *t = tables[k]; t && t->name; t++) {
             int d = edit_distance(flag, t->name);
             if (d < bd) bd = d, best = t->name;

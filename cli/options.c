@@ -221,7 +221,7 @@ const cli_opt cli_run_options[] = {
     {"--temp", NULL, "F", "temperature; 0 = greedy (default 0)", CLI_G_GEN, 1, set_temp},
     {"--top-p", NULL, "F", "nucleus sampling threshold (default 0.9; 1 = off)", CLI_G_GEN, 0, set_top_p},
     {"--top-k", NULL, "N", "keep the N most likely tokens (default 0 = off)", CLI_G_GEN, 0, set_top_k},
-    {"--seed", NULL, "N", "sampling and random-policy seed (default 0)", CLI_G_GEN, 0, set_seed},
+    {"--seed", "-s", "N", "sampling and random-policy seed (default 0)", CLI_G_GEN, 0, set_seed},
     {"--threads", "-t", "N", "CPU threads (default: the physical cores)", CLI_G_GEN, 1, set_threads},
     {"--device", NULL, "auto|cpu|cuda", "backend (default $LLM_DEVICE, else auto: the GPU when there is one\n"
      "and it runs the policy, else the CPU); cuda without a GPU is an error", CLI_G_GEN, 0, set_device},
@@ -268,6 +268,8 @@ void run_options_init(run_options *o)
     o->dump_every = 16;
     o->kv_dtype = -1;
     o->act_bits = 16;
+    o->repeat_penalty = 1.0f;
+    o->repeat_last_n = 64;
 }
 
 int cli_is_policy_param(const char *name)
@@ -285,6 +287,19 @@ static const cli_opt *find_opt(const cli_opt *t, const char *a)
     for (; t && t->name; t++)
         if (!strcmp(a, t->name) || (t->alias && !strcmp(a, t->alias))) return t;
     return NULL;
+}
+
+/* v is one of the '|'-separated values of list (which ends at ']' or its end) */
+static int opt_value_listed(const char *list, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = list; n && *p && *p != ']';) {
+        const char *e = strpbrk(p, "|]");
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && !strncmp(p, v, n)) return 1;
+        p += k + (e && *e == '|');
+    }
+    return 0;
 }
 
 static int unknown(const char *a, const cli_opt *extra)
@@ -313,10 +328,13 @@ int cli_parse(int argc, char **argv, int first, run_options *o, const cli_opt *e
         }
         const cli_opt *t = find_opt(extra, a);
         void *ctx = extra_ctx;
-        if (!t) t = find_opt(cli_run_options, a), ctx = o;
+        for (int k = 0; !t && cli_shared_tables[k]; k++) t = find_opt(cli_shared_tables[k], a), ctx = o;
         if (t) {
-            if (t->arg && i + 1 >= argc) return cli_die("%s: missing value", a);
-            int rc = t->set(ctx, a, t->arg ? argv[++i] : NULL);
+            const int optional = t->arg && t->arg[0] == '[';
+            if (t->arg && !optional && i + 1 >= argc) return cli_die("%s: missing value", a);
+            const char *v = t->arg && !optional ? argv[++i] : NULL;
+            if (optional && i + 1 < argc && opt_value_listed(t->arg + 1, argv[i + 1])) v = argv[++i];
+            int rc = t->set(ctx, a, v);
             if (rc) return rc;
             continue;
         }
@@ -345,6 +363,7 @@ static const char *default_model_dir(void)
 
 int run_options_finish(run_options *o)
 {
+    if (cli_llama_finish(o)) return 2;
     if (o->system && !o->chat) return cli_die("--system needs --chat");
     if (o->chat_template && !o->chat && !o->messages) o->chat = 1;   /* naming a template means using it */
     /* the policy: preset first, then the command line on top */

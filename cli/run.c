@@ -53,7 +53,20 @@ typedef struct {
     eval_dump dump;           /* --dump-kept */
     const kv_cache *kv;
     int n_prompt, n_tok, dump_failed;
+    const char *const *reverse;   /* -r: stop once the text contains one of them */
+    int n_reverse;
 } run_out;
+
+/* -r: one of the stop texts ends inside the last m bytes of the text (a stop text may span
+ * tokens: the search starts its length - 1 bytes before them) */
+static int reverse_hit(const run_out *o, int m)
+{
+    for (int i = 0; i < o->n_reverse; i++) {
+        size_t k = strlen(o->reverse[i]), from = (size_t)m + k - 1 < o->len ? o->len - ((size_t)m + k - 1) : 0;
+        if (strstr(o->text + from, o->reverse[i])) return 1;
+    }
+    return 0;
+}
 
 static int on_logits(void *ctx, const float *rows, int n, char *err, size_t errlen)
 {
@@ -104,7 +117,8 @@ static int on_token(void *ctx, int id, char *err, size_t errlen)
     char piece[TOK_PIECE_MAX];
     int m = o->dec ? tok_decoder_push(o->dec, id, piece, sizeof piece)
                    : snprintf(piece, sizeof piece, "%s%d", o->n_ids_printed++ ? " " : "", id);
-    return append(o, piece, m, err, errlen) < 0 ? -1 : 0;
+    if (append(o, piece, m, err, errlen) < 0) return -1;
+    return o->n_reverse && m > 0 && reverse_hit(o, m) ? 1 : 0;
 }
 
 /* a long unchunked prompt: the prefill's progress by layer (stderr is a terminal) */
@@ -352,9 +366,14 @@ int cli_run_main(int argc, char **argv)
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
     }
-    /* on the GPU a greedy step copies back only the chosen token (device argmax) */
-    eng.want_logits = o.temp > 0 || o.logits_out != NULL;
     if (sampler_init(&smp, cfg->vocab_size, o.temp, o.top_p, o.top_k, o.seed) != 0) goto oom;
+    smp.min_p = o.min_p;
+    if (o.repeat_last_n != 0 &&
+        sampler_set_penalties(&smp, o.repeat_penalty, o.frequency_penalty, o.presence_penalty,
+                              o.repeat_last_n > 0 ? o.repeat_last_n : n_prompt + max_new) != 0)
+        goto oom;
+    /* on the GPU a greedy step copies back only the chosen token (device argmax) */
+    eng.want_logits = sampler_needs_logits(&smp) || o.logits_out != NULL;
     if (o.logits_out) {
         out.ns.path = o.logits_out;
         out.ns.f = fopen(o.logits_out, "wb");
@@ -397,6 +416,10 @@ int cli_run_main(int argc, char **argv)
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
     if (!use_cuda) blas_reserve_or_exit(o.threads);
+    if (o.mlock && model_mlock(mw, err, sizeof err) != 0)   /* llama.cpp warns and goes on, too */
+        fprintf(stderr, "llm-run: warning: --mlock: %s\n", err);
+    out.reverse = o.reverse;
+    out.n_reverse = o.n_reverse;
     t_load = now_s() - t_load;
 
     /* the generation loop: EOS ends the answer; a BOS starts a new document (TinyStories-style

@@ -62,14 +62,17 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
     }
     r->prefill_s = model_now_s() - t0;
 
+    for (int i = 0; i < n_prompt; i++) sampler_accept(smp, prompt[i]);   /* the penalties' window */
+
     /* decode: sample, hand over, forward, until a stop */
     double t1 = model_now_s();
     for (int pos = n_prompt; r->n_gen < p->max_new; pos++) {
         if (INTERRUPTED()) break;
         /* on the GPU a greedy step brings back only the chosen token (device argmax) */
-        int next = e->dev && !e->want_logits && e->next >= 0 ? e->next : sampler_sample(smp, e->logits);
+        int next = e->dev && !e->want_logits && e->next >= 0 && !sampler_needs_logits(smp) ? e->next : sampler_sample(smp, e->logits);
         const int forced = p->force_ids && r->n_gen < p->n_force;
         if (forced) next = p->force_ids[r->n_gen];
+        sampler_accept(smp, next);
         if (!forced && is_stop(p, next)) {
             r->stop = "eos";
             break;

@@ -265,6 +265,11 @@ int model_to_f32(model_weights *m, char *err, size_t errlen);
  * once when tied). */
 size_t model_weight_bytes(const model_weights *m, int per_token);
 
+/* --mlock: every weight's pages locked in memory (mlock(2)), the arena and what is still read
+ * from the file mapping (an untied embedding). Returns 0, or -1 with the errno text (usually
+ * RLIMIT_MEMLOCK: ulimit -l). */
+int model_mlock(const model_weights *m, char *err, size_t errlen);
+
 void model_free(model_weights *m);
 
 /* ------------------------------------------------------------------------ npy (npy.c) */
@@ -408,14 +413,30 @@ typedef struct {
     float temperature;   /* 0: greedy (argmax, lowest id on ties) */
     float top_p;         /* nucleus; 1 = off */
     int top_k;           /* 0 = off */
+    float min_p;         /* keep tokens with p ≥ min_p · p_max (at the temperature); 0 = off */
+    /* llama.cpp's penalties (llama_sampler_penalties), over the last `last_n` accepted tokens
+     * (sampler_accept: the prompt's, then each generated one): a token seen c > 0 times has its
+     * logit divided by `repeat` (multiplied when ≤ 0), then lowered by c · frequency + presence.
+     * Applied before greedy as well. repeat 1, frequency 0, presence 0 or last_n 0 = off. */
+    float repeat, frequency, presence;
+    int last_n;
+    int *hist, n_hist;   /* ring of the last last_n accepted ids; n_hist accepted in all */
+    int *count;          /* [vocab] scratch, all zero between calls */
     uint64_t rng_state;
     struct { float p; int id; } *buf;  /* [vocab] scratch */
     int vocab;
 } sampler;
 
 int sampler_init(sampler *s, int vocab, float temperature, float top_p, int top_k, uint64_t seed);
+/* Turns the penalties on (sampler fields above; last_n ≥ 1, repeat > 0). 0, or -1 out of memory. */
+int sampler_set_penalties(sampler *s, float repeat, float frequency, float presence, int last_n);
+/* 1 when sampler_sample reads more than the argmax of the logits (sampling, penalties): a
+ * device that returns only its argmax (--device cuda, greedy) cannot stand in for it. */
+int sampler_needs_logits(const sampler *s);
+/* Records a token of the sequence (prompt or generated) for the penalties; cheap when off. */
+void sampler_accept(sampler *s, int id);
 void sampler_free(sampler *s);
-/* Picks the next token from logits [vocab] (modified in place when sampling). */
+/* Picks the next token from logits [vocab] (modified in place: penalties, sampling). */
 int sampler_sample(sampler *s, float *logits);
 
 

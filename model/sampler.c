@@ -1,4 +1,5 @@
-/* Sampler: greedy, temperature, top-k and top-p (nucleus), seeded and reproducible. */
+/* Sampler: llama.cpp's repetition penalties, then greedy, or temperature with top-k, top-p
+ * (nucleus) and min-p; seeded and reproducible. */
 #include "model/model.h"
 
 #include <math.h>
@@ -22,14 +23,65 @@ int sampler_init(sampler *s, int vocab, float temperature, float top_p, int top_
     s->top_k = top_k;
     s->rng_state = seed;
     s->vocab = vocab;
+    s->min_p = 0.0f;
+    s->repeat = 1.0f;
+    s->frequency = s->presence = 0.0f;
+    s->last_n = 0;
+    s->hist = s->count = NULL;
+    s->n_hist = 0;
     s->buf = malloc((size_t)vocab * sizeof *s->buf);
     return s->buf ? 0 : -1;
+}
+
+int sampler_set_penalties(sampler *s, float repeat, float frequency, float presence, int last_n)
+{
+    if (last_n < 1 || !(repeat > 0)) return -1;
+    if (repeat == 1.0f && frequency == 0.0f && presence == 0.0f) return 0;   /* off */
+    free(s->hist);
+    free(s->count);
+    s->hist = malloc((size_t)last_n * sizeof *s->hist);
+    s->count = calloc((size_t)s->vocab, sizeof *s->count);
+    if (!s->hist || !s->count) return -1;
+    s->repeat = repeat;
+    s->frequency = frequency;
+    s->presence = presence;
+    s->last_n = last_n;
+    s->n_hist = 0;
+    return 0;
+}
+
+static int penalties_on(const sampler *s) { return s->last_n > 0 && s->hist; }
+
+int sampler_needs_logits(const sampler *s) { return s->temperature > 0.0f || penalties_on(s); }
+
+void sampler_accept(sampler *s, int id)
+{
+    if (!penalties_on(s) || id < 0 || id >= s->vocab) return;
+    s->hist[s->n_hist++ % s->last_n] = id;
+}
+
+/* llama.cpp's llama_sampler_penalties_apply over the window of accepted ids. */
+static void apply_penalties(sampler *s, float *logits)
+{
+    const int n = s->n_hist < s->last_n ? s->n_hist : s->last_n;
+    for (int i = 0; i < n; i++) s->count[s->hist[i]]++;
+    for (int i = 0; i < n; i++) {
+        const int id = s->hist[i], c = s->count[id];
+        if (c == 0) continue;   /* already applied (a repeated id) */
+        float l = logits[id];
+        l = l <= 0.0f ? l * s->repeat : l / s->repeat;
+        logits[id] = l - ((float)c * s->frequency + s->presence);   /* llama.cpp's order of operations */
+        s->count[id] = 0;
+    }
 }
 
 void sampler_free(sampler *s)
 {
     free(s->buf);
+    free(s->hist);
+    free(s->count);
     s->buf = NULL;
+    s->hist = s->count = NULL;
 }
 
 /* The lowest index of the largest of x[0..n) (n ≥ 1), exactly as `best = 0; for i: if (x[i] >
@@ -68,6 +120,7 @@ static int cmp_desc(const void *a, const void *b)
 int sampler_sample(sampler *s, float *logits)
 {
     int n = s->vocab;
+    if (penalties_on(s)) apply_penalties(s, logits);
     if (s->temperature <= 0.0f) return argmax(logits, n);
     /* softmax at temperature */
     float mx = logits[argmax(logits, n)];
@@ -94,6 +147,14 @@ int sampler_sample(sampler *s, float *logits)
                 }
             }
         }
+    }
+    if (s->min_p > 0.0f) {   /* p_max: the first after the sort, else the largest */
+        float pmax = 0.0f;
+        for (int i = 0; i < m; i++) pmax = s->buf[i].p > pmax ? s->buf[i].p : pmax;
+        int k = 0;
+        for (int i = 0; i < m; i++)
+            if (s->buf[i].p >= s->min_p * pmax) s->buf[k++] = s->buf[i];
+        m = k;   /* ≥ 1: p_max itself passes (min_p ≤ 1) */
     }
     double total = 0.0;
     for (int i = 0; i < m; i++) total += s->buf[i].p;

@@ -319,6 +319,29 @@ size_t model_weight_bytes(const model_weights *m, int per_token) {
     return b;
 }
 
+int model_mlock(const model_weights *m, char *err, size_t errlen) {
+    const model_config *c = &m->cfg;
+    const weight_t *w[13];
+    for (int l = -1; l < c->n_layers && m->layers; l++) {
+        int n = 0;
+        if (l < 0) {
+            w[n++] = &m->embed, w[n++] = &m->final_norm, w[n++] = &m->lm_head;
+        } else {
+            const layer_weights *lw = &m->layers[l];
+            const weight_t *lws[] = {&lw->attn_norm, &lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->bq, &lw->bk,
+                                     &lw->bv, &lw->bo, &lw->ffn_norm, &lw->w_gate, &lw->w_up, &lw->w_down};
+            for (size_t i = 0; i < sizeof lws / sizeof lws[0]; i++) w[n++] = lws[i];
+        }
+        for (int i = 0; i < n; i++)
+            if (w[i]->data && mlock(w[i]->data, weight_bytes(w[i])) != 0) {
+                snprintf(err, errlen, "mlock of %zu bytes of weights: %s (the limit: ulimit -l)", weight_bytes(w[i]),
+                         strerror(errno));
+                return -1;
+            }
+    }
+    return 0;
+}
+
 void model_free(model_weights *m) {
     if (!m) return;
     for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);

@@ -102,3 +102,17 @@ check "--kv-mem-limit 0" '--kv-mem-limit' -m "$GOOD" "${P[@]}" --kv-mem-limit 0
 check "--kv-mem-limit abc" '--kv-mem-limit' -m "$GOOD" "${P[@]}" --kv-mem-limit abc
 check "--kv-mem-limit too small for the cache" '--kv-mem-limit' -m "$GOOD" "${P[@]}" --kv-mem-limit 0.000000001
 check "--device bogus" '--device.*bogus' -m "$GOOD" "${P[@]}" --device bogus
+
+# llama.cpp's flags (cli/options_llama.c): what llm-run cannot do is refused in one line
+check "-ctk q8_0 (a quantized KV cache)" '-ctk.*q8_0' -m "$GOOD" "${P[@]}" -ctk q8_0
+check "-ctk f16 -ctv bf16 (two types)" '-ctk and -ctv' -m "$GOOD" "${P[@]}" -ctk f16 -ctv bf16
+check "-i (interactive)" '-i: .*not interactive' -m "$GOOD" "${P[@]}" -i
+check "-if (interactive first)" '-if: .*not interactive' -m "$GOOD" "${P[@]}" -if
+check "--min-p 2" '--min-p' -m "$GOOD" "${P[@]}" --min-p 2
+check "--repeat-penalty 0" '--repeat-penalty' -m "$GOOD" "${P[@]}" --repeat-penalty 0
+check "--repeat-last-n -2" '--repeat-last-n' -m "$GOOD" "${P[@]}" --repeat-last-n -2
+check "-r empty" '-r: empty' -m "$GOOD" "${P[@]}" -r ""
+check "-fa with a value it does not know (taken as a prompt file)" 'maybe' -m "$GOOD" -t 1 -n 4 -fa maybe
+check "-b missing its value" '-b' -m "$GOOD" -p hi -b
+check "eval --repeat-penalty" 'eval: .*penalt' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --repeat-penalty 1.2
+check "compare -r" 'compare: -r' compare -m "$GOOD" -p hi -r x

@@ -1,0 +1,161 @@
+/* options_llama.c — llama.cpp's command-line habits (llama-cli / llama-completion flags): what
+ * they mean here. Aliases of llm-run's options (-sys, -ctk/-ctv; -s is --seed's own), the sampling options
+ * llm-run lacked (--repeat-penalty, --frequency/--presence-penalty, --repeat-last-n, --min-p:
+ * llama.cpp's llama_sampler_penalties and min-p, model/sampler.c), -r (stop strings), -e
+ * (escape sequences, common/common.cpp string_process_escapes), --mlock, and the flags that
+ * change nothing here (-fa, -b, -ub, --no-mmap, ...), accepted, each with its reason in
+ * --help-all. Interactive modes (-i, -if) are refused with what to use instead. */
+#include "cli/cli.h"
+#include "kernels/kernels.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define O ((run_options *)ctx)
+#define SETTER(name) static int name(void *ctx, const char *f, const char *v)
+#define TRY(x) do { if ((x) != 0) return 2; } while (0)
+
+static int set_float(const char *f, const char *v, double lo, double hi, float *out)
+{
+    double d;
+    if (cli_float(f, v, lo, hi, &d) != 0) return 2;
+    *out = (float)d;
+    return 0;
+}
+
+SETTER(set_system) { (void)f; O->system = v; O->chat = 1; return 0; }
+SETTER(set_min_p) { return set_float(f, v, 0, 1, &O->min_p); }
+SETTER(set_repeat) { return set_float(f, v, 1e-6, 100, &O->repeat_penalty); }
+SETTER(set_freq) { return set_float(f, v, -100, 100, &O->frequency_penalty); }
+SETTER(set_presence) { return set_float(f, v, -100, 100, &O->presence_penalty); }
+SETTER(set_last_n) { TRY(cli_int(f, v, -1, INT_MAX, &O->repeat_last_n)); return 0; }
+SETTER(set_escape) { (void)f; (void)v; O->escape = 1; return 0; }
+SETTER(set_no_escape) { (void)f; (void)v; O->escape = 0; return 0; }
+SETTER(set_mlock) { (void)f; (void)v; O->mlock = 1; return 0; }
+SETTER(set_reverse) {
+    if (!*v) return cli_die("%s: empty text", f);
+    if (O->n_reverse >= (int)(sizeof O->reverse / sizeof O->reverse[0])) return cli_die("%s: at most 8", f);
+    O->reverse[O->n_reverse++] = v;
+    return 0;
+}
+SETTER(set_chat_turn) { (void)f; (void)v; O->chat = 1; return 0; }
+SETTER(set_count) { int n; TRY(cli_int(f, v, 1, INT_MAX, &n)); return 0; }
+SETTER(set_accept) { (void)ctx; (void)f; (void)v; return 0; }
+SETTER(set_interactive) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run is not interactive: it answers one prompt (--chat -p TEXT, or a whole "
+                   "conversation with --messages FILE)", f);
+}
+
+/* -ctk / -ctv: the cache types llm-run has (f32, f16, bf16); llama.cpp's quantized ones refused */
+static int cache_type(const char *f, const char *v, int *out)
+{
+    if (!strcmp(v, "f32")) *out = DT_F32 + 1;
+    else if (!strcmp(v, "f16")) *out = DT_F16 + 1;
+    else if (!strcmp(v, "bf16")) *out = DT_BF16 + 1;
+    else return cli_die("%s: llm-run's KV cache holds f32, f16 or bf16 (as --kv-dtype), not '%s'", f, v);
+    return 0;
+}
+SETTER(set_ctk) { return cache_type(f, v, &O->cache_type_k); }
+SETTER(set_ctv) { return cache_type(f, v, &O->cache_type_v); }
+
+#undef O
+
+const cli_opt cli_llama_options[] = {
+    {"--system-prompt", "-sys", "TEXT", "llama.cpp's -sys: --system, and implies --chat", CLI_G_LLAMA, 0, set_system},
+    {"--min-p", NULL, "F", "keep tokens with p >= F x the top token's p (at the temperature; default 0 = off)", CLI_G_LLAMA, 0, set_min_p},
+    {"--repeat-penalty", NULL, "F", "llama.cpp's repetition penalty (default 1 = off): a token among the last\n"
+     "--repeat-last-n of prompt and output has its logit divided by F (x F if <= 0);\n"
+     "greedy decoding too", CLI_G_LLAMA, 0, set_repeat},
+    {"--frequency-penalty", NULL, "F", "minus F x its count in that window (default 0 = off)", CLI_G_LLAMA, 0, set_freq},
+    {"--presence-penalty", NULL, "F", "minus F if in that window (default 0 = off)", CLI_G_LLAMA, 0, set_presence},
+    {"--repeat-last-n", NULL, "N", "the window of the penalties (default 64; 0 = off, -1 = the context)", CLI_G_LLAMA, 0, set_last_n},
+    {"--reverse-prompt", "-r", "TEXT", "stop once the output contains TEXT (printed, as llama-cli prints it;\n"
+     "up to 8; --json says stop \"stop\")", CLI_G_LLAMA, 0, set_reverse},
+    {"--escape", "-e", NULL, "process \\n \\r \\t \\' \\\" \\\\ \\xHH in -p, --system and -r (llama.cpp's default;\n"
+     "llm-run's is off: text as given)", CLI_G_LLAMA, 0, set_escape},
+    {"--no-escape", NULL, NULL, "text as given (llm-run's default)", CLI_G_LLAMA, 0, set_no_escape},
+    {"--cache-type-k", "-ctk", "TYPE", "f32, f16 or bf16: --kv-dtype (with -ctv the same type)", CLI_G_LLAMA, 0, set_ctk},
+    {"--cache-type-v", "-ctv", "TYPE", "f32, f16 or bf16: --kv-dtype (with -ctk the same type)", CLI_G_LLAMA, 0, set_ctv},
+    {"--mlock", NULL, NULL, "lock the process's memory after the load (a warning if the limit refuses)", CLI_G_LLAMA, 0, set_mlock},
+    {"--single-turn", "-st", NULL, "--chat (llm-run always answers one turn)", CLI_G_LLAMA, 0, set_chat_turn},
+    {"--conversation", "-cnv", NULL, "--chat, one turn (llm-run is not interactive)", CLI_G_LLAMA, 0, set_chat_turn},
+    {"--no-conversation", "-no-cnv", NULL, "accepted: without --chat the prompt is raw text", CLI_G_LLAMA, 0, set_accept},
+    {"--flash-attn", "-fa", "[on|off|auto]", "accepted: the CPU attention is always computed in tiles\n"
+     "(flash-style); results do not depend on it", CLI_G_LLAMA, 0, set_accept},
+    {"--batch-size", "-b", "N", "accepted: the prompt is prefilled in one pass (--prefill-chunk splits it,\n"
+     "with eviction in between)", CLI_G_LLAMA, 0, set_count},
+    {"--ubatch-size", "-ub", "N", "accepted, as -b", CLI_G_LLAMA, 0, set_count},
+    {"--no-mmap", NULL, NULL, "accepted: the matrices decode streams are always copied into memory at load", CLI_G_LLAMA, 0, set_accept},
+    {"--no-warmup", NULL, NULL, "accepted: llm-run runs no warm-up pass", CLI_G_LLAMA, 0, set_accept},
+    {"--color", "-co", NULL, "accepted: output is plain text", CLI_G_LLAMA, 0, set_accept},
+    {"--log-disable", NULL, NULL, "accepted: stdout carries the text only already (the summary is on stderr)", CLI_G_LLAMA, 0, set_accept},
+    {"--interactive", "-i", NULL, "refused: llm-run answers one prompt (--chat, --messages)", CLI_G_LLAMA, 0, set_interactive},
+    {"--interactive-first", "-if", NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
+    {NULL, NULL, NULL, NULL, 0, 0, NULL},
+};
+
+const cli_opt *const cli_shared_tables[] = {cli_run_options, cli_llama_options, NULL};
+
+/* common.cpp's string_process_escapes: \n \r \t \' \" \\ and \xHH (two hex digits); any other
+ * backslash pair is kept as written. In place (the result is never longer). */
+static void process_escapes(char *s)
+{
+    static const char hexd[] = "0123456789abcdefABCDEF";
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (*r != '\\' || !r[1]) {
+            *w++ = *r;
+            continue;
+        }
+        const char c = *++r;
+        switch (c) {
+        case 'n': *w++ = '\n'; break;
+        case 'r': *w++ = '\r'; break;
+        case 't': *w++ = '\t'; break;
+        case '\'': case '"': case '\\': *w++ = c; break;
+        default:
+            if (c == 'x' && r[1] && r[2] && strchr(hexd, r[1]) && strchr(hexd, r[2])) {
+                const char hex[3] = {r[1], r[2], 0};
+                *w++ = (char)strtol(hex, NULL, 16);
+                r += 2;
+            } else {
+                *w++ = '\\';
+                *w++ = c;
+            }
+        }
+    }
+    *w = '\0';
+}
+
+static const char *escaped(const char *s)
+{
+    char *c = s ? strdup(s) : NULL;   /* kept for the process's life, as argv is */
+    if (c) process_escapes(c);
+    return c ? c : s;
+}
+
+int cli_llama_finish(run_options *o)
+{
+    if (o->cache_type_k && o->cache_type_v && o->cache_type_k != o->cache_type_v)
+        return cli_die("-ctk and -ctv: llm-run stores K and V in one type (--kv-dtype)");
+    if (o->cache_type_k || o->cache_type_v) o->kv_dtype = (o->cache_type_k ? o->cache_type_k : o->cache_type_v) - 1;
+    if (o->escape) {
+        o->prompt_text = o->prompt_text ? escaped(o->prompt_text) : NULL;
+        o->system = o->system ? escaped(o->system) : NULL;
+        for (int i = 0; i < o->n_reverse; i++) o->reverse[i] = escaped(o->reverse[i]);
+    }
+    for (int i = 0; i < o->n_reverse; i++)
+        if (!*o->reverse[i]) return cli_die("-r: empty text after -e");
+    return 0;
+}
+
+int cli_llama_unused(const run_options *o, const char *cmd)
+{
+    if (o->min_p > 0 || o->repeat_penalty != 1.0f || o->frequency_penalty != 0.0f || o->presence_penalty != 0.0f)
+        return cli_die("%s: decodes greedily without penalties (--min-p, --repeat-penalty, --frequency-penalty, "
+                       "--presence-penalty are llm-run's)", cmd);
+    if (o->n_reverse) return cli_die("%s: -r is llm-run's (it stops a generation on its text)", cmd);
+    return 0;
+}

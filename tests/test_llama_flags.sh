@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# llama.cpp's command-line flags (cli/options_llama.c), end to end on stories260K (greedy, -t 1)
+# and SmolLM2 (its chat template; scripts/fetch_model.sh smollm2-135m, which run_all.sh fetches):
+#   * the accepted flags change nothing: -fa, -fa on, -b, -ub, --no-mmap, --no-warmup, -co,
+#     --log-disable, -no-cnv give the same text as the run without them; -s N is --seed N (a
+#     sampled run); --mlock gives the same text (and at most a one-line warning);
+#   * -ctk/-ctv are --kv-dtype (--json kv.kv_dtype and the text);
+#   * -sys TEXT is --chat --system TEXT, -st and -cnv are --chat (the same ids, --verbose-prompt);
+#   * -e turns \n and \xHH into their bytes (the prompt's ids equal those of the real bytes)
+#     and leaves them as written without it;
+#   * -r TEXT stops once the output contains TEXT, also a TEXT spanning tokens: stop "stop", the
+#     text a prefix of the unstopped run's ending with TEXT;
+#   * --repeat-penalty: each generated id equals the argmax of the raw logits (--logits-out) after
+#     llama.cpp's penalty over the last --repeat-last-n ids of prompt + output (numpy), and the
+#     output differs from the plain greedy run's; --repeat-last-n 0 turns it off;
+#   * --min-p 1 at --temp 1 keeps only the top token: the greedy run's text.
+# Ends with "N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${LLM_SHARED:-../shared}
+M=$SHARED/models/stories260K
+BIN=${LLM_RUN:-./llm-run}
+SMOL=${LLM_RUN_MODELS:-$HOME/.cache/llm-run}/SmolLM2-135M-Instruct.Q4_1.gguf
+pass=0; fail=0
+ok()  { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+run() { "$BIN" -m "$M" -t 1 "$@" 2>"$TMP/err"; }
+same() {   # name, then the two commands' outputs in files
+    if cmp -s "$2" "$3"; then ok "$1"; else bad "$1: outputs differ ($(head -c 80 "$2" | tr '\n' ' ') | $(head -c 80 "$3" | tr '\n' ' '))"; fi
+}
+
+P=(-p "Once upon a time" -n 40)
+run "${P[@]}" >"$TMP/plain" || bad "plain run failed: $(head -1 "$TMP/err")"
+[ -s "$TMP/plain" ] && ok "plain run: $(wc -c <"$TMP/plain") bytes" || bad "plain run printed nothing"
+for flags in "-fa" "-fa on" "--flash-attn off" "-b 512 -ub 128" "--no-mmap --no-warmup" "-co --log-disable -no-cnv"; do
+    # shellcheck disable=SC2086
+    run "${P[@]}" $flags >"$TMP/f" 2>/dev/null
+    same "accepted $flags: the same text" "$TMP/plain" "$TMP/f"
+done
+run "${P[@]}" --mlock >"$TMP/f"
+same "--mlock: the same text" "$TMP/plain" "$TMP/f"
+n=$(grep -cv '^\(load time\|prompt eval\|eval \|total time\|kv:\)' "$TMP/err")
+[ "$n" -le 1 ] && ok "--mlock: at most one line besides the summary ($n)" || bad "--mlock: $n extra lines: $(head -2 "$TMP/err")"
+
+run "${P[@]}" --temp 0.9 -s 7 >"$TMP/a"; run "${P[@]}" --temp 0.9 --seed 7 >"$TMP/b"; run "${P[@]}" --temp 0.9 --seed 8 >"$TMP/c"
+same "-s 7 is --seed 7" "$TMP/a" "$TMP/b"
+cmp -s "$TMP/a" "$TMP/c" && bad "--seed 8 gave --seed 7's sample (the seed is not read?)" || ok "--seed 8 samples differently"
+
+for t in f16 bf16; do
+    run "${P[@]}" -ctk $t -ctv $t --json >"$TMP/j1"; run "${P[@]}" --kv-dtype $t --json >"$TMP/j2"
+    d=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); print(a["kv"]["kv_dtype"], a["text"] == b["text"], b["kv"]["kv_dtype"])' "$TMP/j1" "$TMP/j2")
+    [ "$d" = "$t True $t" ] && ok "-ctk/-ctv $t is --kv-dtype $t" || bad "-ctk/-ctv $t: kv_dtype and same text: $d"
+done
+run "${P[@]}" -ctv bf16 --json >"$TMP/j1"
+d=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kv"]["kv_dtype"])' "$TMP/j1")
+[ "$d" = bf16 ] && ok "-ctv alone sets the type" || bad "-ctv bf16 alone: kv_dtype $d"
+
+# -e: escapes processed only when asked
+ids() { "$BIN" tokenize -m "$M" "$@" 2>&1; }
+ids -p $'Once upon\na time\x41' >"$TMP/real"
+ids -e -p 'Once upon\na time\x41' >"$TMP/esc"
+ids -p 'Once upon\na time\x41' >"$TMP/lit"
+same "-e: \\n and \\x41 become their bytes" "$TMP/real" "$TMP/esc"
+cmp -s "$TMP/real" "$TMP/lit" && bad "without -e the backslashes were processed" || ok "without -e the text is as written"
+ids -e -p 'a\qb\\n' >"$TMP/esc"; ids -p 'a\qb\n' >"$TMP/lit"
+same "-e: an unknown escape stays, \\\\ is one backslash" "$TMP/lit" "$TMP/esc"
+
+# -r: stop texts, within a token and across tokens
+run "${P[@]}" -n 80 --json >"$TMP/full.json"
+for stop in "Lily" "named Li" "park."; do
+    run "${P[@]}" -n 80 -r "$stop" --json >"$TMP/r.json"
+    v=$(python3 - "$TMP/full.json" "$TMP/r.json" "$stop" <<'PY'
+import json, sys
+full, r, stop = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+if stop not in full["text"]:
+    print("the unstopped run never says %r: no test" % stop); sys.exit()
+t = r["text"]
+at = t.find(stop)
+print("ok" if r["stop"] == "stop" and full["text"].startswith(t) and at >= 0 and len(t) - (at + len(stop)) < 16
+      else "stop %s, text %r" % (r["stop"], t[-60:]))
+PY
+)
+    [ "$v" = ok ] && ok "-r '$stop': stops there" || bad "-r '$stop': $v"
+done
+
+# --repeat-penalty: the ids against numpy on the raw logits
+IDS=$(ids -p "Once upon a time there was a little girl" | python3 -c 'import sys,re; print(",".join(re.findall(r"^\s*(\d+) ->", sys.stdin.read(), re.M)))')
+if [ -z "$IDS" ]; then
+    bad "tokenize gave no ids"
+else
+    for cfg in "1.3 64 0 0" "1.5 8 0.2 0.1" "0.8 16 0 0"; do
+        read -r rp ln fp pp <<<"$cfg"
+        run --prompt-ids "$IDS" -n 30 --repeat-penalty "$rp" --repeat-last-n "$ln" --frequency-penalty "$fp" \
+            --presence-penalty "$pp" --logits-out "$TMP/l.npy" --json >"$TMP/p.json"
+        v=$(python3 - "$TMP/l.npy" "$TMP/p.json" "$IDS" "$rp" "$ln" "$fp" "$pp" <<'PY'
+import json, sys
+import numpy as np
+L = np.load(sys.argv[1]); j = json.load(open(sys.argv[2])); prompt = [int(x) for x in sys.argv[3].split(",")]
+rep, last_n, freq, pres = float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
+gen = j["tokens"]; seq = list(prompt); n = len(prompt)
+for k, g in enumerate(gen):
+    x = L[n - 1 + k].astype(np.float32).copy()
+    win = seq[-last_n:]
+    for t in set(win):
+        c = win.count(t)
+        x[t] = x[t] * np.float32(rep) if x[t] <= 0 else x[t] / np.float32(rep)
+        x[t] -= np.float32(c) * np.float32(freq) + np.float32(c > 0) * np.float32(pres)
+    if int(np.argmax(x)) != g:
+        print("step %d: generated %d, numpy %d" % (k, g, int(np.argmax(x)))); sys.exit()
+    seq.append(g)
+print("ok %d" % len(gen))
+PY
+)
+        [ "${v%% *}" = ok ] && ok "--repeat-penalty $rp --repeat-last-n $ln --frequency-penalty $fp --presence-penalty $pp: ${v#ok } ids equal numpy's" \
+            || bad "--repeat-penalty $cfg: $v"
+    done
+fi
+run "${P[@]}" --repeat-penalty 1.3 >"$TMP/rp"
+cmp -s "$TMP/plain" "$TMP/rp" && bad "--repeat-penalty 1.3 changed nothing" || ok "--repeat-penalty 1.3 changes the greedy text"
+run "${P[@]}" --repeat-penalty 1.3 --repeat-last-n 0 >"$TMP/rp"
+same "--repeat-last-n 0 turns the penalty off" "$TMP/plain" "$TMP/rp"
+
+run "${P[@]}" --temp 1 --top-p 1 --min-p 1 --seed 3 >"$TMP/mp"
+same "--min-p 1 at --temp 1 is greedy" "$TMP/plain" "$TMP/mp"
+
+# chat flags on a model with a template
+if [ -f "$SMOL" ]; then
+    vp() { "$BIN" -m "$SMOL" -t 1 -n 1 --verbose-prompt "$@" 2>&1 >/dev/null | grep -E '^ +[0-9]+ ->'; }
+    vp -sys "Be brief." -p "Hi" >"$TMP/a"; vp --chat --system "Be brief." -p "Hi" >"$TMP/b"
+    same "-sys is --chat --system" "$TMP/a" "$TMP/b"
+    vp --chat -p "Hi" >"$TMP/b"
+    for f in -st -cnv --single-turn; do vp $f -p "Hi" >"$TMP/a"; same "$f is --chat" "$TMP/a" "$TMP/b"; done
+    vp -p "Hi" >"$TMP/a"
+    cmp -s "$TMP/a" "$TMP/b" && bad "--chat and the raw prompt give the same ids (no template?)" || ok "the chat template is applied (ids differ from the raw prompt's)"
+else
+    bad "$SMOL not fetched (scripts/fetch_model.sh smollm2-135m)"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
