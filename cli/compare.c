@@ -126,6 +126,7 @@ int cli_compare_main(int argc, char **argv)
     run_options_init(&r);
     int rc = cli_parse(argc, argv, 1, &r, TABLE, &c, "llm-run compare", SYNOPSIS);
     if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = cli_llama_finish(&r)) != 0) return rc;   /* -ctk/-ctv, -e, -sys */
     for (int k = 0; k < r.n_pending; k += 2) {
         if (!cli_is_policy_param(r.pending[k])) return cli_die("unknown option '--%s' (see --help)", r.pending[k]);
         c.o.param_name[c.o.n_params] = r.pending[k];

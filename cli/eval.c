@@ -218,6 +218,7 @@ int cli_eval_main(int argc, char **argv)
     }
     int rc = cli_parse(argc, argv, 1, &r, EVAL_TABLE, &c, "llm-run eval", SYNOPSIS);
     if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = cli_llama_finish(&r)) != 0) return rc;   /* -ctk/-ctv, -e, -sys */
     for (int k = 0; k < r.n_pending; k += 2)   /* --NAME VALUE that is no policy's parameter */
         if (!cli_is_policy_param(r.pending[k])) {
             char flag[300];

@@ -4,7 +4,7 @@
 #   * the accepted flags change nothing: -fa, -fa on, -b, -ub, --no-mmap, --no-warmup, -co,
 #     --log-disable, -no-cnv give the same text as the run without them; -s N is --seed N (a
 #     sampled run); --mlock gives the same text (and at most a one-line warning);
-#   * -ctk/-ctv are --kv-dtype (--json kv.kv_dtype and the text);
+#   * -ctk/-ctv are --kv-dtype (--json kv.kv_dtype and the text), in compare too (its KV peak);
 #   * -sys TEXT is --chat --system TEXT, -st and -cnv are --chat (the same ids, --verbose-prompt);
 #   * -e turns \n and \xHH into their bytes (the prompt's ids equal those of the real bytes)
 #     and leaves them as written without it;
@@ -55,6 +55,13 @@ done
 run "${P[@]}" -ctv bf16 --json >"$TMP/j1"
 d=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kv"]["kv_dtype"])' "$TMP/j1")
 [ "$d" = bf16 ] && ok "-ctv alone sets the type" || bad "-ctv bf16 alone: kv_dtype $d"
+
+# compare reads -ctk too: the full row's KV peak halves (f32 → bf16)
+kvpeak() { "$BIN" compare -m "$M" -t 1 -p "Once upon a time" -n 8 --policies h2o --budgets 0.5 "$@" 2>/dev/null | awk '$1 == "full" {print $3}'; }
+a=$(kvpeak); b=$(kvpeak -ctk bf16)
+python3 -c 'import sys
+v = lambda s: float(s.rstrip("Ki")) * (1024 if s.endswith("Ki") else 1)
+sys.exit(0 if v(sys.argv[1]) == 2 * v(sys.argv[2]) else 1)' "$a" "$b" 2>/dev/null && ok "compare -ctk bf16: KV peak $a -> $b" || bad "compare -ctk bf16: KV peak $a -> $b (not half)"
 
 # -e: escapes processed only when asked
 ids() { "$BIN" tokenize -m "$M" "$@" 2>&1; }
