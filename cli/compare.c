@@ -176,7 +176,7 @@ int cli_compare_main(int argc, char **argv)
         snprintf(err, sizeof err, "the prompt is %d tokens (the context is %d)", n_prompt, ctx);
         goto fail;
     }
-    int max_new = r.max_new < ctx - n_prompt + 1 ? r.max_new : ctx - n_prompt + 1;
+    int max_new = r.max_new >= 0 && r.max_new < ctx - n_prompt + 1 ? r.max_new : ctx - n_prompt + 1;   /* -n -1: the context */
     n_rows = 1 + c.o.n_policies * c.o.n_budgets;
     int vocab = eval_model_vocab(m);
     if (!(rows = calloc((size_t)n_rows, sizeof *rows))) goto oom;

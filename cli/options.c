@@ -87,7 +87,7 @@ SETTER(set_chat_template) {
 }
 SETTER(set_messages) { (void)f; O->messages = v; return 0; }
 SETTER(set_no_parse_special) { (void)f; (void)v; O->no_parse_special = 1; return 0; }
-SETTER(set_max_new) { TRY(cli_int(f, v, 0, 10000000, &O->max_new)); return 0; }
+SETTER(set_max_new) { TRY(cli_int(f, v, -1, 10000000, &O->max_new)); return 0; }
 SETTER(set_ctx) { TRY(cli_int(f, v, 1, INT_MAX, &O->ctx_len)); return 0; }
 SETTER(set_temp) { double d; TRY(cli_float(f, v, 0, 100, &d)); O->temp = (float)d; return 0; }
 SETTER(set_top_p) { double d; TRY(cli_float(f, v, 0, 1, &d)); O->top_p = (float)d; return 0; }
@@ -215,7 +215,7 @@ const cli_opt cli_run_options[] = {
     {"--act-bits", NULL, "8|16", "activations of the quantized (GGUF block) matmuls: 16-bit (default) or 8-bit\n"
      "as llama.cpp (its numbers, for speed comparisons); 8 also rounds BF16 prefill\n"
      "activations to bf16 as llama.cpp does (CPUs with AVX512-BF16)", CLI_G_MODEL, 0, set_act_bits},
-    {"--max-new-tokens", "-n", "N", "tokens to generate (default 256); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
+    {"--max-new-tokens", "-n", "N", "tokens to generate (default 256; -1: up to the context); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
     {"--ignore-eos", NULL, NULL, "do not stop at end-of-generation tokens (benchmarks)", CLI_G_GEN, 0, set_ignore_eos},
     {"--ctx-size", "-c", "N", "context: prompt + generated positions at most (default: the model's)", CLI_G_GEN, 0, set_ctx},
     {"--temp", NULL, "F", "temperature; 0 = greedy (default 0)", CLI_G_GEN, 1, set_temp},

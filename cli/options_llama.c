@@ -39,6 +39,7 @@ SETTER(set_reverse) {
     O->reverse[O->n_reverse++] = v;
     return 0;
 }
+SETTER(set_n_predict) { TRY(cli_int(f, v, -1, 10000000, &O->max_new)); return 0; }
 SETTER(set_chat_turn) { (void)f; (void)v; O->chat = 1; return 0; }
 SETTER(set_count) { int n; TRY(cli_int(f, v, 1, INT_MAX, &n)); return 0; }
 SETTER(set_accept) { (void)ctx; (void)f; (void)v; return 0; }
@@ -63,6 +64,8 @@ SETTER(set_ctv) { return cache_type(f, v, &O->cache_type_v); }
 #undef O
 
 const cli_opt cli_llama_options[] = {
+    {"--n-predict", NULL, "N", "llama.cpp's long -n: --max-new-tokens", CLI_G_LLAMA, 0, set_n_predict},
+    {"--predict", NULL, "N", "as --n-predict", CLI_G_LLAMA, 0, set_n_predict},
     {"--system-prompt", "-sys", "TEXT", "llama.cpp's -sys: --system, and implies --chat", CLI_G_LLAMA, 0, set_system},
     {"--min-p", NULL, "F", "keep tokens with p >= F x the top token's p (at the temperature; default 0 = off)", CLI_G_LLAMA, 0, set_min_p},
     {"--repeat-penalty", NULL, "F", "llama.cpp's repetition penalty (default 1 = off): a token among the last\n"
@@ -87,6 +90,8 @@ const cli_opt cli_llama_options[] = {
     {"--batch-size", "-b", "N", "accepted: the prompt is prefilled in one pass (--prefill-chunk splits it,\n"
      "with eviction in between)", CLI_G_LLAMA, 0, set_count},
     {"--ubatch-size", "-ub", "N", "accepted, as -b", CLI_G_LLAMA, 0, set_count},
+    {"--threads-batch", "-tb", "N", "accepted: prefill runs on the -t threads", CLI_G_LLAMA, 0, set_count},
+    {"--jinja", NULL, NULL, "accepted: the chat template is always recognised from the model's Jinja text", CLI_G_LLAMA, 0, set_accept},
     {"--no-mmap", NULL, NULL, "accepted: the matrices decode streams are always copied into memory at load", CLI_G_LLAMA, 0, set_accept},
     {"--no-warmup", NULL, NULL, "accepted: llm-run runs no warm-up pass", CLI_G_LLAMA, 0, set_accept},
     {"--color", "-co", NULL, "accepted: output is plain text", CLI_G_LLAMA, 0, set_accept},

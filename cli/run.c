@@ -292,7 +292,7 @@ int cli_run_main(int argc, char **argv)
     }
     int ctx = o.ctx_len > 0 ? o.ctx_len : cfg->max_position_embeddings;
     int chunk = o.prefill_chunk > 0 && o.prefill_chunk < n_prompt ? o.prefill_chunk : n_prompt;
-    int max_new = o.max_new;
+    int max_new = o.max_new >= 0 ? o.max_new : ctx - n_prompt + 1 > 1 ? ctx - n_prompt + 1 : 1;   /* -n -1: the context */
     if (o.ctx_len > 0 && o.ctx_len > cfg->max_position_embeddings && !o.pp.rope_shifted && !o.json)
         fprintf(stderr, "llm-run: note: -c %d is beyond the model's trained context of %d\n", o.ctx_len,
                 cfg->max_position_embeddings);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # llama.cpp's command-line flags (cli/options_llama.c), end to end on stories260K (greedy, -t 1)
 # and SmolLM2 (its chat template; scripts/fetch_model.sh smollm2-135m, which run_all.sh fetches):
-#   * the accepted flags change nothing: -fa, -fa on, -b, -ub, --no-mmap, --no-warmup, -co,
-#     --log-disable, -no-cnv give the same text as the run without them; -s N is --seed N (a
-#     sampled run); --mlock gives the same text (and at most a one-line warning);
+#   * the accepted flags change nothing: -fa, -fa on, -b, -ub, -tb, --jinja, --no-mmap,
+#     --no-warmup, -co, --log-disable, -no-cnv give the same text as the run without them; -s N is
+#     --seed N (a sampled run); --n-predict is -n, and -n -1 runs to the context; --mlock gives the
+#     same text (and at most a one-line warning);
 #   * -ctk/-ctv are --kv-dtype (--json kv.kv_dtype and the text), in compare too (its KV peak);
 #   * -sys TEXT is --chat --system TEXT, -st and -cnv are --chat (the same ids, --verbose-prompt);
 #   * -e turns \n and \xHH into their bytes (the prompt's ids equal those of the real bytes)
@@ -33,7 +34,7 @@ same() {   # name, then the two commands' outputs in files
 P=(-p "Once upon a time" -n 40)
 run "${P[@]}" >"$TMP/plain" || bad "plain run failed: $(head -1 "$TMP/err")"
 [ -s "$TMP/plain" ] && ok "plain run: $(wc -c <"$TMP/plain") bytes" || bad "plain run printed nothing"
-for flags in "-fa" "-fa on" "--flash-attn off" "-b 512 -ub 128" "--no-mmap --no-warmup" "-co --log-disable -no-cnv"; do
+for flags in "-fa" "-fa on" "--flash-attn off" "-b 512 -ub 128" "--no-mmap --no-warmup" "-co --log-disable -no-cnv" "-tb 2 --jinja"; do
     # shellcheck disable=SC2086
     run "${P[@]}" $flags >"$TMP/f" 2>/dev/null
     same "accepted $flags: the same text" "$TMP/plain" "$TMP/f"
@@ -43,6 +44,10 @@ same "--mlock: the same text" "$TMP/plain" "$TMP/f"
 n=$(grep -cv '^\(load time\|prompt eval\|eval \|total time\|kv:\)' "$TMP/err")
 [ "$n" -le 1 ] && ok "--mlock: at most one line besides the summary ($n)" || bad "--mlock: $n extra lines: $(head -2 "$TMP/err")"
 
+run -p "Once upon a time" --n-predict 12 >"$TMP/a"; run -p "Once upon a time" -n 12 >"$TMP/b"
+same "--n-predict 12 is -n 12" "$TMP/a" "$TMP/b"
+g=$(run -p "Once upon a time" -n -1 -c 64 --ignore-eos --json | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["n_prompt_tokens"], j["n_generated_tokens"])')
+[ "$g" = "5 60" ] && ok "-n -1 -c 64: generates up to the context (5 + 60 - 1 positions)" || bad "-n -1 -c 64: prompt, generated = $g (want 5 60)"
 run "${P[@]}" --temp 0.9 -s 7 >"$TMP/a"; run "${P[@]}" --temp 0.9 --seed 7 >"$TMP/b"; run "${P[@]}" --temp 0.9 --seed 8 >"$TMP/c"
 same "-s 7 is --seed 7" "$TMP/a" "$TMP/b"
 cmp -s "$TMP/a" "$TMP/c" && bad "--seed 8 gave --seed 7's sample (the seed is not read?)" || ok "--seed 8 samples differently"

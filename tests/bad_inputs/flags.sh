@@ -9,7 +9,7 @@ check "flag missing its value (-m at the end)" '-m' -m
 check "flag missing its value (--policy at the end)" '--policy' -m "$GOOD" -p hi --policy
 check "-n not a number" '-n.*abc' -m "$GOOD" -p hi -n abc
 check "-n 12x" '-n.*12x' -m "$GOOD" -p hi -n 12x
-check "-n -1" '-n' -m "$GOOD" -p hi -n -1
+check "-n -2" '-n' -m "$GOOD" -p hi -n -2
 check "-n 99999999999999999999" '-n' -m "$GOOD" -p hi -n 99999999999999999999
 check "--temp negative" '--temp' -m "$GOOD" "${P[@]}" --temp -0.5
 check "--temp nan" '--temp' -m "$GOOD" "${P[@]}" --temp nan
