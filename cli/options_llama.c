@@ -134,11 +134,24 @@ static void process_escapes(char *s)
     *w = '\0';
 }
 
+/* the escaped copies (-p, --system, up to 8 -r): used until exit, freed there */
+static char *escaped_kept[10];
+static int n_escaped_kept;
+static void free_escaped(void)
+{
+    for (int i = 0; i < n_escaped_kept; i++) free(escaped_kept[i]);
+    n_escaped_kept = 0;
+}
+
 static const char *escaped(const char *s)
 {
-    char *c = s ? strdup(s) : NULL;   /* kept for the process's life, as argv is */
-    if (c) process_escapes(c);
-    return c ? c : s;
+    if (!s || n_escaped_kept >= (int)(sizeof escaped_kept / sizeof escaped_kept[0])) return s;
+    char *c = strdup(s);
+    if (!c) return s;
+    process_escapes(c);
+    if (n_escaped_kept == 0) atexit(free_escaped);
+    escaped_kept[n_escaped_kept++] = c;
+    return c;
 }
 
 int cli_llama_finish(run_options *o)
