@@ -63,7 +63,7 @@ typedef struct {
     int escape;                /* -e: \n \t \\ ... in -p, --system and -r processed */
     const char *reverse[8];    /* -r TEXT: stop once the output contains one of them */
     int n_reverse;
-    int mlock;                 /* --mlock: lock the process's memory after the load */
+    int mlock;                 /* --mlock: lock the weights in memory after the load (model_mlock) */
     int cache_type_k, cache_type_v;   /* -ctk / -ctv: 0 unset, else a dtype_t + 1 */
     const char *positional[8]; /* non-option arguments, in order */
     int n_positional;

@@ -81,7 +81,7 @@ const cli_opt cli_llama_options[] = {
     {"--no-escape", NULL, NULL, "text as given (llm-run's default)", CLI_G_LLAMA, 0, set_no_escape},
     {"--cache-type-k", "-ctk", "TYPE", "f32, f16 or bf16: --kv-dtype (with -ctv the same type)", CLI_G_LLAMA, 0, set_ctk},
     {"--cache-type-v", "-ctv", "TYPE", "f32, f16 or bf16: --kv-dtype (with -ctk the same type)", CLI_G_LLAMA, 0, set_ctv},
-    {"--mlock", NULL, NULL, "lock the process's memory after the load (a warning if the limit refuses)", CLI_G_LLAMA, 0, set_mlock},
+    {"--mlock", NULL, NULL, "lock the weights in memory after the load (a warning if ulimit -l refuses)", CLI_G_LLAMA, 0, set_mlock},
     {"--single-turn", "-st", NULL, "--chat (llm-run always answers one turn)", CLI_G_LLAMA, 0, set_chat_turn},
     {"--conversation", "-cnv", NULL, "--chat, one turn (llm-run is not interactive)", CLI_G_LLAMA, 0, set_chat_turn},
     {"--no-conversation", "-no-cnv", NULL, "accepted: without --chat the prompt is raw text", CLI_G_LLAMA, 0, set_accept},
