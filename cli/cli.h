@@ -8,6 +8,7 @@
 #ifndef LLM_CLI_H
 #define LLM_CLI_H
 
+#include "eval/eval.h"
 #include "eviction/eviction.h"
 #include "model/model.h"
 
@@ -65,6 +66,9 @@ typedef struct {
     int n_reverse;
     int mlock;                 /* --mlock: lock the weights in memory after the load (model_mlock) */
     int cache_type_k, cache_type_v;   /* -ctk / -ctv: 0 unset, else a dtype_t + 1 */
+    float rope_freq_base;      /* --rope-freq-base: 0, or the RoPE base (rope_theta) to use */
+    float rope_freq_scale;     /* --rope-freq-scale (--rope-scale N: 1/N): 0, or positions x F */
+    int rope_scaling_none;     /* --rope-scaling none: no linear scaling (the model's ignored) */
     const char *positional[8]; /* non-option arguments, in order */
     int n_positional;
 } run_options;
@@ -92,12 +96,16 @@ extern const cli_opt cli_run_options[];
 extern const cli_opt cli_llama_options[];
 /* Both, NULL-terminated: what the parser, --help and the suggestions read. */
 extern const cli_opt *const cli_shared_tables[];
-/* After parsing (run_options_finish): -e applied, -ctk/-ctv resolved into kv_dtype, -sys →
- * --chat. 0, or 2 after printing the error. */
+/* After parsing (run_options_finish): -e applied, -ctk/-ctv resolved into kv_dtype (an
+ * explicit --kv-dtype of another type is an error), -sys → --chat. 0, or 2 after printing the
+ * error. */
 int cli_llama_finish(run_options *o);
 /* eval and compare: the sampling flags they would ignore (penalties, min-p, -r) are an error
  * naming cmd. 0, or 2 after printing it. */
 int cli_llama_unused(const run_options *o, const char *cmd);
+/* The model-opening options of o (threads, --dtype, --no-check, --mlock, the RoPE overrides)
+ * into *mo; the caller sets resident and allow_no_tokenizer. */
+void cli_model_opts(const run_options *o, eval_model_opts *mo);
 
 /* Defaults of run_options (max_new 256, greedy, all physical cores, budget 1, device from
  * $LLM_DEVICE or auto). */

@@ -164,7 +164,8 @@ int cli_compare_main(int argc, char **argv)
     const char *env = getenv("LLM_MODEL");
     const char *model = r.model_dir ? r.model_dir : env && *env ? env : "../shared/models/stories260K";
     cpu_quant_act_bits(r.act_bits);
-    eval_model_opts mo = {.threads = r.threads, .dtype = r.dtype, .resident = 1};
+    eval_model_opts mo = {.resident = 1};
+    cli_model_opts(&r, &mo);
     if (!(m = eval_model_open(model, &mo, err, sizeof err))) goto fail;
     if (r.messages && chat_messages_load(r.messages, &msgs, &n_msgs, err, sizeof err) != 0) goto fail;
     eval_prompt_in in = {.text = prompt, .text_len = plen, .parse_special = !r.no_parse_special,

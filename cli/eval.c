@@ -261,6 +261,7 @@ int cli_eval_main(int argc, char **argv)
     o.threads = r.threads;
     o.dtype = r.dtype;
     o.kv_dtype = r.kv_dtype;
+    cli_model_opts(&r, &o.open);
     o.act_bits = r.act_bits;
     cpu_quant_act_bits(r.act_bits);
     o.seed = r.seed;

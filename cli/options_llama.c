@@ -2,7 +2,8 @@
  * they mean here. Aliases of llm-run's options (-sys, -ctk/-ctv; -s is --seed's own), the sampling options
  * llm-run lacked (--repeat-penalty, --frequency/--presence-penalty, --repeat-last-n, --min-p:
  * llama.cpp's llama_sampler_penalties and min-p, model/sampler.c), -r (stop strings), -e
- * (escape sequences, common/common.cpp string_process_escapes), --mlock, and the flags that
+ * (escape sequences, common/common.cpp string_process_escapes), --mlock, the RoPE overrides
+ * (--rope-freq-base, --rope-freq-scale, --rope-scale, --rope-scaling), and the flags that
  * change nothing here (-fa, -b, -ub, --no-mmap, ...), accepted, each with its reason in
  * --help-all. Interactive modes (-i, -if) are refused with what to use instead. */
 #include "cli/cli.h"
@@ -58,8 +59,30 @@ static int cache_type(const char *f, const char *v, int *out)
     else return cli_die("%s: llm-run's KV cache holds f32, f16 or bf16 (as --kv-dtype), not '%s'", f, v);
     return 0;
 }
+static const char *kv_name(int dt) { return dt == DT_F32 ? "f32" : dt == DT_F16 ? "f16" : "bf16"; }
 SETTER(set_ctk) { return cache_type(f, v, &O->cache_type_k); }
 SETTER(set_ctv) { return cache_type(f, v, &O->cache_type_v); }
+
+/* RoPE overrides (llama.cpp's common/arg.cpp): the base, and linear position scaling given as
+ * the frequency scale F (positions x F: 0.5 doubles the context) or as the context factor N
+ * (F = 1/N); --rope-scaling none turns the model's linear scaling off, yarn is not here */
+SETTER(set_rope_base) { return set_float(f, v, 1e-3, 1e12, &O->rope_freq_base); }
+SETTER(set_rope_freq_scale) { return set_float(f, v, 1e-6, 1e6, &O->rope_freq_scale); }
+SETTER(set_rope_scale) {
+    float n;
+    TRY(set_float(f, v, 1e-6, 1e6, &n));
+    O->rope_freq_scale = 1.0f / n;
+    return 0;
+}
+SETTER(set_rope_scaling) {
+    if (!strcmp(v, "none")) O->rope_scaling_none = 1;
+    else if (!strcmp(v, "linear")) O->rope_scaling_none = 0;
+    else if (!strcmp(v, "yarn"))
+        return cli_die("%s yarn: llm-run has linear RoPE scaling (--rope-scale, --rope-freq-scale) and the model's "
+                       "own (llama3), not YaRN", f);
+    else return cli_die("%s: expected none, linear or yarn, got '%s'", f, v);
+    return 0;
+}
 
 #undef O
 
@@ -81,6 +104,12 @@ const cli_opt cli_llama_options[] = {
     {"--no-escape", NULL, NULL, "text as given (llm-run's default)", CLI_G_LLAMA, 0, set_no_escape},
     {"--cache-type-k", "-ctk", "TYPE", "f32, f16 or bf16: --kv-dtype (with -ctv the same type)", CLI_G_LLAMA, 0, set_ctk},
     {"--cache-type-v", "-ctv", "TYPE", "f32, f16 or bf16: --kv-dtype (with -ctk the same type)", CLI_G_LLAMA, 0, set_ctv},
+    {"--rope-freq-base", NULL, "N", "RoPE base frequency (rope_theta; default: the model's)", CLI_G_LLAMA, 0, set_rope_base},
+    {"--rope-freq-scale", NULL, "F", "linear RoPE scaling: positions x F (0.5 stretches the context 2x;\n"
+     "default: the model's rope_scaling factor)", CLI_G_LLAMA, 0, set_rope_freq_scale},
+    {"--rope-scale", NULL, "N", "linear RoPE scaling by context factor N: --rope-freq-scale 1/N", CLI_G_LLAMA, 0, set_rope_scale},
+    {"--rope-scaling", NULL, "none|linear", "none: no linear scaling (the model's and --rope-freq-scale ignored);\n"
+     "linear: the default (yarn is refused)", CLI_G_LLAMA, 0, set_rope_scaling},
     {"--mlock", NULL, NULL, "lock the weights in memory after the load (a warning if ulimit -l refuses)", CLI_G_LLAMA, 0, set_mlock},
     {"--single-turn", "-st", NULL, "--chat (llm-run always answers one turn)", CLI_G_LLAMA, 0, set_chat_turn},
     {"--conversation", "-cnv", NULL, "--chat, one turn (llm-run is not interactive)", CLI_G_LLAMA, 0, set_chat_turn},
@@ -158,7 +187,13 @@ int cli_llama_finish(run_options *o)
 {
     if (o->cache_type_k && o->cache_type_v && o->cache_type_k != o->cache_type_v)
         return cli_die("-ctk and -ctv: llm-run stores K and V in one type (--kv-dtype)");
-    if (o->cache_type_k || o->cache_type_v) o->kv_dtype = (o->cache_type_k ? o->cache_type_k : o->cache_type_v) - 1;
+    if (o->cache_type_k || o->cache_type_v) {
+        const int t = (o->cache_type_k ? o->cache_type_k : o->cache_type_v) - 1;
+        if (o->kv_dtype >= 0 && o->kv_dtype != t)
+            return cli_die("%s %s and --kv-dtype %s: two cache types; give one", o->cache_type_k ? "-ctk" : "-ctv",
+                           kv_name(t), kv_name(o->kv_dtype));
+        o->kv_dtype = t;
+    }
     if (o->escape) {
         o->prompt_text = o->prompt_text ? escaped(o->prompt_text) : NULL;
         o->system = o->system ? escaped(o->system) : NULL;
@@ -176,4 +211,15 @@ int cli_llama_unused(const run_options *o, const char *cmd)
                        "--presence-penalty are llm-run's)", cmd);
     if (o->n_reverse) return cli_die("%s: -r is llm-run's (it stops a generation on its text)", cmd);
     return 0;
+}
+
+void cli_model_opts(const run_options *o, eval_model_opts *mo)
+{
+    mo->threads = o->threads;
+    mo->dtype = o->dtype;
+    mo->no_check = o->no_check;
+    mo->mlock = o->mlock;
+    mo->rope_freq_base = o->rope_freq_base;
+    mo->rope_freq_scale = o->rope_freq_scale;
+    mo->rope_scaling_none = o->rope_scaling_none;
 }

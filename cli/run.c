@@ -222,8 +222,8 @@ int cli_run_main(int argc, char **argv)
     /* model and tokenizer (eval/model.c: a folder's tokenizer.json / tokenizer.model, or the
      * vocabulary inside a GGUF file) */
     cpu_quant_act_bits(o.act_bits);
-    eval_model_opts mo = {.threads = o.threads, .dtype = o.dtype, .resident = !use_cuda,
-                          .allow_no_tokenizer = o.prompt_ids != NULL, .no_check = o.no_check};
+    eval_model_opts mo = {.resident = !use_cuda, .allow_no_tokenizer = o.prompt_ids != NULL};
+    cli_model_opts(&o, &mo);
     if (!(em = eval_model_open(o.model_dir, &mo, err, sizeof err))) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;
@@ -416,8 +416,6 @@ int cli_run_main(int argc, char **argv)
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
     if (!use_cuda) blas_reserve_or_exit(o.threads);
-    if (o.mlock && model_mlock(mw, err, sizeof err) != 0)   /* llama.cpp warns and goes on, too */
-        fprintf(stderr, "llm-run: warning: --mlock: %s\n", err);
     out.reverse = o.reverse;
     out.n_reverse = o.n_reverse;
     t_load = now_s() - t_load;

@@ -187,6 +187,13 @@ typedef struct {
     int resident;             /* model_make_resident (the CPU backend) */
     int allow_no_tokenizer;   /* a model without a tokenizer opens (prompts as ids only) */
     int no_check;             /* skip model_check_finite (huge models: --no-check) */
+    int mlock;                /* model_mlock after the load (--mlock; refused: a warning on stderr) */
+    /* llama.cpp's RoPE overrides (--rope-freq-base, --rope-freq-scale / --rope-scale,
+     * --rope-scaling none), applied to the loaded config: */
+    float rope_freq_base;     /* > 0: rope_theta */
+    float rope_freq_scale;    /* > 0: rope_scaling_factor = 1 / it (linear: positions x it) */
+    int rope_scaling_none;    /* rope_scaling_factor = 1 (before rope_freq_scale, which then
+                                 has no effect, as in llama.cpp) */
 } eval_model_opts;
 
 /* Opens a model path (eval/model.c): a Hugging Face folder (weights + tokenizer.json or

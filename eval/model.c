@@ -105,6 +105,14 @@ eval_model *eval_model_open(const char *path, const eval_model_opts *o, char *er
         (o->dtype >= 0 && model_convert(&m->w, (dtype_t)o->dtype, err, errlen) != 0) ||
         (o->resident && model_make_resident(&m->w, err, errlen) != 0))
         goto fail;
+    if (o->mlock && model_mlock(&m->w, err, errlen) != 0) {   /* llama.cpp warns and goes on, too */
+        fprintf(stderr, "llm-run: warning: --mlock: %s\n", err);
+        err[0] = '\0';
+    }
+    /* llama.cpp's overrides: the config the engines build their RoPE tables from */
+    if (o->rope_freq_base > 0) m->w.cfg.rope_theta = o->rope_freq_base;
+    if (o->rope_scaling_none) m->w.cfg.rope_scaling_factor = 1.0f;
+    else if (o->rope_freq_scale > 0) m->w.cfg.rope_scaling_factor = 1.0f / o->rope_freq_scale;
     if (m->w.gguf) {
         m->tok = gguf_tokenizer(m->w.gguf, err, errlen);
         snprintf(m->tok_path, sizeof m->tok_path, "%s", path);

@@ -250,7 +250,8 @@ int eval_run(eval_opts *op)
         status = 2;
         goto fail;
     }
-    eval_model_opts mo = {.threads = o.threads, .dtype = o.dtype, .resident = 1};
+    eval_model_opts mo = o.open;
+    mo.threads = o.threads, mo.dtype = o.dtype, mo.resident = 1, mo.allow_no_tokenizer = 0;
     if (!(m = eval_model_open(o.model, &mo, err, sizeof err))) goto fail;
     if (!ppl) {
         if (o.chat < 0) o.chat = eval_model_has_chat_template(m);

@@ -38,6 +38,8 @@ typedef struct {
     int dtype;                       /* -1: as in the file, else a dtype_t (--dtype) */
     int kv_dtype;                    /* -1: auto (f32 for F32 weights, else f16), else DT_F32/F16/BF16 */
     int act_bits;                    /* --act-bits: 16 (default) or 8 (cpu_quant_act_bits) */
+    eval_model_opts open;            /* --mlock, --no-check, the RoPE overrides (threads, dtype
+                                        and resident come from the fields here) */
     int chat;                        /* -1: auto (the model's chat template when it has one),
                                         0: raw prompt (--no-chat), 1: chat (--chat) */
     const char *chat_template;       /* --chat-template (NULL: the model's) */

@@ -176,6 +176,10 @@ int sweep_check_run_config(const char *dir, const eval_opts *o, const char *styl
                                              : o->kv_dtype == DT_BF16 ? "bf16" : "auto");
     /* since issue 17: a run.json without it ran the 8-bit activations of before */
     cJSON_AddNumberToObject(cfg, "act_bits", o->act_bits);
+    /* llama.cpp's RoPE overrides, only when given (a run.json without them had none) */
+    if (o->open.rope_freq_base > 0) cJSON_AddNumberToObject(cfg, "rope_freq_base", o->open.rope_freq_base);
+    if (o->open.rope_scaling_none) cJSON_AddStringToObject(cfg, "rope_scaling", "none");
+    else if (o->open.rope_freq_scale > 0) cJSON_AddNumberToObject(cfg, "rope_freq_scale", o->open.rope_freq_scale);
     if (!eval_task_is_ppl(o->task)) {
         cJSON_AddStringToObject(cfg, "chat", chat ? chat : "none");
         cJSON_AddStringToObject(cfg, "question_position", o->question_first ? "first" : "last");
@@ -206,6 +210,11 @@ int sweep_check_run_config(const char *dir, const eval_opts *o, const char *styl
                     break;
                 }
             }
+            if (!strcmp(what, "?") && old)   /* a key the folder's run.json has and this run does not */
+                cJSON_ArrayForEach(it, old) if (!cJSON_GetObjectItemCaseSensitive(cfg, it->string)) {
+                    what = it->string;
+                    break;
+                }
             snprintf(err, errlen, "%.300s: this folder holds results of another configuration (%s differs); use another --out",
                      path, what);
             rc = -1;

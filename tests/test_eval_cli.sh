@@ -49,6 +49,15 @@ if "$BIN" "${X[@]}" --policies full,streaming --budgets 0.3 --sink 2 --dtype bf1
 else
     bad "eval with --sink --dtype: $(tail -1 "$tmp/p.err")"
 fi
+# llama.cpp's RoPE overrides reach the sweep's model and its run.json
+mkdir -p "$tmp/theta"; cp "$MODEL"/model.safetensors "$MODEL"/tokenizer.model "$tmp/theta"/
+jq '.rope_theta = 5000' "$MODEL/config.json" > "$tmp/theta/config.json"
+"$BIN" "${X[@]}" --policies full --rope-freq-base 5000 --out "$tmp/r1" 2> /dev/null
+"$BIN" eval --task xsum --data "$XSUM" --model "$tmp/theta" --limit 2 -n 8 -t 1 --no-plot --policies full --out "$tmp/r2" 2> /dev/null
+"$BIN" "${X[@]}" --policies full --out "$tmp/r0" 2> /dev/null
+check "eval --rope-freq-base 5000: run.json says so, outputs of the rope_theta 5000 folder, not the plain model's" \
+    'jq -e ".rope_freq_base == 5000" "$tmp/r1/run.json" > /dev/null && diff <(jq -c .output "$tmp/r1/results.jsonl") <(jq -c .output "$tmp/r2/results.jsonl") > /dev/null && ! diff <(jq -c .output "$tmp/r1/results.jsonl") <(jq -c .output "$tmp/r0/results.jsonl") > /dev/null'
+one_line_err "a rerun without --rope-freq-base is refused" "rope_freq_base differs" "$BIN" "${X[@]}" --policies full --out "$tmp/r1"
 one_line_err "a parameter no selected policy has" "--buzz-s: none of the selected policies" "$BIN" "${X[@]}" --policies full,h2o --buzz-s 3 --out "$tmp/q"
 one_line_err "an unknown option" "unknown option '--bogus'" "$BIN" "${X[@]}" --bogus 3 --out "$tmp/q"
 one_line_err "--json is refused" "--json is not used by eval" "$BIN" "${X[@]}" --json --out "$tmp/q"

@@ -6,6 +6,10 @@
 #     --seed N (a sampled run); --n-predict is -n, and -n -1 runs to the context; --mlock gives the
 #     same text (and at most a one-line warning);
 #   * -ctk/-ctv are --kv-dtype (--json kv.kv_dtype and the text), in compare too (its KV peak);
+#     -ctk with another --kv-dtype is an error;
+#   * --rope-freq-base, --rope-freq-scale, --rope-scale, --rope-scaling none: the logits
+#     (--logits-out, bit for bit) of the folder whose config.json says the same (rope_theta,
+#     rope_scaling linear), which differ from the plain run's; compare reads them too;
 #   * -sys TEXT is --chat --system TEXT, -st and -cnv are --chat (the same ids, --verbose-prompt);
 #   * -e turns \n and \xHH into their bytes (the prompt's ids equal those of the real bytes)
 #     and leaves them as written without it;
@@ -60,6 +64,49 @@ done
 run "${P[@]}" -ctv bf16 --json >"$TMP/j1"
 d=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kv"]["kv_dtype"])' "$TMP/j1")
 [ "$d" = bf16 ] && ok "-ctv alone sets the type" || bad "-ctv bf16 alone: kv_dtype $d"
+
+"$BIN" -m "$M" -t 1 "${P[@]}" -ctk bf16 --kv-dtype f16 >/dev/null 2>"$TMP/err" && bad "-ctk bf16 with --kv-dtype f16 accepted" \
+    || { grep -q 'two cache types' "$TMP/err" && ok "-ctk bf16 with --kv-dtype f16: $(head -1 "$TMP/err")" || bad "-ctk/--kv-dtype conflict: $(head -1 "$TMP/err")"; }
+
+# RoPE overrides: each equals the model folder whose config.json says the same (a copy with
+# rope_theta / rope_scaling edited), logits bit for bit; and differs from the plain run
+rope_copy() {   # DIR, then python assignments to the config dict c
+    mkdir -p "$1"; cp "$M"/model.safetensors "$M"/tokenizer.model "$1"/
+    python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); exec(sys.argv[3]); json.dump(c, open(sys.argv[2], "w"))' "$M/config.json" "$1/config.json" "$2"
+}
+rope_copy "$TMP/theta" 'c["rope_theta"] = 5000.0'
+rope_copy "$TMP/lin2" 'c["rope_scaling"] = {"type": "linear", "factor": 2.0}'
+RP=(-t 1 -p "Once upon a time there was a little girl named Lily" -n 12 --ignore-eos)
+logits() { local out=$1 dir=$2; shift 2; "$BIN" -m "$dir" "${RP[@]}" --logits-out "$out" "$@" >/dev/null 2>"$TMP/err" || bad "logits $*: $(head -1 "$TMP/err")"; }
+logits "$TMP/plain.npy" "$M"
+logits "$TMP/theta.npy" "$TMP/theta"
+logits "$TMP/lin2.npy" "$TMP/lin2"
+cmp -s "$TMP/plain.npy" "$TMP/theta.npy" && bad "rope_theta 5000 gave the same logits as 10000: the test cannot tell" || ok "rope_theta 5000 changes the logits"
+cmp -s "$TMP/plain.npy" "$TMP/lin2.npy" && bad "linear factor 2 gave the same logits: the test cannot tell" || ok "linear rope_scaling 2 changes the logits"
+logits "$TMP/a.npy" "$M" --rope-freq-base 5000
+same "--rope-freq-base 5000: the logits of a config with rope_theta 5000" "$TMP/theta.npy" "$TMP/a.npy"
+logits "$TMP/a.npy" "$M" --rope-freq-base 10000
+same "--rope-freq-base 10000 (the model's): the plain logits" "$TMP/plain.npy" "$TMP/a.npy"
+logits "$TMP/a.npy" "$M" --rope-freq-scale 0.5
+same "--rope-freq-scale 0.5: the logits of rope_scaling linear 2" "$TMP/lin2.npy" "$TMP/a.npy"
+logits "$TMP/a.npy" "$M" --rope-scale 2
+same "--rope-scale 2: the logits of rope_scaling linear 2" "$TMP/lin2.npy" "$TMP/a.npy"
+logits "$TMP/a.npy" "$TMP/lin2" --rope-scaling none
+same "--rope-scaling none on the linear-2 folder: the plain logits" "$TMP/plain.npy" "$TMP/a.npy"
+logits "$TMP/a.npy" "$TMP/lin2" --rope-freq-scale 1
+same "--rope-freq-scale 1 on the linear-2 folder: the plain logits" "$TMP/plain.npy" "$TMP/a.npy"
+"$BIN" compare -m "$M" "${RP[@]}" --policies h2o --budgets 0.5 --rope-freq-base 5000 --json >"$TMP/c1" 2>/dev/null
+"$BIN" compare -m "$TMP/theta" "${RP[@]}" --policies h2o --budgets 0.5 --json >"$TMP/c2" 2>/dev/null
+v=$(python3 -c 'import json,sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+strip = lambda j: json.dumps([{k: v for k, v in r.items() if k != "tok_s"} for r in j["runs"]], sort_keys=True)
+print("same" if strip(a) == strip(b) and a["runs"][1]["kl"] > 0 else "differ: %s | %s" % (strip(a)[:200], strip(b)[:200]))' "$TMP/c1" "$TMP/c2" 2>&1)
+[ "$v" = same ] && ok "compare --rope-freq-base 5000: the rows of the rope_theta 5000 folder" || bad "compare --rope-freq-base: $v"
+
+"$BIN" compare -m "$M" "${RP[@]}" --policies h2o --budgets 0.5 --json >"$TMP/c1" 2>/dev/null
+"$BIN" compare -m "$M" "${RP[@]}" --policies h2o --budgets 0.5 --mlock --json >"$TMP/c2" 2>"$TMP/err"
+v=$(python3 -c 'import json,sys; a, b = (json.load(open(p)) for p in sys.argv[1:3]); print([r["text"] for r in a["runs"]] == [r["text"] for r in b["runs"]])' "$TMP/c1" "$TMP/c2" 2>&1)
+[ "$v" = True ] && [ "$(grep -vc '^llm-run: warning: --mlock' "$TMP/err")" -eq 0 ] && ok "compare --mlock: the same texts (at most its warning)" || bad "compare --mlock: $v, $(head -1 "$TMP/err")"
 
 # compare reads -ctk too: the full row's KV peak halves (f32 → bf16)
 kvpeak() { "$BIN" compare -m "$M" -t 1 -p "Once upon a time" -n 8 --policies h2o --budgets 0.5 "$@" 2>/dev/null | awk '$1 == "full" {print $3}'; }
@@ -145,6 +192,11 @@ if [ -f "$SMOL" ]; then
     for f in -st -cnv --single-turn; do vp $f -p "Hi" >"$TMP/a"; same "$f is --chat" "$TMP/a" "$TMP/b"; done
     vp -p "Hi" >"$TMP/a"
     cmp -s "$TMP/a" "$TMP/b" && bad "--chat and the raw prompt give the same ids (no template?)" || ok "the chat template is applied (ids differ from the raw prompt's)"
+    # a GGUF's rope.freq_base (SmolLM2: 100000) is what --rope-freq-base overrides
+    gl() { "$BIN" -m "$SMOL" -t 1 --prompt-ids 1,504,3458,314,253,655 -n 1 --logits-out "$1" "${@:2}" >/dev/null 2>&1; }
+    gl "$TMP/g0.npy"; gl "$TMP/g1.npy" --rope-freq-base 100000; gl "$TMP/g2.npy" --rope-freq-base 50000
+    same "SmolLM2 GGUF --rope-freq-base 100000 (its own): the same logits" "$TMP/g0.npy" "$TMP/g1.npy"
+    cmp -s "$TMP/g0.npy" "$TMP/g2.npy" && bad "SmolLM2 --rope-freq-base 50000 changed nothing" || ok "SmolLM2 GGUF --rope-freq-base 50000 changes the logits"
 else
     bad "$SMOL not fetched (scripts/fetch_model.sh smollm2-135m)"
 fi

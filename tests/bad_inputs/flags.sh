@@ -116,3 +116,10 @@ check "-fa with a value it does not know (taken as a prompt file)" 'maybe' -m "$
 check "-b missing its value" '-b' -m "$GOOD" -p hi -b
 check "eval --repeat-penalty" 'eval: .*penalt' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --repeat-penalty 1.2
 check "compare -r" 'compare: -r' compare -m "$GOOD" -p hi -r x
+check "-ctk bf16 with --kv-dtype f16" '-ctk bf16 and --kv-dtype f16' -m "$GOOD" "${P[@]}" -ctk bf16 --kv-dtype f16
+check "--rope-freq-base 0" '--rope-freq-base' -m "$GOOD" "${P[@]}" --rope-freq-base 0
+check "--rope-freq-base abc" '--rope-freq-base' -m "$GOOD" "${P[@]}" --rope-freq-base abc
+check "--rope-freq-scale -1" '--rope-freq-scale' -m "$GOOD" "${P[@]}" --rope-freq-scale -1
+check "--rope-scale 0" '--rope-scale' -m "$GOOD" "${P[@]}" --rope-scale 0
+check "--rope-scaling yarn" '--rope-scaling yarn: .*not YaRN' -m "$GOOD" "${P[@]}" --rope-scaling yarn
+check "--rope-scaling bogus" '--rope-scaling: expected none, linear or yarn' -m "$GOOD" "${P[@]}" --rope-scaling bogus
