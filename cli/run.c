@@ -44,8 +44,7 @@ typedef struct {
     cli_npy_stream ns;
     tok_decoder *dec;
     int echo;                 /* stream text to stdout */
-    char *text;               /* everything decoded so far */
-    size_t len, cap;
+    eval_text out;            /* everything decoded so far */
     int n_ids_printed;        /* no tokenizer: ids printed */
     int stdout_failed;
     int prefill_progress;     /* a prefill progress line on the terminal */
@@ -56,17 +55,6 @@ typedef struct {
     const char *const *reverse;   /* -r: stop once the text contains one of them */
     int n_reverse;
 } run_out;
-
-/* -r: one of the stop texts ends inside the last m bytes of the text (a stop text may span
- * tokens: the search starts its length - 1 bytes before them) */
-static int reverse_hit(const run_out *o, int m)
-{
-    for (int i = 0; i < o->n_reverse; i++) {
-        size_t k = strlen(o->reverse[i]), from = (size_t)m + k - 1 < o->len ? o->len - ((size_t)m + k - 1) : 0;
-        if (strstr(o->text + from, o->reverse[i])) return 1;
-    }
-    return 0;
-}
 
 static int on_logits(void *ctx, const float *rows, int n, char *err, size_t errlen)
 {
@@ -84,19 +72,10 @@ static int on_logits(void *ctx, const float *rows, int n, char *err, size_t errl
 static int append(run_out *o, const char *piece, int m, char *err, size_t errlen)
 {
     if (m <= 0) return 0;
-    if (o->len + (size_t)m + 1 > o->cap) {
-        size_t nc = 2 * o->cap + (size_t)m;
-        char *nt = realloc(o->text, nc);
-        if (!nt) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        o->text = nt;
-        o->cap = nc;
+    if (eval_text_push(&o->out, piece, m) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    memcpy(o->text + o->len, piece, (size_t)m);
-    o->len += (size_t)m;
-    o->text[o->len] = '\0';
     if (o->echo && (fwrite(piece, 1, (size_t)m, stdout) != (size_t)m || fflush(stdout) != 0)) {
         snprintf(err, errlen, "stdout: write failed: %s", strerror(errno));
         o->stdout_failed = 1;
@@ -118,7 +97,7 @@ static int on_token(void *ctx, int id, char *err, size_t errlen)
     int m = o->dec ? tok_decoder_push(o->dec, id, piece, sizeof piece)
                    : snprintf(piece, sizeof piece, "%s%d", o->n_ids_printed++ ? " " : "", id);
     if (append(o, piece, m, err, errlen) < 0) return -1;
-    return o->n_reverse && m > 0 && reverse_hit(o, m) ? 1 : 0;
+    return o->n_reverse && m > 0 && eval_text_stop(&o->out, (size_t)m, o->reverse, o->n_reverse) ? 1 : 0;
 }
 
 /* a long unchunked prompt: the prefill's progress by layer (stderr is a terminal) */
@@ -389,9 +368,9 @@ int cli_run_main(int argc, char **argv)
     }
     if (tok && !(out.dec = tok_decoder_new(tok))) goto oom;
     if (out.dec) tok_decoder_reset(out.dec, tokens[n_prompt - 1]);
-    out.cap = 4096;
-    if (!(out.text = malloc(out.cap))) goto oom;
-    out.text[0] = '\0';
+    out.out.cap = 4096;
+    if (!(out.out.text = malloc(out.out.cap))) goto oom;
+    out.out.text[0] = '\0';
     /* progress on a terminal: by chunk, or by layer for an unchunked prompt over 2k tokens */
     out.prefill_progress = (chunk < n_prompt || n_prompt > 2048) && !o.json && isatty(2);
     out.n_prompt_total = n_prompt;
@@ -458,9 +437,9 @@ int cli_run_main(int argc, char **argv)
     kv_stats st;
     kv_stats_get(&kv, n_prompt, g.n_decode_steps, &st);
     if (o.json) {
-        cli_run_print_json(&o, &kv, &g, out.text, &st, use_cuda, &eng, chunk, t_load, budget_cap);
+        cli_run_print_json(&o, &kv, &g, out.out.text, &st, use_cuda, &eng, chunk, t_load, budget_cap);
     } else {
-        if (out.len > 0 && out.text[out.len - 1] != '\n') putchar('\n');
+        if (out.out.len > 0 && out.out.text[out.out.len - 1] != '\n') putchar('\n');
         fflush(stdout);
         cli_run_print_summary(&kv, &g, &st, t_load);
     }
@@ -479,7 +458,7 @@ done:
         status = 1;
     }
     if (out.dump.f) fclose(out.dump.f);
-    free(out.text);
+    free(out.out.text);
     tok_decoder_free(out.dec);
     gen_result_free(&g);
     sampler_free(&smp);

@@ -297,6 +297,17 @@ typedef struct {
     eval_kv_stats kv;
 } eval_gen_result;
 
+/* Generated text, grown as tokens decode (eval_generate, cli/run.c): text[0..len) and a NUL;
+ * text NULL until the first push. */
+typedef struct { char *text; size_t len, cap; } eval_text;
+/* Appends s[0..n) (nothing when n <= 0). 0, or -1 when out of memory (the text unchanged). */
+int eval_text_push(eval_text *t, const char *s, int n);
+/* Stop texts (llama.cpp's -r, a prompt spec's stop): the earliest occurrence in t of one of
+ * stops[0..n) that ends within its last `added` bytes (so one spanning tokens is found the
+ * step its last byte arrives), or NULL. Called after every push, it finds each first
+ * occurrence exactly once. */
+const char *eval_text_stop(const eval_text *t, size_t added, const char *const *stops, int n);
+
 /* Greedy generation (llm-run's main loop): prefill tokens[0..n_prompt) (in chunks when asked),
  * then argmax decode for up to max_new tokens, stopping at EOS/BOS or when the decoded text
  * contains stop (when non-NULL). Positions must fit the model's context (the caller fits the

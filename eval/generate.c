@@ -45,33 +45,47 @@ void eval_kv_report(const kv_cache *kv, int n_prompt, int n_decode_steps, eval_k
 typedef struct {
     tok_decoder *dec;
     const char *stop;
-    char *text;
-    size_t len, cap;
+    eval_text out;
     int stopped;
     const eval_dump *dump;   /* --dump-kept */
     const kv_cache *kv;
     int n_prompt, n_tok, dump_failed;
 } gen_text;
 
+int eval_text_push(eval_text *t, const char *s, int n)
+{
+    if (n <= 0) return 0;
+    if (t->len + (size_t)n + 1 > t->cap) {
+        size_t nc = 2 * t->cap + (size_t)n + 64;
+        char *nt = realloc(t->text, nc);
+        if (!nt) return -1;
+        t->text = nt;
+        t->cap = nc;
+    }
+    memcpy(t->text + t->len, s, (size_t)n);
+    t->len += (size_t)n;
+    t->text[t->len] = '\0';
+    return 0;
+}
+
+const char *eval_text_stop(const eval_text *t, size_t added, const char *const *stops, int n)
+{
+    const char *first = NULL;
+    for (int i = 0; i < n && t->text; i++) {
+        size_t k = strlen(stops[i]);
+        if (!k) continue;
+        size_t back = added + k - 1, from = back < t->len ? t->len - back : 0;
+        const char *hit = strstr(t->text + from, stops[i]);
+        if (hit && (!first || hit < first)) first = hit;
+    }
+    return first;
+}
+
 /* After the prefill: the kept positions at step 0. */
 static void gen_on_prefill(void *ctx, int done, int total)
 {
     gen_text *t = ctx;
     if (t->dump && done == total && eval_dump_kept(t->dump, t->kv, t->n_prompt, 0) != 0) t->dump_failed = 1;
-}
-
-static int text_push(gen_text *t, const char *piece, int k)
-{
-    if (k <= 0) return 0;
-    if (t->len + (size_t)k + 1 > t->cap) {
-        char *nt = realloc(t->text, t->cap = 2 * t->cap + (size_t)k);
-        if (!nt) return -1;
-        t->text = nt;
-    }
-    memcpy(t->text + t->len, piece, (size_t)k);
-    t->len += (size_t)k;
-    t->text[t->len] = '\0';
-    return 0;
 }
 
 static int gen_on_token(void *ctx, int id, char *err, size_t errlen)
@@ -85,14 +99,15 @@ static int gen_on_token(void *ctx, int id, char *err, size_t errlen)
         return -1;
     }
     char piece[TOK_PIECE_MAX];
-    if (text_push(t, piece, tok_decoder_push(t->dec, id, piece, sizeof piece)) != 0) {
+    const int k = tok_decoder_push(t->dec, id, piece, sizeof piece);
+    if (eval_text_push(&t->out, piece, k) != 0) {
         eval_seterr(err, errlen, "out of memory");
         return -1;
     }
-    char *hit = t->stop ? strstr(t->text, t->stop) : NULL;
+    const char *hit = t->stop && k > 0 ? eval_text_stop(&t->out, (size_t)k, &t->stop, 1) : NULL;
     if (!hit) return 0;
-    *hit = '\0';
-    t->len = (size_t)(hit - t->text);
+    t->out.len = (size_t)(hit - t->out.text);
+    t->out.text[t->out.len] = '\0';
     t->stopped = 1;
     return 1;
 }
@@ -110,14 +125,14 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     sampler smp = {0};
     gen_result g;
     memset(&g, 0, sizeof g);
-    gen_text t = {.dec = m->dec, .stop = stop, .cap = 1024, .dump = pc->dump, .kv = &kv, .n_prompt = n_prompt};
+    gen_text t = {.dec = m->dec, .stop = stop, .out.cap = 1024, .dump = pc->dump, .kv = &kv, .n_prompt = n_prompt};
     int rc = -1;
     int chunk = pc->prefill_chunk > 0 && pc->prefill_chunk < n_prompt ? pc->prefill_chunk : n_prompt;
     if (eval_kv_init(m, &kv, pc, n_prompt, max_new, err, errlen) != 0) return -1;
     if (engine_init(&eng, &m->w, &kv, chunk, m->threads, err, errlen) != 0) goto done;
     if (sampler_init(&smp, cfg->vocab_size, 0.0f, 1.0f, 0, pc->seed) != 0) goto oom;
-    if (!(t.text = malloc(t.cap))) goto oom;
-    t.text[0] = '\0';
+    if (!(t.out.text = malloc(t.out.cap))) goto oom;
+    t.out.text[0] = '\0';
     tok_decoder_reset(m->dec, tokens[n_prompt - 1]);
     gen_params gp = {.max_new = max_new, .prefill_chunk = chunk, .stop_ids = m->stop_ids, .n_stop_ids = m->n_stop};
     /* a shared prefill, unless its record would be too large to keep (a 2k-token prompt takes
@@ -131,12 +146,12 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
     }
     if (!t.stopped) {
         char piece[TOK_PIECE_MAX];
-        if (text_push(&t, piece, tok_decoder_flush(m->dec, piece, sizeof piece)) != 0) goto oom;
+        if (eval_text_push(&t.out, piece, tok_decoder_flush(m->dec, piece, sizeof piece)) != 0) goto oom;
     }
     if (!(r->tokens = malloc(sizeof *r->tokens * (size_t)(g.n_gen + 1)))) goto oom;
     if (g.n_gen > 0) memcpy(r->tokens, g.tokens, sizeof *r->tokens * (size_t)g.n_gen);
-    r->text = t.text;
-    t.text = NULL;
+    r->text = t.out.text;
+    t.out.text = NULL;
     r->n_gen = g.n_gen;
     r->stop = g.stop;
     r->prefill_ms = g.prefill_s * 1e3;
@@ -149,7 +164,7 @@ int eval_generate(eval_model *m, const int *tokens, int n_prompt, int max_new, c
 oom:
     eval_seterr(err, errlen, "out of memory");
 done:
-    free(t.text);
+    free(t.out.text);
     gen_result_free(&g);
     sampler_free(&smp);
     engine_free(&eng);

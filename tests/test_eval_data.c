@@ -423,6 +423,48 @@ static void test_smollm2_chat_prompts(void **state)
     eval_model_free(m);
 }
 
+/* eval_text_stop, as a generation calls it after each piece: a stop text spanning pieces is
+ * found the step its last byte arrives, once; the earliest of several wins; text before the
+ * window (already searched) is not found again. Checked against a brute-force search. */
+static void test_text_stop_across_pieces(void **state)
+{
+    (void)state;
+    const char *pieces[] = {"Once", " upon", " a ti", "me, Li", "ly", " went", "###", "\n", "Lily"};
+    const char *stops[] = {"Lily", "a time", "###\n"};
+    int found_at[3] = {-1, -1, -1};
+    eval_text t = {0};
+    for (int p = 0; p < 9; p++) {
+        assert_int_equal(eval_text_push(&t, pieces[p], (int)strlen(pieces[p])), 0);
+        assert_int_equal(t.len, strlen(t.text));
+        for (int i = 0; i < 3; i++) {
+            const char *hit = eval_text_stop(&t, strlen(pieces[p]), &stops[i], 1);
+            /* brute force: the first occurrence, reported only when it ends in this piece */
+            const char *first = strstr(t.text, stops[i]);
+            int ends_here = first && (size_t)(first - t.text) + strlen(stops[i]) > t.len - strlen(pieces[p]);
+            if (ends_here) {
+                assert_ptr_equal(hit, first);
+                assert_int_equal(found_at[i], -1);
+                found_at[i] = p;
+            } else if (!first || found_at[i] < 0) {
+                assert_null(hit);
+            }
+        }
+    }
+    assert_int_equal(found_at[0], 4);   /* "Li" + "ly" */
+    assert_int_equal(found_at[1], 3);   /* " a ti" + "me" */
+    assert_int_equal(found_at[2], 7);   /* "###" + "\n" */
+    /* several at once: the earliest start */
+    eval_text u = {0};
+    assert_int_equal(eval_text_push(&u, "xx a time Lily", 14), 0);
+    const char *hit = eval_text_stop(&u, 14, stops, 3);
+    assert_non_null(hit);
+    assert_int_equal(hit - u.text, 3);
+    assert_int_equal(eval_text_push(&u, "", 0), 0);
+    assert_int_equal(u.len, 14);
+    free(t.text);
+    free(u.text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_bootstrap_claims_evidence),
         cmocka_unit_test(test_claims_rule_of_three_and_evidence),
         cmocka_unit_test(test_smollm2_chat_prompts),
+        cmocka_unit_test(test_text_stop_across_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
