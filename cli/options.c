@@ -106,17 +106,23 @@ SETTER(set_dtype) {
     return 0;
 }
 SETTER(set_device) {
-    (void)f;
+    /* llama.cpp's -dev names: none (the CPU), CUDA0 (the one GPU llm-run uses) */
+    if (!strcmp(v, "none")) v = "cpu";
+    else if (!strcmp(v, "CUDA0")) v = "cuda";
     if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "cuda"))
-        return cli_die("--device: expected auto, cpu or cuda, got '%s'", v);
+        return cli_die("%s: expected auto, cpu or cuda (llama.cpp's none, CUDA0), got '%s'", f, v);
     O->device = v;
     return 0;
 }
 SETTER(set_ngl) {
     int n;
     TRY(cli_int(f, v, -1, INT_MAX, &n));
+    if (n == 0) {   /* llama.cpp's "no layer on the GPU": the CPU */
+        O->device = "cpu";
+        return 0;
+    }
     fprintf(stderr, "llm-run: note: %s is llama.cpp's layer offload; llm-run runs the whole model on "
-            "one device (--device cpu|cuda, default auto)\n", f);
+            "one device (--device cpu|cuda, default auto; -ngl 0 is --device cpu)\n", f);
     return 0;
 }
 SETTER(set_policy) {
@@ -223,9 +229,11 @@ const cli_opt cli_run_options[] = {
     {"--top-k", NULL, "N", "keep the N most likely tokens (default 0 = off)", CLI_G_GEN, 0, set_top_k},
     {"--seed", "-s", "N", "sampling and random-policy seed (default 0)", CLI_G_GEN, 0, set_seed},
     {"--threads", "-t", "N", "CPU threads (default: the physical cores)", CLI_G_GEN, 1, set_threads},
-    {"--device", NULL, "auto|cpu|cuda", "backend (default $LLM_DEVICE, else auto: the GPU when there is one\n"
-     "and it runs the policy, else the CPU); cuda without a GPU is an error", CLI_G_GEN, 0, set_device},
-    {"--n-gpu-layers", "-ngl", "N", "accepted for llama.cpp habits; llm-run uses --device", CLI_G_GEN, 0, set_ngl},
+    {"--device", "-dev", "auto|cpu|cuda", "backend (default $LLM_DEVICE, else auto: the GPU when there is one\n"
+     "and it runs the policy, else the CPU); cuda without a GPU is an error;\n"
+     "llama.cpp's none and CUDA0 are cpu and cuda", CLI_G_GEN, 0, set_device},
+    {"--n-gpu-layers", "-ngl", "N", "llama.cpp's offload: 0 is --device cpu; any other N is accepted (the\n"
+     "whole model runs on one device: --device)", CLI_G_GEN, 0, set_ngl},
     {"--policy", NULL, "NAME", "KV-cache eviction policy (default full); see --list-policies", CLI_G_KV, 1, set_policy},
     {"--budget", NULL, "X", "0 < X <= 1: fraction of prompt + max new tokens; X > 1: tokens (default 1)", CLI_G_KV, 1, set_budget},
     {"--budget-tokens", NULL, "N", "capacity in tokens per (layer, KV head)", CLI_G_KV, 0, set_budget_tokens},

@@ -9,9 +9,12 @@
 #include "cli/cli.h"
 #include "kernels/kernels.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define O ((run_options *)ctx)
 #define SETTER(name) static int name(void *ctx, const char *f, const char *v)
@@ -44,6 +47,38 @@ SETTER(set_n_predict) { TRY(cli_int(f, v, -1, 10000000, &O->max_new)); return 0;
 SETTER(set_chat_turn) { (void)f; (void)v; O->chat = 1; return 0; }
 SETTER(set_count) { int n; TRY(cli_int(f, v, 1, INT_MAX, &n)); return 0; }
 SETTER(set_accept) { (void)ctx; (void)f; (void)v; return 0; }
+SETTER(set_refused) {
+    (void)ctx, (void)v;
+    if (!strcmp(f, "--keep"))
+        return cli_die("--keep: llm-run never shifts the context; a cache that keeps the first N tokens and a "
+                       "recent window is --policy streaming --sink N --budget B");
+    if (!strncmp(f, "--in-", 5)) return cli_die("%s: llm-run is not interactive (--chat, --messages)", f);
+    return cli_die("%s: constrained decoding (grammars, JSON schemas) is not in llm-run", f);
+}
+/* --prio: llama.cpp's levels as the process's nice value (setpriority; raising it needs the
+ * privilege, else a warning and the run goes on) */
+SETTER(set_prio) {
+    int n;
+    TRY(cli_int(f, v, -1, 3, &n));
+    static const int nice_of[] = {5, 0, -5, -10, -20};   /* low, normal, medium, high, realtime */
+    (void)ctx;
+    if (n != 0 && setpriority(PRIO_PROCESS, 0, nice_of[n + 1]) != 0)
+        fprintf(stderr, "llm-run: warning: %s %d: cannot set the nice value %d: %s\n", f, n, nice_of[n + 1], strerror(errno));
+    return 0;
+}
+SETTER(set_split_mode) {
+    (void)ctx;
+    if (strcmp(v, "none") && strcmp(v, "layer") && strcmp(v, "row"))
+        return cli_die("%s: expected none, layer or row, got '%s'", f, v);
+    return 0;
+}
+SETTER(set_main_gpu) {
+    int n;
+    (void)ctx;
+    TRY(cli_int(f, v, 0, INT_MAX, &n));
+    if (n) return cli_die("%s %d: llm-run uses one GPU, CUDA device 0 (CUDA_VISIBLE_DEVICES picks it)", f, n);
+    return 0;
+}
 SETTER(set_interactive) {
     (void)ctx, (void)v;
     return cli_die("%s: llm-run is not interactive: it answers one prompt (--chat -p TEXT, or a whole "
@@ -125,6 +160,17 @@ const cli_opt cli_llama_options[] = {
     {"--no-warmup", NULL, NULL, "accepted: llm-run runs no warm-up pass", CLI_G_LLAMA, 0, set_accept},
     {"--color", "-co", NULL, "accepted: output is plain text", CLI_G_LLAMA, 0, set_accept},
     {"--log-disable", NULL, NULL, "accepted: stdout carries the text only already (the summary is on stderr)", CLI_G_LLAMA, 0, set_accept},
+    {"--numa", NULL, "TYPE", "accepted: threads are not placed per NUMA node", CLI_G_LLAMA, 0, set_accept},
+    {"--prio", NULL, "N", "process priority as llama.cpp's levels: -1 low, 0 normal, 1 medium, 2 high,\n"
+     "3 realtime (nice 5, 0, -5, -10, -20; a warning without the privilege)", CLI_G_LLAMA, 0, set_prio},
+    {"--split-mode", "-sm", "none|layer|row", "accepted: the model runs on one device", CLI_G_LLAMA, 0, set_split_mode},
+    {"--main-gpu", "-mg", "N", "0 accepted (the one GPU llm-run uses); others refused", CLI_G_LLAMA, 0, set_main_gpu},
+    {"--keep", NULL, "N", "refused: the context never shifts (--policy streaming --sink N keeps the first N)", CLI_G_LLAMA, 0, set_refused},
+    {"--grammar", NULL, "G", "refused: no constrained decoding", CLI_G_LLAMA, 0, set_refused},
+    {"--grammar-file", NULL, "FILE", "refused, as --grammar", CLI_G_LLAMA, 0, set_refused},
+    {"--json-schema", "-j", "SCHEMA", "refused, as --grammar", CLI_G_LLAMA, 0, set_refused},
+    {"--in-prefix", NULL, "TEXT", "refused: interactive (as -i)", CLI_G_LLAMA, 0, set_refused},
+    {"--in-suffix", NULL, "TEXT", "refused: interactive (as -i)", CLI_G_LLAMA, 0, set_refused},
     {"--interactive", "-i", NULL, "refused: llm-run answers one prompt (--chat, --messages)", CLI_G_LLAMA, 0, set_interactive},
     {"--interactive-first", "-if", NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},

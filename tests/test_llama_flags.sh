@@ -2,7 +2,9 @@
 # llama.cpp's command-line flags (cli/options_llama.c), end to end on stories260K (greedy, -t 1)
 # and SmolLM2 (its chat template; scripts/fetch_model.sh smollm2-135m, which run_all.sh fetches):
 #   * the accepted flags change nothing: -fa, -fa on, -b, -ub, -tb, --jinja, --no-mmap,
-#     --no-warmup, -co, --log-disable, -no-cnv give the same text as the run without them; -s N is
+#     --no-warmup, -co, --log-disable, -no-cnv, --numa, -sm, -mg 0, -dev none, -ngl 0 give the
+#     same text as the run without them; -ngl 0 and -dev none choose the CPU; --prio -1 runs at
+#     nice 5; -s N is
 #     --seed N (a sampled run); --n-predict is -n, and -n -1 runs to the context; --mlock gives the
 #     same text (and at most a one-line warning);
 #   * -ctk/-ctv are --kv-dtype (--json kv.kv_dtype and the text), in compare too (its KV peak);
@@ -38,7 +40,8 @@ same() {   # name, then the two commands' outputs in files
 P=(-p "Once upon a time" -n 40)
 run "${P[@]}" >"$TMP/plain" || bad "plain run failed: $(head -1 "$TMP/err")"
 [ -s "$TMP/plain" ] && ok "plain run: $(wc -c <"$TMP/plain") bytes" || bad "plain run printed nothing"
-for flags in "-fa" "-fa on" "--flash-attn off" "-b 512 -ub 128" "--no-mmap --no-warmup" "-co --log-disable -no-cnv" "-tb 2 --jinja"; do
+for flags in "-fa" "-fa on" "--flash-attn off" "-b 512 -ub 128" "--no-mmap --no-warmup" "-co --log-disable -no-cnv" "-tb 2 --jinja" \
+             "--numa distribute -sm row -mg 0" "-dev none" "-ngl 0"; do
     # shellcheck disable=SC2086
     run "${P[@]}" $flags >"$TMP/f" 2>/dev/null
     same "accepted $flags: the same text" "$TMP/plain" "$TMP/f"
@@ -47,6 +50,22 @@ run "${P[@]}" --mlock >"$TMP/f"
 same "--mlock: the same text" "$TMP/plain" "$TMP/f"
 n=$(grep -cv '^\(load time\|prompt eval\|eval \|total time\|kv:\)' "$TMP/err")
 [ "$n" -le 1 ] && ok "--mlock: at most one line besides the summary ($n)" || bad "--mlock: $n extra lines: $(head -2 "$TMP/err")"
+
+# -ngl 0 and -dev none are the CPU (--json device), whatever $LLM_DEVICE says
+for f in "-ngl 0" "-dev none"; do
+    # shellcheck disable=SC2086
+    d=$(LLM_DEVICE=cuda "$BIN" -m "$M" -t 1 "${P[@]}" $f --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("device"))' 2>&1)
+    [ "$d" = cpu ] && ok "$f: device cpu (over LLM_DEVICE=cuda)" || bad "$f: device $d"
+done
+# --prio -1: the process runs at nice 5 (seen while it waits for its prompt on stdin)
+mkfifo "$TMP/fifo"
+"$BIN" -m "$M" -t 1 -n 4 --prio -1 - <"$TMP/fifo" >/dev/null 2>&1 &
+pid=$!
+exec 9>"$TMP/fifo"
+ni=""
+for _ in $(seq 50); do sleep 0.1; ni=$(ps -o ni= -p "$pid" 2>/dev/null | tr -d ' '); [ "$ni" = 5 ] && break; done
+echo "Once upon a time" >&9; exec 9>&-; wait "$pid"
+[ "$ni" = 5 ] && ok "--prio -1: nice 5" || bad "--prio -1: nice '$ni'"
 
 run -p "Once upon a time" --n-predict 12 >"$TMP/a"; run -p "Once upon a time" -n 12 >"$TMP/b"
 same "--n-predict 12 is -n 12" "$TMP/a" "$TMP/b"

@@ -123,3 +123,11 @@ check "--rope-freq-scale -1" '--rope-freq-scale' -m "$GOOD" "${P[@]}" --rope-fre
 check "--rope-scale 0" '--rope-scale' -m "$GOOD" "${P[@]}" --rope-scale 0
 check "--rope-scaling yarn" '--rope-scaling yarn: .*not YaRN' -m "$GOOD" "${P[@]}" --rope-scaling yarn
 check "--rope-scaling bogus" '--rope-scaling: expected none, linear or yarn' -m "$GOOD" "${P[@]}" --rope-scaling bogus
+check "--keep (context shift)" '--keep: .*--policy streaming --sink' -m "$GOOD" "${P[@]}" --keep 4
+check "--grammar" '--grammar: constrained decoding' -m "$GOOD" "${P[@]}" --grammar 'root ::= "a"'
+check "-j (a JSON schema)" '-j: constrained decoding' -m "$GOOD" "${P[@]}" -j '{}'
+check "--in-prefix (interactive)" '--in-prefix: .*not interactive' -m "$GOOD" "${P[@]}" --in-prefix x
+check "--prio 5" '--prio' -m "$GOOD" "${P[@]}" --prio 5
+check "-sm bogus" '-sm: expected none, layer or row' -m "$GOOD" "${P[@]}" -sm bogus
+check "-mg 1 (a second GPU)" '-mg 1: .*one GPU' -m "$GOOD" "${P[@]}" -mg 1
+check "-dev CUDA1" "-dev: expected auto, cpu or cuda" -m "$GOOD" "${P[@]}" -dev CUDA1
