@@ -57,13 +57,13 @@ for f in "-ngl 0" "-dev none"; do
     d=$(LLM_DEVICE=cuda "$BIN" -m "$M" -t 1 "${P[@]}" $f --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("device"))' 2>&1)
     [ "$d" = cpu ] && ok "$f: device cpu (over LLM_DEVICE=cuda)" || bad "$f: device $d"
 done
-# --prio -1: the process runs at nice 5 (seen while it waits for its prompt on stdin)
+# --prio -1: the process runs at nice 5 (/proc/PID/stat while it waits for its prompt on stdin)
 mkfifo "$TMP/fifo"
 "$BIN" -m "$M" -t 1 -n 4 --prio -1 - <"$TMP/fifo" >/dev/null 2>&1 &
 pid=$!
 exec 9>"$TMP/fifo"
 ni=""
-for _ in $(seq 50); do sleep 0.1; ni=$(ps -o ni= -p "$pid" 2>/dev/null | tr -d ' '); [ "$ni" = 5 ] && break; done
+for _ in $(seq 50); do sleep 0.1; ni=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $17}'); [ "$ni" = 5 ] && break; done
 echo "Once upon a time" >&9; exec 9>&-; wait "$pid"
 [ "$ni" = 5 ] && ok "--prio -1: nice 5" || bad "--prio -1: nice '$ni'"
 
