@@ -49,6 +49,12 @@ void cli_run_print_json(const run_options *o, const kv_cache *kv, const gen_resu
     cJSON_AddNumberToObject(wj, "bytes", (double)model_weight_bytes(eng->w, 0));
     cJSON_AddNumberToObject(wj, "bytes_per_token", (double)model_weight_bytes(eng->w, 1));
     cJSON_AddStringToObject(wj, "dtype", dtype_name(eng->w->layers[0].w_up.dtype));
+    /* the RoPE the run used (the model's, or --rope-freq-base / --rope-freq-scale's) */
+    const model_config *c = &eng->w->cfg;
+    cJSON *mj = cJSON_AddObjectToObject(j, "model");
+    cJSON_AddNumberToObject(mj, "context", c->max_position_embeddings);
+    cJSON_AddNumberToObject(mj, "rope_theta", c->rope_theta);
+    cJSON_AddNumberToObject(mj, "rope_freq_scale", 1.0 / c->rope_scaling_factor);
     cJSON *k = cJSON_AddObjectToObject(j, "kv");
     cJSON_AddStringToObject(k, "policy", kv->ops->name);
     cJSON_AddStringToObject(k, "kv_dtype", kv_dtype_name(kv->kv_dtype));

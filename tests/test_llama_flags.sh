@@ -104,6 +104,8 @@ cmp -s "$TMP/plain.npy" "$TMP/theta.npy" && bad "rope_theta 5000 gave the same l
 cmp -s "$TMP/plain.npy" "$TMP/lin2.npy" && bad "linear factor 2 gave the same logits: the test cannot tell" || ok "linear rope_scaling 2 changes the logits"
 logits "$TMP/a.npy" "$M" --rope-freq-base 5000
 same "--rope-freq-base 5000: the logits of a config with rope_theta 5000" "$TMP/theta.npy" "$TMP/a.npy"
+v=$("$BIN" -m "$M" "${RP[@]}" --rope-freq-base 5000 --rope-scale 4 --json 2>/dev/null | python3 -c 'import json,sys; m=json.load(sys.stdin)["model"]; print(m["rope_theta"], m["rope_freq_scale"])')
+[ "$v" = "5000 0.25" ] && ok "--json model: rope_theta 5000, rope_freq_scale 0.25" || bad "--json model.rope_theta / rope_freq_scale: $v"
 logits "$TMP/a.npy" "$M" --rope-freq-base 10000
 same "--rope-freq-base 10000 (the model's): the plain logits" "$TMP/plain.npy" "$TMP/a.npy"
 logits "$TMP/a.npy" "$M" --rope-freq-scale 0.5
