@@ -1,5 +1,5 @@
 /* options_llama.c — llama.cpp's command-line habits (llama-cli / llama-completion flags): what
- * they mean here. Aliases of llm-run's options (-sys, -ctk/-ctv; -s is --seed's own), the sampling options
+ * they mean here. Aliases of llm-run's options (-sys, -sysf, -ctk/-ctv; -s is --seed's own), the sampling options
  * llm-run lacked (--repeat-penalty, --frequency/--presence-penalty, --repeat-last-n, --min-p:
  * llama.cpp's llama_sampler_penalties and min-p, model/sampler.c), -r (stop strings), -e
  * (escape sequences, common/common.cpp string_process_escapes), --mlock, the RoPE overrides
@@ -16,6 +16,27 @@
 #include <string.h>
 #include <sys/resource.h>
 
+/* strings made while parsing (-sysf's file, -e's escaped copies of -p, --system and up to 8 -r):
+ * used until exit, freed there */
+static char *kept[12];
+static int n_kept;
+static void free_kept(void)
+{
+    for (int i = 0; i < n_kept; i++) free(kept[i]);
+    n_kept = 0;
+}
+/* 1 when s (malloc'd) is kept, 0 when the list is full (s freed) */
+static int keep(char *s)
+{
+    if (n_kept >= (int)(sizeof kept / sizeof kept[0])) {
+        free(s);
+        return 0;
+    }
+    if (n_kept == 0) atexit(free_kept);
+    kept[n_kept++] = s;
+    return 1;
+}
+
 #define O ((run_options *)ctx)
 #define SETTER(name) static int name(void *ctx, const char *f, const char *v)
 #define TRY(x) do { if ((x) != 0) return 2; } while (0)
@@ -29,6 +50,22 @@ static int set_float(const char *f, const char *v, double lo, double hi, float *
 }
 
 SETTER(set_system) { (void)f; O->system = v; O->chat = 1; return 0; }
+/* -sysf: the file's bytes (one trailing newline dropped, as llama.cpp does) */
+SETTER(set_system_file) {
+    size_t n;
+    char *t = cli_read_file(v, &n);
+    if (!t) return 2;
+    if (strlen(t) != n) {
+        const size_t at = strlen(t);
+        free(t);
+        return cli_die("%s %s: a NUL byte at offset %zu", f, v, at);
+    }
+    if (n && t[n - 1] == '\n') t[--n] = '\0';
+    if (!keep(t)) return cli_die("%s: too many texts", f);
+    O->system = t;
+    O->chat = 1;
+    return 0;
+}
 SETTER(set_min_p) { return set_float(f, v, 0, 1, &O->min_p); }
 SETTER(set_repeat) { return set_float(f, v, 1e-6, 100, &O->repeat_penalty); }
 SETTER(set_freq) { return set_float(f, v, -100, 100, &O->frequency_penalty); }
@@ -125,6 +162,7 @@ const cli_opt cli_llama_options[] = {
     {"--n-predict", NULL, "N", "llama.cpp's long -n: --max-new-tokens", CLI_G_LLAMA, 0, set_n_predict},
     {"--predict", NULL, "N", "as --n-predict", CLI_G_LLAMA, 0, set_n_predict},
     {"--system-prompt", "-sys", "TEXT", "llama.cpp's -sys: --system, and implies --chat", CLI_G_LLAMA, 0, set_system},
+    {"--system-prompt-file", "-sysf", "FILE", "as -sys with the file's text (one trailing newline dropped)", CLI_G_LLAMA, 0, set_system_file},
     {"--min-p", NULL, "F", "keep tokens with p >= F x the top token's p (at the temperature; default 0 = off)", CLI_G_LLAMA, 0, set_min_p},
     {"--repeat-penalty", NULL, "F", "llama.cpp's repetition penalty (default 1 = off): a token among the last\n"
      "--repeat-last-n of prompt and output has its logit divided by F (x F if <= 0);\n"
@@ -160,6 +198,8 @@ const cli_opt cli_llama_options[] = {
     {"--no-warmup", NULL, NULL, "accepted: llm-run runs no warm-up pass", CLI_G_LLAMA, 0, set_accept},
     {"--color", "-co", NULL, "accepted: output is plain text", CLI_G_LLAMA, 0, set_accept},
     {"--log-disable", NULL, NULL, "accepted: stdout carries the text only already (the summary is on stderr)", CLI_G_LLAMA, 0, set_accept},
+    {"--simple-io", NULL, NULL, "accepted: the output is plain text on stdout", CLI_G_LLAMA, 0, set_accept},
+    {"--verbose", "-v", NULL, "accepted: the summary is always on stderr (--verbose-prompt: the prompt's ids)", CLI_G_LLAMA, 0, set_accept},
     {"--numa", NULL, "TYPE", "accepted: threads are not placed per NUMA node", CLI_G_LLAMA, 0, set_accept},
     {"--prio", NULL, "N", "process priority as llama.cpp's levels: -1 low, 0 normal, 1 medium, 2 high,\n"
      "3 realtime (nice 5, 0, -5, -10, -20; a warning without the privilege)", CLI_G_LLAMA, 0, set_prio},
@@ -209,24 +249,12 @@ static void process_escapes(char *s)
     *w = '\0';
 }
 
-/* the escaped copies (-p, --system, up to 8 -r): used until exit, freed there */
-static char *escaped_kept[10];
-static int n_escaped_kept;
-static void free_escaped(void)
-{
-    for (int i = 0; i < n_escaped_kept; i++) free(escaped_kept[i]);
-    n_escaped_kept = 0;
-}
-
 static const char *escaped(const char *s)
 {
-    if (!s || n_escaped_kept >= (int)(sizeof escaped_kept / sizeof escaped_kept[0])) return s;
-    char *c = strdup(s);
+    char *c = s ? strdup(s) : NULL;
     if (!c) return s;
     process_escapes(c);
-    if (n_escaped_kept == 0) atexit(free_escaped);
-    escaped_kept[n_escaped_kept++] = c;
-    return c;
+    return keep(c) ? c : s;
 }
 
 int cli_llama_finish(run_options *o)

@@ -2,7 +2,7 @@
 # llama.cpp's command-line flags (cli/options_llama.c), end to end on stories260K (greedy, -t 1)
 # and SmolLM2 (its chat template; scripts/fetch_model.sh smollm2-135m, which run_all.sh fetches):
 #   * the accepted flags change nothing: -fa, -fa on, -b, -ub, -tb, --jinja, --no-mmap,
-#     --no-warmup, -co, --log-disable, -no-cnv, --numa, -sm, -mg 0, -dev none, -ngl 0 give the
+#     --no-warmup, -co, --log-disable, -no-cnv, --numa, -sm, -mg 0, -dev none, -ngl 0, -v, --simple-io give the
 #     same text as the run without them; -ngl 0 and -dev none choose the CPU; --prio -1 runs at
 #     nice 5; -s N is
 #     --seed N (a sampled run); --n-predict is -n, and -n -1 runs to the context; --mlock gives the
@@ -12,7 +12,8 @@
 #   * --rope-freq-base, --rope-freq-scale, --rope-scale, --rope-scaling none: the logits
 #     (--logits-out, bit for bit) of the folder whose config.json says the same (rope_theta,
 #     rope_scaling linear), which differ from the plain run's; compare reads them too;
-#   * -sys TEXT is --chat --system TEXT, -st and -cnv are --chat (the same ids, --verbose-prompt);
+#   * -sys TEXT is --chat --system TEXT, -sysf FILE the same with the file's text, -st and -cnv
+#     are --chat (the same ids, --verbose-prompt);
 #   * -e turns \n and \xHH into their bytes (the prompt's ids equal those of the real bytes)
 #     and leaves them as written without it;
 #   * -r TEXT stops once the output contains TEXT, also a TEXT spanning tokens: stop "stop", the
@@ -41,7 +42,7 @@ P=(-p "Once upon a time" -n 40)
 run "${P[@]}" >"$TMP/plain" || bad "plain run failed: $(head -1 "$TMP/err")"
 [ -s "$TMP/plain" ] && ok "plain run: $(wc -c <"$TMP/plain") bytes" || bad "plain run printed nothing"
 for flags in "-fa" "-fa on" "--flash-attn off" "-b 512 -ub 128" "--no-mmap --no-warmup" "-co --log-disable -no-cnv" "-tb 2 --jinja" \
-             "--numa distribute -sm row -mg 0" "-dev none" "-ngl 0"; do
+             "--numa distribute -sm row -mg 0" "-dev none" "-ngl 0" "-v --simple-io"; do
     # shellcheck disable=SC2086
     run "${P[@]}" $flags >"$TMP/f" 2>/dev/null
     same "accepted $flags: the same text" "$TMP/plain" "$TMP/f"
@@ -209,6 +210,9 @@ if [ -f "$SMOL" ]; then
     vp() { "$BIN" -m "$SMOL" -t 1 -n 1 --verbose-prompt "$@" 2>&1 >/dev/null | grep -E '^ +[0-9]+ ->'; }
     vp -sys "Be brief." -p "Hi" >"$TMP/a"; vp --chat --system "Be brief." -p "Hi" >"$TMP/b"
     same "-sys is --chat --system" "$TMP/a" "$TMP/b"
+    printf 'Be brief.\n' >"$TMP/sys.txt"
+    vp -sysf "$TMP/sys.txt" -p "Hi" >"$TMP/a"
+    same "-sysf FILE is -sys with its text (the trailing newline dropped)" "$TMP/a" "$TMP/b"
     vp --chat -p "Hi" >"$TMP/b"
     for f in -st -cnv --single-turn; do vp $f -p "Hi" >"$TMP/a"; same "$f is --chat" "$TMP/a" "$TMP/b"; done
     vp -p "Hi" >"$TMP/a"

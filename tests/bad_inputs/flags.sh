@@ -131,3 +131,6 @@ check "--prio 5" '--prio' -m "$GOOD" "${P[@]}" --prio 5
 check "-sm bogus" '-sm: expected none, layer or row' -m "$GOOD" "${P[@]}" -sm bogus
 check "-mg 1 (a second GPU)" '-mg 1: .*one GPU' -m "$GOOD" "${P[@]}" -mg 1
 check "-dev CUDA1" "-dev: expected auto, cpu or cuda" -m "$GOOD" "${P[@]}" -dev CUDA1
+check "-sysf missing file" 'cannot open' -m "$GOOD" "${P[@]}" -sysf "$TMP/no-such-system.txt"
+printf 'a\0b' > "$TMP/sys_nul.txt"
+check "-sysf with a NUL byte" '-sysf .*NUL byte at offset 1' -m "$GOOD" "${P[@]}" -sysf "$TMP/sys_nul.txt"
