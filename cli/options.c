@@ -435,7 +435,7 @@ char *cli_read_file(const char *path, size_t *len)
     }
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     if (!f) {
-        cli_die("%s: cannot open prompt file: %s", path, strerror(errno));
+        cli_die("%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     struct stat st;
@@ -458,7 +458,7 @@ char *cli_read_file(const char *path, size_t *len)
     int bad = ferror(f);
     if (f != stdin) fclose(f);
     if (!buf || bad || n > PROMPT_MAX) {
-        cli_die("%s: cannot read prompt file%s", path, !buf ? " (out of memory)" : n > PROMPT_MAX ? " (over 1 GiB)" : "");
+        cli_die("%s: cannot read%s", path, !buf ? " (out of memory)" : n > PROMPT_MAX ? " (over 1 GiB)" : "");
         free(buf);
         return NULL;
     }
