@@ -132,7 +132,7 @@ int cli_die(const char *fmt, ...);
 /* The option of the shared table or extra closest to an unknown flag, or NULL. */
 const char *cli_suggest(const char *flag, const cli_opt *extra);
 
-/* Reads a prompt (or -sysf, --messages) file (or stdin for "-") whole: bytes as they are (NUL bytes included); *len
+/* Reads a prompt, -sysf or --prompt-ids @FILE file (or stdin for "-") whole: bytes as they are (NUL bytes included); *len
  * set. NULL with a one-line message printed on error (missing, not a regular file/FIFO, read
  * error, over 1 GiB). */
 char *cli_read_file(const char *path, size_t *len);
