@@ -132,9 +132,9 @@ int cli_die(const char *fmt, ...);
 /* The option of the shared table or extra closest to an unknown flag, or NULL. */
 const char *cli_suggest(const char *flag, const cli_opt *extra);
 
-/* Reads a prompt, -sysf or --prompt-ids @FILE file (or stdin for "-") whole: bytes as they are (NUL bytes included); *len
- * set. NULL with a one-line message printed on error (missing, not a regular file/FIFO, read
- * error, over 1 GiB). */
+/* Reads a file whole (a prompt, -sysf's, --prompt-ids @FILE; "-": stdin): bytes as they are
+ * (NUL bytes included); *len set. NULL with a one-line message printed on error (missing, not a
+ * regular file/FIFO, read error, over 1 GiB). */
 char *cli_read_file(const char *path, size_t *len);
 
 /* --prompt-ids, --force-ids (flag names the option in messages): "1,2,3" or "@FILE" holding a JSON
