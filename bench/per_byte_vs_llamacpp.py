@@ -26,9 +26,10 @@ import subprocess
 import sys
 import time
 
+from vs_llamacpp import models   # the same files, fetched the same way (scripts/fetch_model.sh)
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.environ.get("LLM_RUN_MODELS", os.path.expanduser("~/.cache/llm-run"))
-MODELS = {"smollm2": ("SmolLM2-135M Q4_1", "smollm2-135m"), "qwen": ("Qwen2.5-0.5B Q5_0/Q8_0/Q4_K/Q6_K", "qwen2.5-0.5b")}
 
 
 def sh(cmd):
@@ -49,9 +50,7 @@ def main():
     commit = sh([os.path.join(REPO, "bench/llamacpp.sh"), "--commit"]).strip()
     t0 = time.time()
     rows = []
-    for name in a.models.split(","):
-        label, fetch_name = MODELS[name]
-        q = sh([os.path.join(REPO, "scripts/fetch_model.sh"), fetch_name]).strip()
+    for label, q in models(a.models.split(",")):
         f32 = os.path.join(CACHE, os.path.basename(q).replace(".gguf", "") + ".F32.gguf")
         if not os.path.exists(f32):
             subprocess.check_call([sys.executable, os.path.join(REPO, "bench/gguf_f32.py"), q, f32 + ".part"])
