@@ -84,13 +84,18 @@ SETTER(set_n_predict) { TRY(cli_int(f, v, -1, 10000000, &O->max_new)); return 0;
 SETTER(set_chat_turn) { (void)f; (void)v; O->chat = 1; return 0; }
 SETTER(set_count) { int n; TRY(cli_int(f, v, 1, INT_MAX, &n)); return 0; }
 SETTER(set_accept) { (void)ctx; (void)f; (void)v; return 0; }
-SETTER(set_refused) {
+SETTER(set_keep) {
     (void)ctx, (void)v;
-    if (!strcmp(f, "--keep"))
-        return cli_die("--keep: llm-run never shifts the context; a cache that keeps the first N tokens and a "
-                       "recent window is --policy streaming --sink N --budget B");
-    if (!strncmp(f, "--in-", 5)) return cli_die("%s: llm-run is not interactive (--chat, --messages)", f);
+    return cli_die("%s: llm-run never shifts the context; a cache that keeps the first N tokens and a "
+                   "recent window is --policy streaming --sink N --budget B", f);
+}
+SETTER(set_grammar) {
+    (void)ctx, (void)v;
     return cli_die("%s: constrained decoding (grammars, JSON schemas) is not in llm-run", f);
+}
+SETTER(set_in_text) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run is not interactive (--chat, --messages)", f);
 }
 /* --prio: llama.cpp's levels as the process's nice value (setpriority; raising it needs the
  * privilege, else a warning and the run goes on) */
@@ -205,12 +210,12 @@ const cli_opt cli_llama_options[] = {
      "3 realtime (nice 5, 0, -5, -10, -20; a warning without the privilege)", CLI_G_LLAMA, 0, set_prio},
     {"--split-mode", "-sm", "none|layer|row", "accepted: the model runs on one device", CLI_G_LLAMA, 0, set_split_mode},
     {"--main-gpu", "-mg", "N", "0 accepted (the one GPU llm-run uses); others refused", CLI_G_LLAMA, 0, set_main_gpu},
-    {"--keep", NULL, "N", "refused: the context never shifts (--policy streaming --sink N keeps the first N)", CLI_G_LLAMA, 0, set_refused},
-    {"--grammar", NULL, "G", "refused: no constrained decoding", CLI_G_LLAMA, 0, set_refused},
-    {"--grammar-file", NULL, "FILE", "refused, as --grammar", CLI_G_LLAMA, 0, set_refused},
-    {"--json-schema", "-j", "SCHEMA", "refused, as --grammar", CLI_G_LLAMA, 0, set_refused},
-    {"--in-prefix", NULL, "TEXT", "refused: interactive (as -i)", CLI_G_LLAMA, 0, set_refused},
-    {"--in-suffix", NULL, "TEXT", "refused: interactive (as -i)", CLI_G_LLAMA, 0, set_refused},
+    {"--keep", NULL, "N", "refused: the context never shifts (--policy streaming --sink N keeps the first N)", CLI_G_LLAMA, 0, set_keep},
+    {"--grammar", NULL, "G", "refused: no constrained decoding", CLI_G_LLAMA, 0, set_grammar},
+    {"--grammar-file", NULL, "FILE", "refused, as --grammar", CLI_G_LLAMA, 0, set_grammar},
+    {"--json-schema", "-j", "SCHEMA", "refused, as --grammar", CLI_G_LLAMA, 0, set_grammar},
+    {"--in-prefix", NULL, "TEXT", "refused: interactive (as -i)", CLI_G_LLAMA, 0, set_in_text},
+    {"--in-suffix", NULL, "TEXT", "refused: interactive (as -i)", CLI_G_LLAMA, 0, set_in_text},
     {"--interactive", "-i", NULL, "refused: llm-run answers one prompt (--chat, --messages)", CLI_G_LLAMA, 0, set_interactive},
     {"--interactive-first", "-if", NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
