@@ -69,6 +69,16 @@ typedef struct {
     float rope_freq_base;      /* --rope-freq-base: 0, or the RoPE base (rope_theta) to use */
     float rope_freq_scale;     /* --rope-freq-scale (--rope-scale N: 1/N): 0, or positions x F */
     int rope_scaling_none;     /* --rope-scaling none: no linear scaling (the model's ignored) */
+    /* llama.cpp's other samplers (cli/options_sampling.c; model/sampler.c runs them) */
+    float typical_p;           /* --typical (1: off) */
+    float top_n_sigma;         /* --top-nsigma (-1: off) */
+    float xtc_probability, xtc_threshold;   /* --xtc-probability (0: off), --xtc-threshold (0.1) */
+    float dynatemp_range, dynatemp_exp;     /* --dynatemp-range (0: off), --dynatemp-exp (1) */
+    int mirostat;              /* --mirostat 0|1|2 */
+    float mirostat_lr, mirostat_ent;        /* --mirostat-lr (eta 0.1), --mirostat-ent (tau 5) */
+    int min_keep;              /* --min-keep (0) */
+    char sampler_order[16];    /* --samplers / --sampling-seq as SAMPLER_STAGES letters ("": default) */
+    const char *sampler_flag;  /* the last of these flags given (eval and compare refuse them) */
     const char *positional[8]; /* non-option arguments, in order */
     int n_positional;
 } run_options;
@@ -94,18 +104,23 @@ enum { CLI_G_MODEL, CLI_G_GEN, CLI_G_KV, CLI_G_OUT, CLI_G_MISC, CLI_G_SUB, CLI_G
  * flags that change nothing here, accepted with what they mean here in --help-all). */
 extern const cli_opt cli_run_options[];
 extern const cli_opt cli_llama_options[];
-/* Both, NULL-terminated: what the parser, --help and the suggestions read. */
+extern const cli_opt cli_sampling_options[];
+/* The three (llm-run's, llama.cpp's, its samplers: cli/options_sampling.c), NULL-terminated:
+ * what the parser, --help and the suggestions read. */
 extern const cli_opt *const cli_shared_tables[];
 /* After parsing (run_options_finish): -e applied, -ctk/-ctv resolved into kv_dtype (an
  * explicit --kv-dtype of another type is an error), -sys → --chat. 0, or 2 after printing the
  * error. */
 int cli_llama_finish(run_options *o);
-/* eval and compare: the sampling flags they would ignore (penalties, min-p, -r) are an error
- * naming cmd. 0, or 2 after printing it. */
+/* eval and compare: the sampling flags they would ignore (penalties, min-p, -r, the samplers of
+ * options_sampling.c) are an error naming cmd. 0, or 2 after printing it. */
 int cli_llama_unused(const run_options *o, const char *cmd);
 /* The model-opening options of o (threads, --dtype, --no-check, --mlock, the RoPE overrides)
  * into *mo; the caller sets resident and allow_no_tokenizer. */
 void cli_model_opts(const run_options *o, eval_model_opts *mo);
+/* The sampling options of o beyond sampler_init's (min-p, typical, top-n-sigma, XTC, dynamic
+ * temperature, min-keep, the order, Mirostat) into *s. */
+void cli_sampling_apply(const run_options *o, sampler *s);
 
 /* Defaults of run_options (max_new 256, greedy, all physical cores, budget 1, device from
  * $LLM_DEVICE or auto). */

@@ -67,8 +67,8 @@ const char *cli_suggest(const char *flag, const cli_opt *extra)
 {
     const char *best = NULL;
     int bd = 3;   /* at most 2 edits */
-    const cli_opt *tables[3] = {cli_run_options, cli_llama_options, extra};
-    for (int k = 0; k < 3; k++)
+    const cli_opt *tables[4] = {cli_run_options, cli_llama_options, cli_sampling_options, extra};
+    for (int k = 0; k < 4; k++)
         for (const cli_opt *t = tables[k]; t && t->name; t++) {
             int d = edit_distance(flag, t->name);
             if (d < bd) bd = d, best = t->name;

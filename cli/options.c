@@ -278,6 +278,12 @@ void run_options_init(run_options *o)
     o->act_bits = 16;
     o->repeat_penalty = 1.0f;
     o->repeat_last_n = 64;
+    o->typical_p = 1.0f;
+    o->top_n_sigma = -1.0f;
+    o->xtc_threshold = 0.1f;
+    o->dynatemp_exp = 1.0f;
+    o->mirostat_lr = 0.1f;
+    o->mirostat_ent = 5.0f;
 }
 
 int cli_is_policy_param(const char *name)

@@ -168,7 +168,8 @@ const cli_opt cli_llama_options[] = {
     {"--predict", NULL, "N", "as --n-predict", CLI_G_LLAMA, 0, set_n_predict},
     {"--system-prompt", "-sys", "TEXT", "llama.cpp's -sys: --system, and implies --chat", CLI_G_LLAMA, 0, set_system},
     {"--system-prompt-file", "-sysf", "FILE", "as -sys with the file's text (one trailing newline dropped)", CLI_G_LLAMA, 0, set_system_file},
-    {"--min-p", NULL, "F", "keep tokens with p >= F x the top token's p (at the temperature; default 0 = off)", CLI_G_LLAMA, 0, set_min_p},
+    {"--min-p", NULL, "F", "keep tokens with p >= F x the top token's p (before --temp, as llama.cpp's\n"
+     "default --samplers order; default 0 = off)", CLI_G_LLAMA, 0, set_min_p},
     {"--repeat-penalty", NULL, "F", "llama.cpp's repetition penalty (default 1 = off): a token among the last\n"
      "--repeat-last-n of prompt and output has its logit divided by F (x F if <= 0);\n"
      "greedy decoding too", CLI_G_LLAMA, 0, set_repeat},
@@ -221,7 +222,7 @@ const cli_opt cli_llama_options[] = {
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
 
-const cli_opt *const cli_shared_tables[] = {cli_run_options, cli_llama_options, NULL};
+const cli_opt *const cli_shared_tables[] = {cli_run_options, cli_llama_options, cli_sampling_options, NULL};
 
 /* common.cpp's string_process_escapes: \n \r \t \' \" \\ and \xHH (two hex digits); any other
  * backslash pair is kept as written. In place (the result is never longer). */
@@ -289,6 +290,7 @@ int cli_llama_unused(const run_options *o, const char *cmd)
         return cli_die("%s: decodes greedily without penalties (--min-p, --repeat-penalty, --frequency-penalty, "
                        "--presence-penalty are llm-run's)", cmd);
     if (o->n_reverse) return cli_die("%s: -r is llm-run's (it stops a generation on its text)", cmd);
+    if (o->sampler_flag) return cli_die("%s: decodes greedily (%s is llm-run's)", cmd, o->sampler_flag);
     return 0;
 }
 

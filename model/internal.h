@@ -67,4 +67,16 @@ double model_now_s(void);
 /* The byte size of a scalar GGUF value type (gguf.c; 0 for string, array and unknown types). */
 int gguf_type_size(int type);
 
+/* The sampler chain's stages (sampler_stages.c), run by sampler.c over s->buf[0..s->n):
+ * sampler_stage does one stage letter of SAMPLER_STAGES but 'e' (the penalties, sampler.c's);
+ * sampler_mirostat truncates as Mirostat s->mirostat (1 or 2.0) after sampler_scale; the list
+ * is then renormalized. sampler_softmax sets each candidate's p (do_sort: sorts the list first);
+ * sampler_scale divides the logits by t (t ≤ 0: only the first largest stays finite);
+ * sampler_rand draws uniform [0, 1) with 24 bits from a splitmix64 state. */
+void sampler_stage(sampler *s, char stage);
+void sampler_mirostat(sampler *s);
+void sampler_softmax(sampler *s, int do_sort);
+void sampler_scale(sampler *s, float t);
+float sampler_rand(uint64_t *state);
+
 #endif

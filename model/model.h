@@ -409,25 +409,52 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------- sampler (sampler.c) */
 
+/* The chain's stages, in llama.cpp's letters (its --sampling-seq): e penalties, d DRY (no-op:
+ * llm-run has no DRY), s top-n-sigma, k top-k, y locally typical, p top-p, m min-p, x XTC, t
+ * temperature. The default is llama.cpp's (common/common.h common_params_sampling.samplers). */
+#define SAMPLER_STAGES "edskypmxt"
+#define SAMPLER_ORDER_DEFAULT "edskypmxt"
+
+typedef struct { float logit, p; int id; } sampler_cand;   /* a candidate token */
+
 typedef struct {
     float temperature;   /* 0: greedy (argmax, lowest id on ties) */
     float top_p;         /* nucleus; 1 = off */
     int top_k;           /* 0 = off */
-    float min_p;         /* keep tokens with p ≥ min_p · p_max (at the temperature); 0 = off */
+    float min_p;         /* keep tokens with p ≥ min_p · p_max; 0 = off */
+    float typical_p;     /* locally typical sampling; 1 = off */
+    float top_n_sigma;   /* keep logits ≥ max − n·σ; ≤ 0 = off */
+    float xtc_probability, xtc_threshold;      /* XTC; probability 0 = off (threshold 0.1) */
+    float dynatemp_range, dynatemp_exponent;   /* dynamic temperature; range 0 = off (exponent 1) */
+    int min_keep;        /* top-p, min-p, typical and XTC keep at least this many (0) */
+    int mirostat;        /* 0 the chain; 1 Mirostat, 2 Mirostat 2.0 (temperature, then it) */
+    float mirostat_tau, mirostat_eta, mirostat_mu;   /* target surprise 5, learning rate 0.1; mu = 2 tau */
+    char order[16];      /* the chain: letters of SAMPLER_STAGES (sampler_set_order) */
     /* llama.cpp's penalties (llama_sampler_penalties), over the last `last_n` accepted tokens
      * (sampler_accept: the prompt's, then each generated one): a token seen c > 0 times has its
      * logit divided by `repeat` (multiplied when ≤ 0), then lowered by c · frequency + presence.
-     * Applied before greedy as well. repeat 1, frequency 0, presence 0 or last_n 0 = off. */
+     * Applied at the chain's 'e' (first by default), to greedy decoding as well; not with
+     * Mirostat (llama.cpp's Mirostat chain has no penalties). repeat 1, frequency 0, presence 0
+     * or last_n 0 = off. */
     float repeat, frequency, presence;
     int last_n;
     int *hist, n_hist;   /* ring of the last last_n accepted ids; n_hist accepted in all */
     int *count;          /* [vocab] scratch, all zero between calls */
     uint64_t rng_state;
-    struct { float p; int id; } *buf;  /* [vocab] scratch */
+    sampler_cand *buf, *tmp;   /* [vocab]: the candidates (buf[0..n)), scratch */
+    int n, sorted;             /* candidates left; 1 when buf[0..n) is in descending logit order */
     int vocab;
 } sampler;
 
+/* Greedy or temperature / top-p / top-k sampling seeded by seed; the other fields at llama.cpp's
+ * defaults (off). 0, or -1 out of memory. */
 int sampler_init(sampler *s, int vocab, float temperature, float top_p, int top_k, uint64_t seed);
+/* The chain's order: letters of SAMPLER_STAGES, at most 15 (repeats allowed, as in llama.cpp).
+ * 0, or -1 for another letter or a longer string. */
+int sampler_set_order(sampler *s, const char *order);
+/* Mirostat version 0 (off), 1 or 2 with target surprise tau (bits) and learning rate eta; mu
+ * starts at 2 tau. 0, or -1 for another version. */
+int sampler_set_mirostat(sampler *s, int version, float tau, float eta);
 /* Turns the penalties on (sampler fields above; last_n ≥ 1, repeat > 0). 0, or -1 out of memory. */
 int sampler_set_penalties(sampler *s, float repeat, float frequency, float presence, int last_n);
 /* 1 when sampler_sample reads more than the argmax of the logits (sampling, penalties): a
@@ -436,8 +463,16 @@ int sampler_needs_logits(const sampler *s);
 /* Records a token of the sequence (prompt or generated) for the penalties; cheap when off. */
 void sampler_accept(sampler *s, int id);
 void sampler_free(sampler *s);
-/* Picks the next token from logits [vocab] (modified in place: penalties, sampling). */
+/* Picks the next token from logits [vocab] (the greedy path applies the penalties in place):
+ * sampler_filter, a draw by p, sampler_commit. */
 int sampler_sample(sampler *s, float *logits);
+/* The chain (or Mirostat's truncation) over logits [vocab]: returns n ≥ 1, the candidates left
+ * in s->buf[0..n) in no set order, p their probabilities (softmax over what is left; 0 for a
+ * logit a stage made −∞). Exposed for tests against llama.cpp (tests/test_sampler.c). */
+int sampler_filter(sampler *s, const float *logits);
+/* Takes candidate s->buf[k] of the last sampler_filter: Mirostat's mu update from its
+ * surprise; returns its token id. */
+int sampler_commit(sampler *s, int k);
 
 
 /* ------------------------------------------------------ the generation loop (generate.c) */

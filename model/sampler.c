@@ -1,36 +1,57 @@
-/* Sampler: llama.cpp's repetition penalties, then greedy, or temperature with top-k, top-p
- * (nucleus) and min-p; seeded and reproducible. */
-#include "model/model.h"
+/* Sampler: llama.cpp's sampler chain (common/sampling.cpp, src/llama-sampler.cpp of the llama.cpp
+ * that bench/llamacpp.sh builds): the stages of sampler.order in turn over a candidate list —
+ * penalties, top-n-sigma, top-k, locally typical, top-p, min-p, XTC, temperature (with dynamic
+ * temperature) — then a draw; or temperature then Mirostat (1 or 2.0), which replaces the chain
+ * as in llama.cpp. Each stage does what llama.cpp's does, in the same float arithmetic, so that
+ * the candidates left match tests/fixtures/sampler/llamacpp.txt (scripts/make_sampler_fixtures.sh);
+ * only the random draws differ (our splitmix64 for its mt19937). Greedy (temperature 0) takes the
+ * argmax after the penalties without building the list when no stage could drop that token. */
+#include "model/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1) with 24 bits. */
-static float rand_f32(uint64_t *s) { return (float)(splitmix64(s) >> 40) / 16777216.0f; }
+#include <string.h>
 
 int sampler_init(sampler *s, int vocab, float temperature, float top_p, int top_k, uint64_t seed)
 {
+    memset(s, 0, sizeof *s);
     s->temperature = temperature;
     s->top_p = top_p;
     s->top_k = top_k;
     s->rng_state = seed;
     s->vocab = vocab;
-    s->min_p = 0.0f;
     s->repeat = 1.0f;
-    s->frequency = s->presence = 0.0f;
-    s->last_n = 0;
-    s->hist = s->count = NULL;
-    s->n_hist = 0;
+    s->typical_p = 1.0f;
+    s->top_n_sigma = -1.0f;
+    s->xtc_threshold = 0.1f;
+    s->dynatemp_exponent = 1.0f;
+    s->mirostat_tau = 5.0f;
+    s->mirostat_eta = 0.1f;
+    s->mirostat_mu = 2.0f * s->mirostat_tau;
+    strcpy(s->order, SAMPLER_ORDER_DEFAULT);
     s->buf = malloc((size_t)vocab * sizeof *s->buf);
-    return s->buf ? 0 : -1;
+    s->tmp = malloc((size_t)vocab * sizeof *s->tmp);
+    return s->buf && s->tmp ? 0 : -1;
+}
+
+int sampler_set_order(sampler *s, const char *order)
+{
+    const size_t n = strlen(order);
+    if (n >= sizeof s->order) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(SAMPLER_STAGES, order[i])) return -1;
+    memcpy(s->order, order, n + 1);
+    return 0;
+}
+
+int sampler_set_mirostat(sampler *s, int version, float tau, float eta)
+{
+    if (version < 0 || version > 2) return -1;
+    s->mirostat = version;
+    s->mirostat_tau = tau;
+    s->mirostat_eta = eta;
+    s->mirostat_mu = 2.0f * tau;
+    return 0;
 }
 
 int sampler_set_penalties(sampler *s, float repeat, float frequency, float presence, int last_n)
@@ -51,8 +72,23 @@ int sampler_set_penalties(sampler *s, float repeat, float frequency, float prese
 }
 
 static int penalties_on(const sampler *s) { return s->last_n > 0 && s->hist; }
+static int stage_in(const sampler *s, char c) { return s->mirostat == 0 && strchr(s->order, c) != NULL; }
 
-int sampler_needs_logits(const sampler *s) { return s->temperature > 0.0f || penalties_on(s); }
+/* 1 when temperature 0 is the argmax after the penalties: no stage can drop that token (typical,
+ * XTC and dynamic temperature can; the others always keep the largest logit) and the chain has
+ * its temperature stage (without it llama.cpp samples at the logits' own scale). */
+static int greedy(const sampler *s)
+{
+    if (s->temperature > 0.0f) return 0;
+    if (s->mirostat) return 1;   /* temperature 0 leaves one finite logit to Mirostat */
+    return stage_in(s, 't') && s->dynatemp_range <= 0.0f && !(stage_in(s, 'y') && s->typical_p < 1.0f) &&
+           !(stage_in(s, 'x') && s->xtc_probability > 0.0f && s->xtc_threshold <= 0.5f);
+}
+
+int sampler_needs_logits(const sampler *s)
+{
+    return !greedy(s) || (penalties_on(s) && stage_in(s, 'e'));
+}
 
 void sampler_accept(sampler *s, int id)
 {
@@ -60,28 +96,39 @@ void sampler_accept(sampler *s, int id)
     s->hist[s->n_hist++ % s->last_n] = id;
 }
 
-/* llama.cpp's llama_sampler_penalties_apply over the window of accepted ids. */
-static void apply_penalties(sampler *s, float *logits)
-{
-    const int n = s->n_hist < s->last_n ? s->n_hist : s->last_n;
-    for (int i = 0; i < n; i++) s->count[s->hist[i]]++;
-    for (int i = 0; i < n; i++) {
-        const int id = s->hist[i], c = s->count[id];
-        if (c == 0) continue;   /* already applied (a repeated id) */
-        float l = logits[id];
-        l = l <= 0.0f ? l * s->repeat : l / s->repeat;
-        logits[id] = l - ((float)c * s->frequency + s->presence);   /* llama.cpp's order of operations */
-        s->count[id] = 0;
-    }
-}
-
 void sampler_free(sampler *s)
 {
     free(s->buf);
+    free(s->tmp);
     free(s->hist);
     free(s->count);
-    s->buf = NULL;
+    s->buf = s->tmp = NULL;
     s->hist = s->count = NULL;
+}
+
+/* llama.cpp's llama_sampler_penalties_apply over the window of accepted ids: on logits[] by id
+ * (c NULL), or on the candidate list c[0..n) (each candidate's logit, found by its id). */
+static float penalized(const sampler *s, float l, int k)
+{
+    l = l <= 0.0f ? l * s->repeat : l / s->repeat;
+    return l - ((float)k * s->frequency + s->presence);   /* llama.cpp's order of operations */
+}
+static void apply_penalties(sampler *s, float *logits, sampler_cand *c, int n)
+{
+    const int nw = s->n_hist < s->last_n ? s->n_hist : s->last_n;
+    for (int i = 0; i < nw; i++) s->count[s->hist[i]]++;
+    if (c) {
+        for (int i = 0; i < n; i++)
+            if (s->count[c[i].id]) c[i].logit = penalized(s, c[i].logit, s->count[c[i].id]);
+        for (int i = 0; i < nw; i++) s->count[s->hist[i]] = 0;
+        return;
+    }
+    for (int i = 0; i < nw; i++) {
+        const int id = s->hist[i], k = s->count[id];
+        if (k == 0) continue;   /* already applied (a repeated id) */
+        logits[id] = penalized(s, logits[id], k);
+        s->count[id] = 0;
+    }
 }
 
 /* The lowest index of the largest of x[0..n) (n ≥ 1), exactly as `best = 0; for i: if (x[i] >
@@ -110,58 +157,54 @@ static int argmax(const float *x, int n)
     return best;
 }
 
-static int cmp_desc(const void *a, const void *b)
+int sampler_filter(sampler *s, const float *logits)
 {
-    const struct { float p; int id; } *x = a, *y = b;
-    if (x->p != y->p) return x->p > y->p ? -1 : 1;
-    return x->id - y->id;
+    sampler_cand *c = s->buf;
+    s->n = s->vocab;
+    s->sorted = 0;
+    for (int i = 0; i < s->n; i++) c[i].logit = logits[i], c[i].p = 0.0f, c[i].id = i;
+    if (s->mirostat) {
+        sampler_scale(s, s->temperature);
+        sampler_mirostat(s);
+        return s->n;
+    }
+    for (const char *o = s->order; *o; o++) {
+        if (*o == 'e') {
+            if (penalties_on(s)) apply_penalties(s, NULL, c, s->n);
+        } else {
+            sampler_stage(s, *o);
+        }
+    }
+    sampler_softmax(s, 0);   /* what the draw uses (−∞ logits: p 0) */
+    return s->n;
+}
+
+int sampler_commit(sampler *s, int k)
+{
+    if (s->mirostat)   /* mu follows the surprise of the token taken (llama.cpp's update) */
+        s->mirostat_mu -= s->mirostat_eta * (-log2f(s->buf[k].p) - s->mirostat_tau);
+    return s->buf[k].id;
 }
 
 int sampler_sample(sampler *s, float *logits)
 {
-    int n = s->vocab;
-    if (penalties_on(s)) apply_penalties(s, logits);
-    if (s->temperature <= 0.0f) return argmax(logits, n);
-    /* softmax at temperature */
-    float mx = logits[argmax(logits, n)];
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) {
-        logits[i] = expf((logits[i] - mx) / s->temperature);
-        sum += logits[i];
+    if (greedy(s)) {
+        if (penalties_on(s) && stage_in(s, 'e')) apply_penalties(s, logits, NULL, 0);
+        return argmax(logits, s->vocab);
     }
+    const int n = sampler_filter(s, logits);
+    double total = 0.0;
+    for (int i = 0; i < n; i++) total += s->buf[i].p;
+    const double r = sampler_rand(&s->rng_state) * total;
+    double cum = 0.0;
+    int k = n - 1;
     for (int i = 0; i < n; i++) {
-        s->buf[i].p = (float)(logits[i] / sum);
-        s->buf[i].id = i;
-    }
-    int m = n;
-    if ((s->top_k > 0 && s->top_k < n) || (s->top_p > 0.0f && s->top_p < 1.0f)) {
-        qsort(s->buf, (size_t)n, sizeof *s->buf, cmp_desc);
-        if (s->top_k > 0 && s->top_k < m) m = s->top_k;
-        if (s->top_p > 0.0f && s->top_p < 1.0f) {
-            double cum = 0.0;
-            for (int i = 0; i < m; i++) {
-                cum += s->buf[i].p;
-                if (cum >= s->top_p) {
-                    m = i + 1;
-                    break;
-                }
-            }
+        cum += s->buf[i].p;
+        if (r < cum) {
+            k = i;
+            break;
         }
     }
-    if (s->min_p > 0.0f) {   /* p_max: the first after the sort, else the largest */
-        float pmax = 0.0f;
-        for (int i = 0; i < m; i++) pmax = s->buf[i].p > pmax ? s->buf[i].p : pmax;
-        int k = 0;
-        for (int i = 0; i < m; i++)
-            if (s->buf[i].p >= s->min_p * pmax) s->buf[k++] = s->buf[i];
-        m = k;   /* ≥ 1: p_max itself passes (min_p ≤ 1) */
-    }
-    double total = 0.0;
-    for (int i = 0; i < m; i++) total += s->buf[i].p;
-    double r = rand_f32(&s->rng_state) * total, cum = 0.0;
-    for (int i = 0; i < m; i++) {
-        cum += s->buf[i].p;
-        if (r < cum) return s->buf[i].id;
-    }
-    return s->buf[m - 1].id;
+    while (k > 0 && s->buf[k].p <= 0.0f) k--;   /* never a −∞ candidate (rounding at the end) */
+    return sampler_commit(s, k);
 }

@@ -4,9 +4,13 @@
  * vocabulary-sized row; the decode step-time quantiles of a generation (model/generate.c
  * gen_step_ms_quantile, the --json decode_step_ms_median / _p90); llama.cpp's penalties (a worked
  * example by hand, and random windows against a per-token transcription of
- * llama_sampler_penalties_apply); min-p (never a token below the threshold, each above it drawn). */
+ * llama_sampler_penalties_apply); min-p (never a token below the threshold, each above it drawn);
+ * the whole chain against llama.cpp's own samplers (tests/fixtures/sampler/llamacpp.txt, made by
+ * scripts/make_sampler_fixtures.sh): top-k, top-p, min-p, typical, top-n-sigma, XTC, temperature,
+ * dynamic temperature, llama.cpp's default chain, another order, Mirostat 1 and 2 over steps. */
 #include <math.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -169,6 +173,173 @@ static void test_min_p(void **state)
     assert_true(seen[0] > seen[1] && seen[1] > seen[2] && seen[2] > 0);
 }
 
+/* ------------------------------------------- against llama.cpp (tests/fixtures/sampler) */
+
+/* scripts/llamacpp_samplers.cpp's make_row, operation for operation */
+static uint64_t gen_state;
+static double gen_uniform(void)
+{
+    gen_state = gen_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(gen_state >> 11) / 9007199254740992.0;
+}
+static void gen_row(float *r, int vocab, float spread)
+{
+    for (int i = 0; i < vocab; i++) {
+        double g = 0.0;
+        for (int k = 0; k < 4; k++) {
+            volatile double u = gen_uniform() - 0.5;
+            g += u;
+        }
+        volatile double gs = g * spread;
+        r[i] = (float)gs;
+    }
+    int strong = 1 + (int)(gen_uniform() * 5);
+    for (int s = 0; s < strong; s++) {
+        int at = (int)(gen_uniform() * vocab);
+        volatile double four_u = 4.0 * gen_uniform();
+        r[at] += (float)(2.0 + four_u);
+    }
+}
+
+static float param(const char *line, const char *key)
+{
+    const char *at = strstr(line, key);
+    if (!at) fail_msg("fixture: no %s in '%s'", key, line);
+    return strtof(at + strlen(key), NULL);
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* Each case of the fixture: the sampler set as its params line says, each row regenerated (its
+ * sum checked), sampler_filter's candidates (p > 0) equal llama.cpp's as a set, with p within
+ * 2e-5 + 1e-4·p; Mirostat takes llama.cpp's pick (sampler_commit), so the next row's truncation
+ * depends on the same mu. */
+static void test_llamacpp_chain(void **state)
+{
+    (void)state;
+    FILE *f = fopen("tests/fixtures/sampler/llamacpp.txt", "r");
+    assert_non_null(f);
+    static char line[1 << 20];
+    char name[64] = "", order[32] = "";
+    sampler s = {0};
+    float *row = NULL;
+    int have = 0, n_cases = 0, n_rows = 0, n_mirostat = 0, vocab = 0;
+    float pr[32];
+    int mirostat = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "case ", 5)) {
+            sscanf(line + 5, "%63s", name);
+            n_cases++;
+        } else if (!strncmp(line, "params ", 7)) {
+            const char *keys[] = {"temp=", "dyn_range=", "dyn_exp=", "top_k=", "top_p=", "min_p=", "typ_p=",
+                                  "top_n_sigma=", "xtc_p=", "xtc_t=", "min_keep=", "mirostat=", "tau=", "eta="};
+            for (int i = 0; i < 14; i++) pr[i] = param(line, keys[i]);
+            sscanf(strstr(line, "order=") + 6, "%31s", order);
+            mirostat = (int)pr[11];
+            have = 0;
+        } else if (!strncmp(line, "row ", 4)) {
+            float spread;
+            unsigned long long st;
+            double want_sum;
+            assert_int_equal(sscanf(line + 4, "%d %f %llu %lf", &vocab, &spread, &st, &want_sum), 4);
+            row = realloc(row, (size_t)vocab * sizeof *row);
+            gen_state = st;
+            gen_row(row, vocab, spread);
+            double sum = 0.0;
+            for (int i = 0; i < vocab; i++) sum += row[i];
+            if (sum != want_sum) fail_msg("%s: the regenerated row sums to %.17g, llama.cpp's to %.17g", name, sum, want_sum);
+            if (!have || !mirostat) {   /* Mirostat keeps its sampler (mu) across the rows */
+                sampler_free(&s);
+                assert_int_equal(sampler_init(&s, vocab, pr[0], pr[4], (int)pr[3], 7), 0);
+                s.dynatemp_range = pr[1], s.dynatemp_exponent = pr[2], s.min_p = pr[5], s.typical_p = pr[6];
+                s.top_n_sigma = pr[7], s.xtc_probability = pr[8], s.xtc_threshold = pr[9], s.min_keep = (int)pr[10];
+                assert_int_equal(sampler_set_order(&s, order), 0);
+                assert_int_equal(sampler_set_mirostat(&s, mirostat, pr[12], pr[13]), 0);
+                have = 1;
+            }
+            n_rows++;
+        } else if (!strncmp(line, "keep ", 5)) {
+            char *p = line + 5, *e;
+            const int nk = (int)strtol(p, &e, 10);
+            int *ids = malloc((size_t)nk * sizeof *ids), *mine = malloc((size_t)vocab * sizeof *mine);
+            double *ps = malloc((size_t)nk * sizeof *ps);
+            for (int i = 0; i < nk; i++) {
+                ids[i] = (int)strtol(e, &e, 10);
+                ps[i] = strtod(e, &e);
+            }
+            const int n = sampler_filter(&s, row);
+            int m = 0;
+            for (int i = 0; i < n; i++)
+                if (s.buf[i].p > 0.0f) mine[m++] = s.buf[i].id;
+            qsort(mine, (size_t)m, sizeof *mine, cmp_int);
+            if (m != nk) fail_msg("%s row %d (vocab %d): %d candidates left, llama.cpp %d", name, n_rows, vocab, m, nk);
+            for (int i = 0; i < nk; i++) {
+                if (mine[i] != ids[i]) fail_msg("%s row %d: candidate %d is id %d, llama.cpp's %d", name, n_rows, i, mine[i], ids[i]);
+                float p_mine = 0.0f;
+                for (int j = 0; j < n; j++)
+                    if (s.buf[j].id == ids[i]) p_mine = s.buf[j].p;
+                if (fabs(p_mine - ps[i]) > 2e-5 + 1e-4 * ps[i])
+                    fail_msg("%s row %d: id %d p %.9g, llama.cpp %.9g", name, n_rows, ids[i], p_mine, ps[i]);
+            }
+            free(ids);
+            free(mine);
+            free(ps);
+        } else if (!strncmp(line, "pick ", 5)) {
+            const int id = atoi(line + 5);
+            int k = -1;
+            for (int i = 0; i < s.n; i++)
+                if (s.buf[i].id == id) k = i;
+            assert_true(k >= 0);
+            assert_int_equal(sampler_commit(&s, k), id);
+            n_mirostat++;
+        }
+    }
+    fclose(f);
+    sampler_free(&s);
+    free(row);
+    assert_true(n_cases >= 20 && n_rows >= 70 && n_mirostat >= 30);
+}
+
+/* The draws: sampler_sample takes only candidates sampler_filter leaves (here top-k 3 of a
+ * 64-token row, then temperature), each of them sometimes; the same seed gives the same tokens. */
+static void test_draws_within_chain(void **state)
+{
+    (void)state;
+    float r[64], x[64];
+    gen_state = 99;
+    gen_row(r, 64, 3.0f);
+    sampler s;
+    assert_int_equal(sampler_init(&s, 64, 0.9f, 1.0f, 3, 5), 0);
+    int n = sampler_filter(&s, r), ids[3], seen[3] = {0};
+    assert_int_equal(n, 3);
+    for (int i = 0; i < 3; i++) ids[i] = s.buf[i].id;
+    uint64_t first[20];
+    for (int t = 0; t < 3000; t++) {
+        memcpy(x, r, sizeof x);
+        int id = sampler_sample(&s, x), k = -1;
+        for (int i = 0; i < 3; i++)
+            if (ids[i] == id) k = i;
+        if (k < 0) fail_msg("draw %d: token %d is not among the top 3", t, id);
+        seen[k]++;
+        if (t < 20) first[t] = (uint64_t)id;
+    }
+    for (int i = 0; i < 3; i++) assert_true(seen[i] > 0);
+    sampler_free(&s);
+    assert_int_equal(sampler_init(&s, 64, 0.9f, 1.0f, 3, 5), 0);
+    for (int t = 0; t < 20; t++) {
+        memcpy(x, r, sizeof x);
+        assert_int_equal(sampler_sample(&s, x), (int)first[t]);
+    }
+    sampler_free(&s);
+    /* the order is checked: letters of SAMPLER_STAGES only */
+    assert_int_equal(sampler_init(&s, 64, 0.9f, 1.0f, 3, 5), 0);
+    assert_int_equal(sampler_set_order(&s, "kpt"), 0);
+    assert_int_equal(sampler_set_order(&s, "kqt"), -1);
+    assert_int_equal(sampler_set_order(&s, "edskypmxtedskypmxt"), -1);
+    assert_int_equal(sampler_set_mirostat(&s, 3, 5.0f, 0.1f), -1);
+    sampler_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +348,8 @@ int main(void)
         cmocka_unit_test(test_penalties_by_hand),
         cmocka_unit_test(test_penalties_random),
         cmocka_unit_test(test_min_p),
+        cmocka_unit_test(test_llamacpp_chain),
+        cmocka_unit_test(test_draws_within_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

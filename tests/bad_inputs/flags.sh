@@ -118,6 +118,20 @@ check "eval --repeat-penalty" 'eval: .*penalt' eval -m "$GOOD" --task tinystorie
 check "compare -r" 'compare: -r' compare -m "$GOOD" -p hi -r x
 check "-ctk bf16 with --kv-dtype f16" '-ctk bf16 and --kv-dtype f16' -m "$GOOD" "${P[@]}" -ctk bf16 --kv-dtype f16
 check "--rope-freq-base 0" '--rope-freq-base' -m "$GOOD" "${P[@]}" --rope-freq-base 0
+# llama.cpp's other samplers (cli/options_sampling.c): bad values, unknown stages, DRY refused
+check "--mirostat 3" '--mirostat' -m "$GOOD" "${P[@]}" --mirostat 3
+check "--typical 1.5" '--typical' -m "$GOOD" "${P[@]}" --typical 1.5
+check "--xtc-probability -0.1" '--xtc-probability' -m "$GOOD" "${P[@]}" --xtc-probability -0.1
+check "--min-keep -1" '--min-keep' -m "$GOOD" "${P[@]}" --min-keep -1
+check "--samplers with an unknown name" "--samplers: unknown sampler 'top_q'" -m "$GOOD" "${P[@]}" --samplers 'top_k;top_q'
+check "--samplers empty" '--samplers: no sampler' -m "$GOOD" "${P[@]}" --samplers ';'
+check "--samplers infill" '--samplers infill: .*no infill' -m "$GOOD" "${P[@]}" --samplers 'top_k;infill'
+check "--sampling-seq with an unknown letter" "--sampling-seq: unknown sampler 'q'" -m "$GOOD" "${P[@]}" --sampling-seq kqt
+check "--sampling-seq too long" '--sampling-seq: at most 15' -m "$GOOD" "${P[@]}" --sampling-seq kkkkkkkkkkkkkkkk
+check "--dry-multiplier (no DRY)" '--dry-multiplier: llm-run has no DRY' -m "$GOOD" "${P[@]}" --dry-multiplier 0.8
+check "--adaptive-target" '--adaptive-target: .*no adaptive-p' -m "$GOOD" "${P[@]}" --adaptive-target 0.5
+check "eval --mirostat" 'eval: decodes greedily .--mirostat' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --mirostat 2
+check "compare --typical" 'compare: decodes greedily .--typical' compare -m "$GOOD" -p hi --typical 0.9
 check "--rope-freq-base abc" '--rope-freq-base' -m "$GOOD" "${P[@]}" --rope-freq-base abc
 check "--rope-freq-scale -1" '--rope-freq-scale' -m "$GOOD" "${P[@]}" --rope-freq-scale -1
 check "--rope-scale 0" '--rope-scale' -m "$GOOD" "${P[@]}" --rope-scale 0

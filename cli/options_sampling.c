@@ -1,0 +1,168 @@
+/* options_sampling.c — llama.cpp's other samplers as llama-cli takes them (common/arg.cpp of the
+ * llama.cpp bench/llamacpp.sh builds): --typical, --top-nsigma, --xtc-probability/-threshold,
+ * --dynatemp-range/-exp, --mirostat/-lr/-ent, --min-keep, and the chain's order (--samplers
+ * names, --sampling-seq letters); model/sampler.c runs them as llama.cpp does. DRY and adaptive-p
+ * are refused with one line each. eval and compare decode greedily: they refuse all of these
+ * (cli_llama_unused reads sampler_flag). */
+#include "cli/cli.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#define O ((run_options *)ctx)
+#define SETTER(name) static int name(void *ctx, const char *f, const char *v)
+
+static int set_f(run_options *o, const char *f, const char *v, double lo, double hi, float *out)
+{
+    double d;
+    if (cli_float(f, v, lo, hi, &d) != 0) return 2;
+    *out = (float)d;
+    o->sampler_flag = f;
+    return 0;
+}
+
+SETTER(set_typical) { return set_f(O, f, v, 0, 1, &O->typical_p); }
+SETTER(set_top_n_sigma) { return set_f(O, f, v, -1, 1e6, &O->top_n_sigma); }
+SETTER(set_xtc_p) { return set_f(O, f, v, 0, 1, &O->xtc_probability); }
+SETTER(set_xtc_t) { return set_f(O, f, v, 0, 1, &O->xtc_threshold); }
+SETTER(set_dyn_range) { return set_f(O, f, v, 0, 100, &O->dynatemp_range); }
+SETTER(set_dyn_exp) { return set_f(O, f, v, 0, 100, &O->dynatemp_exp); }
+SETTER(set_mirostat_lr) { return set_f(O, f, v, 0, 100, &O->mirostat_lr); }
+SETTER(set_mirostat_ent) { return set_f(O, f, v, 0, 1000, &O->mirostat_ent); }
+SETTER(set_mirostat) {
+    if (cli_int(f, v, 0, 2, &O->mirostat) != 0) return 2;
+    O->sampler_flag = f;
+    return 0;
+}
+SETTER(set_min_keep) {
+    if (cli_int(f, v, 0, INT_MAX, &O->min_keep) != 0) return 2;
+    O->sampler_flag = f;
+    return 0;
+}
+
+/* A stage letter of model/model.h SAMPLER_STAGES, or a refusal for llama.cpp's stages llm-run has
+ * not: 0, or 2 after printing. */
+static int stage_ok(const char *f, char c, const char *as)
+{
+    if (c == 'i') return cli_die("%s %s: infill is for fill-in-the-middle models; llm-run has no infill sampler", f, as);
+    if (c == 'a') return cli_die("%s %s: llm-run has no adaptive-p sampler", f, as);
+    if (!c || !strchr(SAMPLER_STAGES, c))
+        return cli_die("%s: unknown sampler '%s' (one of penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, "
+                       "xtc, temperature; letters e d s k y p m x t)", f, as);
+    return 0;
+}
+
+static int add_stage(run_options *o, const char *f, char c, const char *as, size_t *n)
+{
+    if (stage_ok(f, c, as)) return 2;
+    if (*n + 1 >= sizeof o->sampler_order) return cli_die("%s: at most %zu stages", f, sizeof o->sampler_order - 1);
+    o->sampler_order[(*n)++] = c;
+    o->sampler_order[*n] = '\0';
+    return 0;
+}
+
+/* --samplers: names separated by ';' in llama.cpp's spellings (common_sampler_types_from_names:
+ * top_k, top-k, topk, nucleus, temp, typ, ...), any case */
+SETTER(set_samplers) {
+    static const struct { const char *name; char c; } names[] = {
+        {"penalties", 'e'}, {"dry", 'd'}, {"topnsigma", 's'}, {"topk", 'k'}, {"typp", 'y'}, {"typ", 'y'},
+        {"topp", 'p'}, {"nucleus", 'p'}, {"minp", 'm'}, {"xtc", 'x'}, {"temperature", 't'}, {"temp", 't'},
+        {"infill", 'i'}, {"adaptivep", 'a'}};
+    size_t n = 0;
+    O->sampler_order[0] = '\0';
+    for (const char *p = v;;) {
+        const char *e = strchr(p, ';');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        char key[32], name[32];
+        size_t k = 0;
+        if (len >= sizeof name) return cli_die("%s: unknown sampler '%.*s'", f, (int)len, p);
+        memcpy(name, p, len);
+        name[len] = '\0';
+        for (size_t i = 0; i < len; i++)   /* "top_k", "top-k" and "TopK" are "topk" */
+            if (p[i] != '_' && p[i] != '-') key[k++] = (char)tolower((unsigned char)p[i]);
+        key[k] = '\0';
+        char c = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (!strcmp(key, names[i].name)) c = names[i].c;
+        if (len && add_stage(O, f, c, name, &n)) return 2;
+        if (!e) break;
+        p = e + 1;
+    }
+    if (!n) return cli_die("%s: no sampler named", f);
+    O->sampler_flag = f;
+    return 0;
+}
+
+/* --sampling-seq: llama.cpp's letters (common_sampler_types_from_chars) */
+SETTER(set_sampling_seq) {
+    size_t n = 0;
+    O->sampler_order[0] = '\0';
+    for (const char *p = v; *p; p++) {
+        const char as[2] = {*p, '\0'};
+        if (add_stage(O, f, *p, as, &n)) return 2;
+    }
+    if (!n) return cli_die("%s: no sampler named", f);
+    O->sampler_flag = f;
+    return 0;
+}
+
+SETTER(set_dry) {
+    (void)ctx;
+    (void)v;
+    return cli_die("%s: llm-run has no DRY sampler (--repeat-penalty, --frequency-penalty and --presence-penalty "
+                   "are its repetition penalties)", f);
+}
+SETTER(set_adaptive) {
+    (void)ctx;
+    (void)v;
+    return cli_die("%s: llm-run has no adaptive-p sampler", f);
+}
+
+#undef O
+
+const cli_opt cli_sampling_options[] = {
+    {"--typical", "--typical-p", "F", "locally typical sampling (Meister et al.): the tokens whose surprise is\n"
+     "closest to the entropy, up to mass F (default 1 = off)", CLI_G_GEN, 0, set_typical},
+    {"--top-nsigma", "--top-n-sigma", "F", "top-n-sigma (Tang et al.): keep logits >= max - F x their std\n"
+     "(default -1 = off)", CLI_G_GEN, 0, set_top_n_sigma},
+    {"--xtc-probability", NULL, "F", "XTC (exclude top choices): with probability F drop every token with\n"
+     "p >= --xtc-threshold but the least likely of them (default 0 = off)", CLI_G_GEN, 0, set_xtc_p},
+    {"--xtc-threshold", NULL, "F", "XTC's threshold (default 0.1; > 0.5 = off)", CLI_G_GEN, 0, set_xtc_t},
+    {"--dynatemp-range", NULL, "F", "dynamic temperature: --temp +- F, mapped from the candidates' normalized\n"
+     "entropy (default 0 = off)", CLI_G_GEN, 0, set_dyn_range},
+    {"--dynatemp-exp", NULL, "F", "dynamic temperature's exponent on the entropy (default 1)", CLI_G_GEN, 0, set_dyn_exp},
+    {"--mirostat", NULL, "N", "Mirostat: 1 (Basu et al.), 2 (Mirostat 2.0); replaces the chain as in llama.cpp\n"
+     "(--temp, then Mirostat; top-k, top-p, typical, min-p, penalties unused; default 0 = off)", CLI_G_GEN, 0, set_mirostat},
+    {"--mirostat-lr", NULL, "F", "Mirostat's learning rate eta (default 0.1)", CLI_G_GEN, 0, set_mirostat_lr},
+    {"--mirostat-ent", NULL, "F", "Mirostat's target surprise tau, bits (default 5)", CLI_G_GEN, 0, set_mirostat_ent},
+    {"--min-keep", NULL, "N", "top-p, min-p, typical and XTC keep at least N tokens (default 0)", CLI_G_GEN, 0, set_min_keep},
+    {"--samplers", NULL, "LIST", "the chain's order, names separated by ';'; llama.cpp's default\n"
+     "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature puts the\n"
+     "temperature last (top-p, min-p see the logits unscaled); Hugging Face's order has it\n"
+     "first (temperature;top_k;top_p;min_p); dry does nothing: llm-run has no DRY", CLI_G_GEN, 0, set_samplers},
+    {"--sampling-seq", "--sampler-seq", "LETTERS", "the order as llama.cpp's letters (default edskypmxt)", CLI_G_GEN, 0, set_sampling_seq},
+    {"--dry-multiplier", NULL, "F", "refused: llm-run has no DRY sampler", CLI_G_LLAMA, 0, set_dry},
+    {"--dry-base", NULL, "F", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
+    {"--dry-allowed-length", NULL, "N", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
+    {"--dry-penalty-last-n", NULL, "N", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
+    {"--dry-sequence-breaker", NULL, "TEXT", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
+    {"--adaptive-target", NULL, "F", "refused: no adaptive-p sampler", CLI_G_LLAMA, 0, set_adaptive},
+    {"--adaptive-decay", NULL, "F", "refused, as --adaptive-target", CLI_G_LLAMA, 0, set_adaptive},
+    {NULL, NULL, NULL, NULL, 0, 0, NULL},
+};
+
+void cli_sampling_apply(const run_options *o, sampler *s)
+{
+    s->min_p = o->min_p;
+    s->typical_p = o->typical_p;
+    s->top_n_sigma = o->top_n_sigma;
+    s->xtc_probability = o->xtc_probability;
+    s->xtc_threshold = o->xtc_threshold;
+    s->dynatemp_range = o->dynatemp_range;
+    s->dynatemp_exponent = o->dynatemp_exp;
+    s->min_keep = o->min_keep;
+    if (o->sampler_order[0]) sampler_set_order(s, o->sampler_order);   /* letters checked while parsing */
+    sampler_set_mirostat(s, o->mirostat, o->mirostat_ent, o->mirostat_lr);
+}

@@ -1,0 +1,172 @@
+// llamacpp_samplers.cpp — writes tests/fixtures/sampler/llamacpp.txt: what llama.cpp's own
+// samplers (llama_sampler_init_top_k, _typical, _top_p, _min_p, _xtc, _temp_ext,
+// _top_n_sigma, _mirostat, _mirostat_v2, chained as common/sampling.cpp chains them) leave of
+// fixed logit rows, the reference for model/sampler.c (tests/test_sampler.c). Built and run by
+// scripts/make_sampler_fixtures.sh against the llama.cpp that bench/llamacpp.sh builds.
+//
+// Output, one block per case:
+//   case NAME
+//   params temp=T dyn_range=R dyn_exp=E top_k=K top_p=P min_p=M typ_p=Y top_n_sigma=S
+//          xtc_p=XP xtc_t=XT min_keep=N mirostat=0|1|2 tau=TAU eta=ETA order=CHARS (one line)
+//   row VOCAB SPREAD STATE SUM   (the logits: make_row(VOCAB, SPREAD) from the generator state
+//                                 STATE, which tests/test_sampler.c repeats; SUM, their sum in
+//                                 double, checks that it did)
+//   keep N id p id p ...         (the candidates left, by id, with their probabilities: softmax
+//                                 over what is left, -inf dropped; mirostat: llama.cpp's own p)
+//   pick ID                      (mirostat only: the token llama.cpp drew; the next row's
+//                                 truncation depends on it through mu)
+//   end
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+
+struct params {
+    float temp = 0.8f, dyn_range = 0.0f, dyn_exp = 1.0f, top_p = 1.0f, min_p = 0.0f, typ_p = 1.0f;
+    float top_n_sigma = -1.0f, xtc_p = 0.0f, xtc_t = 0.1f, tau = 5.0f, eta = 0.1f;
+    int top_k = 0, min_keep = 0, mirostat = 0;
+    std::string order = "skypmxt";   // llama.cpp's default chain without penalties and dry
+};
+
+static uint64_t rng_state = 12345;
+static double uniform()
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+// A logit row like a model's: a few strong tokens over a long Gaussian-ish tail. The float
+// operations are spelled out one at a time (no contraction) so that C repeats them exactly.
+static std::vector<float> make_row(int vocab, float spread)
+{
+    std::vector<float> r(vocab);
+    for (int i = 0; i < vocab; i++) {
+        double g = 0.0;
+        for (int k = 0; k < 4; k++) {
+            volatile double u = uniform() - 0.5;
+            g += u;
+        }
+        volatile double gs = g * spread;
+        r[i] = (float)gs;
+    }
+    int strong = 1 + (int)(uniform() * 5);
+    for (int s = 0; s < strong; s++) {
+        int at = (int)(uniform() * vocab);
+        volatile double four_u = 4.0 * uniform();
+        r[at] += (float)(2.0 + four_u);
+    }
+    return r;
+}
+
+static llama_sampler *make_chain(const params &p, int vocab)
+{
+    llama_sampler *c = llama_sampler_chain_init(llama_sampler_chain_default_params());
+    if (p.mirostat) {
+        llama_sampler_chain_add(c, llama_sampler_init_temp(p.temp));
+        if (p.mirostat == 1)
+            llama_sampler_chain_add(c, llama_sampler_init_mirostat(vocab, 42, p.tau, p.eta, 100));
+        else
+            llama_sampler_chain_add(c, llama_sampler_init_mirostat_v2(42, p.tau, p.eta));
+        return c;
+    }
+    for (char ch : p.order) switch (ch) {
+        case 'k': llama_sampler_chain_add(c, llama_sampler_init_top_k(p.top_k)); break;
+        case 'y': llama_sampler_chain_add(c, llama_sampler_init_typical(p.typ_p, p.min_keep)); break;
+        case 'p': llama_sampler_chain_add(c, llama_sampler_init_top_p(p.top_p, p.min_keep)); break;
+        case 's': llama_sampler_chain_add(c, llama_sampler_init_top_n_sigma(p.top_n_sigma)); break;
+        case 'm': llama_sampler_chain_add(c, llama_sampler_init_min_p(p.min_p, p.min_keep)); break;
+        case 'x': llama_sampler_chain_add(c, llama_sampler_init_xtc(p.xtc_p, p.xtc_t, p.min_keep, 42)); break;
+        case 't': llama_sampler_chain_add(c, llama_sampler_init_temp_ext(p.temp, p.dyn_range, p.dyn_exp)); break;
+        default: fprintf(stderr, "unknown stage %c\n", ch); exit(1);
+    }
+    return c;
+}
+
+static void run_case(const char *name, const params &p, const std::vector<int> &vocabs, float spread)
+{
+    printf("case %s\n", name);
+    printf("params temp=%.9g dyn_range=%.9g dyn_exp=%.9g top_k=%d top_p=%.9g min_p=%.9g typ_p=%.9g "
+           "top_n_sigma=%.9g xtc_p=%.9g xtc_t=%.9g min_keep=%d mirostat=%d tau=%.9g eta=%.9g order=%s\n",
+           p.temp, p.dyn_range, p.dyn_exp, p.top_k, p.top_p, p.min_p, p.typ_p, p.top_n_sigma, p.xtc_p,
+           p.xtc_t, p.min_keep, p.mirostat, p.tau, p.eta, p.order.c_str());
+    llama_sampler *chain = nullptr;
+    for (int vocab : vocabs) {
+        if (!chain) chain = make_chain(p, vocab);   // mirostat: one chain (mu) across the rows
+        const uint64_t state = rng_state;
+        std::vector<float> row = make_row(vocab, spread);
+        double sum_row = 0.0;
+        for (float x : row) sum_row += x;
+        printf("row %d %.9g %llu %.17g\n", vocab, spread, (unsigned long long)state, sum_row);
+        std::vector<llama_token_data> data(vocab);
+        for (int i = 0; i < vocab; i++) data[i] = {i, row[i], 0.0f};
+        llama_token_data_array arr = {data.data(), (size_t)vocab, -1, false};
+        llama_sampler_apply(chain, &arr);
+        std::map<int, double> keep;
+        if (p.mirostat) {
+            for (size_t i = 0; i < arr.size; i++) keep[arr.data[i].id] = arr.data[i].p;
+        } else {
+            double mx = -INFINITY, sum = 0.0;
+            for (size_t i = 0; i < arr.size; i++) mx = std::max(mx, (double)arr.data[i].logit);
+            for (size_t i = 0; i < arr.size; i++)
+                if (arr.data[i].logit != -INFINITY) sum += std::exp((double)arr.data[i].logit - mx);
+            for (size_t i = 0; i < arr.size; i++)
+                if (arr.data[i].logit != -INFINITY) keep[arr.data[i].id] = std::exp((double)arr.data[i].logit - mx) / sum;
+        }
+        printf("keep %zu", keep.size());
+        for (auto &kv : keep) printf(" %d %.9g", kv.first, kv.second);
+        printf("\n");
+        if (p.mirostat) printf("pick %d\n", arr.data[arr.selected].id);
+        if (!p.mirostat) {
+            llama_sampler_free(chain);
+            chain = nullptr;
+        }
+    }
+    if (chain) llama_sampler_free(chain);
+    printf("end\n");
+}
+
+int main(void)
+{
+    printf("# llama.cpp's samplers on fixed logit rows (scripts/make_sampler_fixtures.sh)\n");
+    const std::vector<int> rows = {64, 64, 257}, rows_long = {64, 257, 3000};
+    params p;
+    p = params(); p.top_k = 5; p.order = "k"; run_case("top_k", p, rows, 6.0f);
+    p = params(); p.top_k = 40; p.order = "k"; run_case("top_k_40", p, rows_long, 6.0f);
+    p = params(); p.top_p = 0.9f; p.order = "p"; run_case("top_p", p, rows, 6.0f);
+    p = params(); p.top_p = 0.5f; p.min_keep = 7; p.order = "p"; run_case("top_p_min_keep", p, rows, 6.0f);
+    p = params(); p.top_p = 0.99f; p.order = "p"; run_case("top_p_wide", p, rows_long, 2.0f);
+    p = params(); p.min_p = 0.05f; p.order = "m"; run_case("min_p", p, rows_long, 6.0f);
+    p = params(); p.min_p = 0.3f; p.min_keep = 12; p.order = "m"; run_case("min_p_min_keep", p, rows, 6.0f);
+    p = params(); p.typ_p = 0.7f; p.order = "y"; run_case("typical", p, rows, 6.0f);
+    p = params(); p.typ_p = 0.3f; p.min_keep = 4; p.order = "y"; run_case("typical_min_keep", p, rows, 3.0f);
+    p = params(); p.top_n_sigma = 1.0f; p.order = "s"; run_case("top_n_sigma", p, rows, 6.0f);
+    p = params(); p.top_n_sigma = 2.5f; p.order = "st"; run_case("top_n_sigma_temp", p, rows, 3.0f);
+    p = params(); p.xtc_p = 1.0f; p.xtc_t = 0.1f; p.order = "x"; run_case("xtc", p, rows, 4.0f);
+    p = params(); p.xtc_p = 1.0f; p.xtc_t = 0.02f; p.min_keep = 5; p.order = "x"; run_case("xtc_min_keep", p, rows, 2.0f);
+    p = params(); p.temp = 0.7f; p.order = "t"; run_case("temp", p, rows, 6.0f);
+    p = params(); p.temp = 0.0f; p.order = "kt"; p.top_k = 10; run_case("temp_zero", p, rows, 6.0f);
+    p = params(); p.temp = 0.8f; p.dyn_range = 0.5f; p.order = "t"; run_case("dynatemp", p, rows, 3.0f);
+    p = params(); p.temp = 1.0f; p.dyn_range = 0.6f; p.dyn_exp = 2.0f; p.order = "t"; run_case("dynatemp_exp", p, rows, 1.5f);
+    p = params(); p.top_k = 40; p.top_p = 0.95f; p.min_p = 0.05f; p.temp = 0.8f;
+    run_case("llamacpp_default", p, rows_long, 4.0f);
+    p = params(); p.top_n_sigma = 3.0f; p.top_k = 50; p.typ_p = 0.95f; p.top_p = 0.9f; p.min_p = 0.02f;
+    p.xtc_p = 1.0f; p.xtc_t = 0.15f; p.temp = 1.2f; p.dyn_range = 0.3f; p.min_keep = 2;
+    run_case("all", p, rows, 3.0f);
+    p = params(); p.temp = 0.7f; p.top_p = 0.9f; p.min_p = 0.05f; p.order = "tpm"; run_case("hf_order", p, rows, 4.0f);
+    const std::vector<int> steps = {257, 257, 257, 257, 257, 257, 257, 257};
+    p = params(); p.mirostat = 2; p.tau = 5.0f; p.eta = 0.1f; p.temp = 0.8f; run_case("mirostat_v2", p, steps, 4.0f);
+    p = params(); p.mirostat = 2; p.tau = 2.0f; p.eta = 0.5f; p.temp = 1.0f; run_case("mirostat_v2_low", p, steps, 3.0f);
+    p = params(); p.mirostat = 1; p.tau = 5.0f; p.eta = 0.1f; p.temp = 0.8f; run_case("mirostat_v1", p, steps, 4.0f);
+    p = params(); p.mirostat = 1; p.tau = 3.0f; p.eta = 0.3f; p.temp = 1.0f; run_case("mirostat_v1_low", p, steps, 3.0f);
+    // long rows: typical's selection past its first 256 (model/sampler.c), top-p's past 256
+    p = params(); p.typ_p = 0.9f; p.order = "y"; run_case("typical_long", p, rows_long, 6.0f);
+    p = params(); p.typ_p = 0.9f; p.order = "y"; run_case("typical_flat", p, rows_long, 0.5f);
+    p = params(); p.top_p = 0.9f; p.order = "p"; run_case("top_p_flat", p, rows_long, 0.5f);
+    return 0;
+}
