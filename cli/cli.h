@@ -78,6 +78,9 @@ typedef struct {
     float mirostat_lr, mirostat_ent;        /* --mirostat-lr (eta 0.1), --mirostat-ent (tau 5) */
     int min_keep;              /* --min-keep (0) */
     char sampler_order[16];    /* --samplers / --sampling-seq as SAMPLER_STAGES letters ("": default) */
+    int n_logit_bias;          /* -l ID+BIAS (up to 64): ids (checked against the vocabulary at load) */
+    int logit_bias_id[64];
+    float logit_bias[64];
     const char *sampler_flag;  /* the last of these flags given (eval and compare refuse them) */
     const char *positional[8]; /* non-option arguments, in order */
     int n_positional;
@@ -119,8 +122,9 @@ int cli_llama_unused(const run_options *o, const char *cmd);
  * into *mo; the caller sets resident and allow_no_tokenizer. */
 void cli_model_opts(const run_options *o, eval_model_opts *mo);
 /* The sampling options of o beyond sampler_init's (min-p, typical, top-n-sigma, XTC, dynamic
- * temperature, min-keep, the order, Mirostat) into *s. */
-void cli_sampling_apply(const run_options *o, sampler *s);
+ * temperature, min-keep, the order, Mirostat, the logit bias) into *s. 0, or 2 after printing
+ * the error (a -l id outside the vocabulary, out of memory). */
+int cli_sampling_apply(const run_options *o, sampler *s);
 
 /* Defaults of run_options (max_new 256, greedy, all physical cores, budget 1, device from
  * $LLM_DEVICE or auto). */

@@ -1,13 +1,16 @@
 /* options_sampling.c — llama.cpp's other samplers as llama-cli takes them (common/arg.cpp of the
  * llama.cpp bench/llamacpp.sh builds): --typical, --top-nsigma, --xtc-probability/-threshold,
  * --dynatemp-range/-exp, --mirostat/-lr/-ent, --min-keep, and the chain's order (--samplers
- * names, --sampling-seq letters); model/sampler.c runs them as llama.cpp does. DRY and adaptive-p
+ * names, --sampling-seq letters), -l (the logit bias); model/sampler.c runs them as llama.cpp does. DRY and adaptive-p
  * are refused with one line each. eval and compare decode greedily: they refuse all of these
  * (cli_llama_unused reads sampler_flag). */
 #include "cli/cli.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -108,6 +111,25 @@ SETTER(set_sampling_seq) {
     return 0;
 }
 
+/* -l ID(+|-)BIAS, llama.cpp's format: "15043+1", "15043-inf" (bans the token) */
+SETTER(set_logit_bias) {
+    char *e;
+    errno = 0;
+    const long id = strtol(v, &e, 10);
+    if (e == v || errno || id < 0 || id > INT_MAX || (*e != '+' && *e != '-'))
+        return cli_die("%s %s: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (15043+1, 15043-inf)", f, v);
+    const char sign = *e++;
+    char *end;
+    const float b = strtof(e, &end);
+    if (end == e || *end || isnan(b) || *e == '+' || *e == '-')
+        return cli_die("%s %s: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (15043+1, 15043-inf)", f, v);
+    if (O->n_logit_bias >= (int)(sizeof O->logit_bias / sizeof O->logit_bias[0])) return cli_die("%s: at most 64", f);
+    O->logit_bias_id[O->n_logit_bias] = (int)id;
+    O->logit_bias[O->n_logit_bias++] = sign == '-' ? -b : b;
+    O->sampler_flag = f;
+    return 0;
+}
+
 SETTER(set_dry) {
     (void)ctx;
     (void)v;
@@ -143,6 +165,8 @@ const cli_opt cli_sampling_options[] = {
      "temperature last (top-p, min-p see the logits unscaled); Hugging Face's order has it\n"
      "first (temperature;top_k;top_p;min_p); dry does nothing: llm-run has no DRY", CLI_G_GEN, 0, set_samplers},
     {"--sampling-seq", "--sampler-seq", "LETTERS", "the order as llama.cpp's letters (default edskypmxt)", CLI_G_GEN, 0, set_sampling_seq},
+    {"--logit-bias", "-l", "ID+B", "add B to token ID's logit before sampling (ID-B subtracts; ID-inf bans it;\n"
+     "up to 64; greedy decoding too)", CLI_G_GEN, 0, set_logit_bias},
     {"--dry-multiplier", NULL, "F", "refused: llm-run has no DRY sampler", CLI_G_LLAMA, 0, set_dry},
     {"--dry-base", NULL, "F", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
     {"--dry-allowed-length", NULL, "N", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
@@ -153,8 +177,12 @@ const cli_opt cli_sampling_options[] = {
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
 
-void cli_sampling_apply(const run_options *o, sampler *s)
+int cli_sampling_apply(const run_options *o, sampler *s)
 {
+    for (int i = 0; i < o->n_logit_bias; i++)
+        if (o->logit_bias_id[i] >= s->vocab)
+            return cli_die("-l %d: token id out of range [0, %d)", o->logit_bias_id[i], s->vocab);
+    if (sampler_set_logit_bias(s, o->logit_bias_id, o->logit_bias, o->n_logit_bias) != 0) return cli_die("out of memory");
     s->min_p = o->min_p;
     s->typical_p = o->typical_p;
     s->top_n_sigma = o->top_n_sigma;
@@ -165,4 +193,5 @@ void cli_sampling_apply(const run_options *o, sampler *s)
     s->min_keep = o->min_keep;
     if (o->sampler_order[0]) sampler_set_order(s, o->sampler_order);   /* letters checked while parsing */
     sampler_set_mirostat(s, o->mirostat, o->mirostat_ent, o->mirostat_lr);
+    return 0;
 }

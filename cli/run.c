@@ -346,7 +346,10 @@ int cli_run_main(int argc, char **argv)
         goto done;
     }
     if (sampler_init(&smp, cfg->vocab_size, o.temp, o.top_p, o.top_k, o.seed) != 0) goto oom;
-    cli_sampling_apply(&o, &smp);
+    if (cli_sampling_apply(&o, &smp) != 0) {
+        status = 2;
+        goto done;
+    }
     if (o.repeat_last_n != 0 &&
         sampler_set_penalties(&smp, o.repeat_penalty, o.frequency_penalty, o.presence_penalty,
                               o.repeat_last_n > 0 ? o.repeat_last_n : n_prompt + max_new) != 0)

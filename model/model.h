@@ -430,6 +430,10 @@ typedef struct {
     int mirostat;        /* 0 the chain; 1 Mirostat, 2 Mirostat 2.0 (temperature, then it) */
     float mirostat_tau, mirostat_eta, mirostat_mu;   /* target surprise 5, learning rate 0.1; mu = 2 tau */
     char order[16];      /* the chain: letters of SAMPLER_STAGES (sampler_set_order) */
+    /* llama.cpp's logit bias (-l ID+BIAS): bias[i] added to the logit of id bias_id[i] before
+     * everything else (penalties, the chain, Mirostat, greedy); -inf bans the token */
+    int n_bias, *bias_id;
+    float *bias;
     /* llama.cpp's penalties (llama_sampler_penalties), over the last `last_n` accepted tokens
      * (sampler_accept: the prompt's, then each generated one): a token seen c > 0 times has its
      * logit divided by `repeat` (multiplied when ≤ 0), then lowered by c · frequency + presence.
@@ -455,6 +459,9 @@ int sampler_set_order(sampler *s, const char *order);
 /* Mirostat version 0 (off), 1 or 2 with target surprise tau (bits) and learning rate eta; mu
  * starts at 2 tau. 0, or -1 for another version. */
 int sampler_set_mirostat(sampler *s, int version, float tau, float eta);
+/* The logit bias: n pairs (ids in [0, vocab), checked; a repeated id adds up), copied. 0, or -1
+ * for an id out of range or out of memory. */
+int sampler_set_logit_bias(sampler *s, const int *ids, const float *bias, int n);
 /* Turns the penalties on (sampler fields above; last_n ≥ 1, repeat > 0). 0, or -1 out of memory. */
 int sampler_set_penalties(sampler *s, float repeat, float frequency, float presence, int last_n);
 /* 1 when sampler_sample reads more than the argmax of the logits (sampling, penalties): a
@@ -463,7 +470,7 @@ int sampler_needs_logits(const sampler *s);
 /* Records a token of the sequence (prompt or generated) for the penalties; cheap when off. */
 void sampler_accept(sampler *s, int id);
 void sampler_free(sampler *s);
-/* Picks the next token from logits [vocab] (the greedy path applies the penalties in place):
+/* Picks the next token from logits [vocab] (the greedy path applies the bias and penalties in place):
  * sampler_filter, a draw by p, sampler_commit. */
 int sampler_sample(sampler *s, float *logits);
 /* The chain (or Mirostat's truncation) over logits [vocab]: returns n ≥ 1, the candidates left

@@ -54,6 +54,22 @@ int sampler_set_mirostat(sampler *s, int version, float tau, float eta)
     return 0;
 }
 
+int sampler_set_logit_bias(sampler *s, const int *ids, const float *bias, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= s->vocab) return -1;
+    free(s->bias_id);
+    free(s->bias);
+    s->n_bias = 0;
+    s->bias_id = malloc((size_t)(n ? n : 1) * sizeof *s->bias_id);
+    s->bias = malloc((size_t)(n ? n : 1) * sizeof *s->bias);
+    if (!s->bias_id || !s->bias) return -1;
+    memcpy(s->bias_id, ids, (size_t)n * sizeof *ids);
+    memcpy(s->bias, bias, (size_t)n * sizeof *bias);
+    s->n_bias = n;
+    return 0;
+}
+
 int sampler_set_penalties(sampler *s, float repeat, float frequency, float presence, int last_n)
 {
     if (last_n < 1 || !(repeat > 0)) return -1;
@@ -87,7 +103,7 @@ static int greedy(const sampler *s)
 
 int sampler_needs_logits(const sampler *s)
 {
-    return !greedy(s) || (penalties_on(s) && stage_in(s, 'e'));
+    return !greedy(s) || s->n_bias > 0 || (penalties_on(s) && stage_in(s, 'e'));
 }
 
 void sampler_accept(sampler *s, int id)
@@ -102,8 +118,12 @@ void sampler_free(sampler *s)
     free(s->tmp);
     free(s->hist);
     free(s->count);
+    free(s->bias_id);
+    free(s->bias);
     s->buf = s->tmp = NULL;
-    s->hist = s->count = NULL;
+    s->hist = s->count = s->bias_id = NULL;
+    s->bias = NULL;
+    s->n_bias = 0;
 }
 
 /* llama.cpp's llama_sampler_penalties_apply over the window of accepted ids: on logits[] by id
@@ -163,6 +183,7 @@ int sampler_filter(sampler *s, const float *logits)
     s->n = s->vocab;
     s->sorted = 0;
     for (int i = 0; i < s->n; i++) c[i].logit = logits[i], c[i].p = 0.0f, c[i].id = i;
+    for (int i = 0; i < s->n_bias; i++) c[s->bias_id[i]].logit += s->bias[i];   /* llama.cpp's logit_bias, first */
     if (s->mirostat) {
         sampler_scale(s, s->temperature);
         sampler_mirostat(s);
@@ -189,6 +210,7 @@ int sampler_commit(sampler *s, int k)
 int sampler_sample(sampler *s, float *logits)
 {
     if (greedy(s)) {
+        for (int i = 0; i < s->n_bias; i++) logits[s->bias_id[i]] += s->bias[i];
         if (penalties_on(s) && stage_in(s, 'e')) apply_penalties(s, logits, NULL, 0);
         return argmax(logits, s->vocab);
     }

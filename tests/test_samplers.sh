@@ -9,7 +9,9 @@
 #     (--logits-out): --typical (the locally typical set), --top-nsigma, XTC with threshold 0
 #     behind --top-k 2 (always the second most likely token), min-p before and after the
 #     temperature (--samplers), Mirostat 2.0 (mu followed step by step), dynamic temperature
-#     (the candidates of top-k 3 only).
+#     (the candidates of top-k 3 only);
+#   * -l ID-inf bans a token (never generated; the greedy text changes), -l ID+100 forces it, and
+#     greedy ids with two biases are the argmax of the biased logits (numpy).
 # Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -104,6 +106,28 @@ check "--samplers min_p;temp: min-p on the unscaled logits" minp_first --sampler
 check "--samplers temp;min_p: min-p at the temperature" temp_first --samplers "temp;min_p" --min-p 0.2 --temp 3 --top-p 1
 check "--mirostat 2: mu followed" mirostat2 --mirostat 2 --mirostat-ent 3 --mirostat-lr 0.1 --temp 0.8
 check "--dynatemp-range behind --top-k 3" top3 --top-k 3 --dynatemp-range 0.5 --temp 0.8
+
+# the logit bias
+first=$(run "${P[@]}" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"][0])')
+run "${P[@]}" -l "$first-inf" --json >"$TMP/j.json"
+v=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tokens"]; print("ok" if int(sys.argv[2]) not in t and len(t) == 40 else "found %s" % t)' "$TMP/j.json" "$first")
+[ "$v" = ok ] && ok "-l $first-inf: token $first never generated" || bad "-l $first-inf: $v"
+run "${P[@]}" -n 6 -l 7+100 --json >"$TMP/j.json"
+v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"])' "$TMP/j.json")
+[ "$v" = "[7, 7, 7, 7, 7, 7]" ] && ok "-l 7+100: token 7 every step" || bad "-l 7+100: $v"
+run -p "Once upon a time" -n 40 -l 300+2.5 -l "$first-1.5" -l 300+0.5 --logits-out "$TMP/l.npy" --json >"$TMP/j.json"
+v=$(python3 - "$TMP/l.npy" "$TMP/j.json" "$first" <<'PY'
+import json, sys
+import numpy as np
+L = np.load(sys.argv[1]).astype(np.float32); j = json.load(open(sys.argv[2])); first = int(sys.argv[3])
+n = j["n_prompt_tokens"]; gen = j["tokens"]
+for k, g in enumerate(gen):
+    x = L[n - 1 + k].copy(); x[300] += np.float32(2.5); x[first] -= np.float32(1.5); x[300] += np.float32(0.5)
+    if int(np.argmax(x)) != g: print("step %d: %d, numpy %d" % (k, g, int(np.argmax(x)))); sys.exit()
+print("ok %d" % len(gen))
+PY
+)
+[ "${v%% *}" = ok ] && ok "-l 300+2.5 -l $first-1.5 -l 300+0.5: ${v#ok } greedy ids are numpy's argmax of the biased logits" || bad "-l biases: $v"
 
 # a real vocabulary (49152 ids): the chain and Mirostat run, reproducibly
 if [ -f "$SMOL" ]; then

@@ -129,6 +129,9 @@ check "--samplers infill" '--samplers infill: .*no infill' -m "$GOOD" "${P[@]}" 
 check "--sampling-seq with an unknown letter" "--sampling-seq: unknown sampler 'q'" -m "$GOOD" "${P[@]}" --sampling-seq kqt
 check "--sampling-seq too long" '--sampling-seq: at most 15' -m "$GOOD" "${P[@]}" --sampling-seq kkkkkkkkkkkkkkkk
 check "--dry-multiplier (no DRY)" '--dry-multiplier: llm-run has no DRY' -m "$GOOD" "${P[@]}" --dry-multiplier 0.8
+check "-l without a sign" '-l 5x1: expected TOKEN_ID' -m "$GOOD" "${P[@]}" -l 5x1
+check "-l with a NaN bias" '-l 5.nan: expected' -m "$GOOD" "${P[@]}" -l 5+nan
+check "-l outside the vocabulary" '-l 512: token id out of range' -m "$GOOD" "${P[@]}" -l 512+1
 check "--adaptive-target" '--adaptive-target: .*no adaptive-p' -m "$GOOD" "${P[@]}" --adaptive-target 0.5
 check "eval --mirostat" 'eval: decodes greedily .--mirostat' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --mirostat 2
 check "compare --typical" 'compare: decodes greedily .--typical' compare -m "$GOOD" -p hi --typical 0.9
