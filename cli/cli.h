@@ -64,6 +64,7 @@ typedef struct {
     int escape;                /* -e: \n \t \\ ... in -p, --system and -r processed */
     const char *reverse[8];    /* -r TEXT: stop once the output contains one of them */
     int n_reverse;
+    int special;               /* -sp: special tokens printed as their text (the stopping one too) */
     int mlock;                 /* --mlock: lock the weights in memory after the load (model_mlock) */
     int cache_type_k, cache_type_v;   /* -ctk / -ctv: 0 unset, else a dtype_t + 1 */
     float rope_freq_base;      /* --rope-freq-base: 0, or the RoPE base (rope_theta) to use */

@@ -74,6 +74,7 @@ SETTER(set_last_n) { TRY(cli_int(f, v, -1, INT_MAX, &O->repeat_last_n)); return 
 SETTER(set_escape) { (void)f; (void)v; O->escape = 1; return 0; }
 SETTER(set_no_escape) { (void)f; (void)v; O->escape = 0; return 0; }
 SETTER(set_mlock) { (void)f; (void)v; O->mlock = 1; return 0; }
+SETTER(set_special) { (void)f; (void)v; O->special = 1; return 0; }
 SETTER(set_reverse) {
     if (!*v) return cli_die("%s: empty text", f);
     if (O->n_reverse >= (int)(sizeof O->reverse / sizeof O->reverse[0])) return cli_die("%s: at most 8", f);
@@ -120,6 +121,40 @@ SETTER(set_main_gpu) {
     TRY(cli_int(f, v, 0, INT_MAX, &n));
     if (n) return cli_die("%s %d: llm-run uses one GPU, CUDA device 0 (CUDA_VISIBLE_DEVICES picks it)", f, n);
     return 0;
+}
+SETTER(set_parallel) {
+    int n;
+    (void)ctx;
+    TRY(cli_int(f, v, 1, INT_MAX, &n));
+    if (n > 1) return cli_die("%s %d: llm-run runs one sequence (eval runs many prompts, one after another)", f, n);
+    return 0;
+}
+SETTER(set_adapter) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run loads no adapters (LoRA, control vectors); merge one into the weights first", f);
+}
+SETTER(set_download) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run downloads nothing; -m takes a local .gguf or folder (scripts/fetch_model.sh "
+                   "fetches the project's models)", f);
+}
+SETTER(set_placement) {
+    (void)ctx, (void)v;
+    return cli_die("%s: the whole model runs on one device (--device cpu|cuda)", f);
+}
+SETTER(set_prompt_cache) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run keeps no prompt cache; each run prefills its prompt", f);
+}
+SETTER(set_override_kv) {
+    (void)ctx, (void)v;
+    return cli_die("%s: GGUF metadata is read as written (--rope-freq-base, --rope-freq-scale and -c "
+                   "override what they name)", f);
+}
+SETTER(set_cpu_mask) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run does not pin threads itself; OpenMP's OMP_PLACES and OMP_PROC_BIND do "
+                   "(OMP_PLACES=cores OMP_PROC_BIND=close)", f);
 }
 SETTER(set_interactive) {
     (void)ctx, (void)v;
@@ -189,6 +224,8 @@ const cli_opt cli_llama_options[] = {
     {"--rope-scale", NULL, "N", "linear RoPE scaling by context factor N: --rope-freq-scale 1/N", CLI_G_LLAMA, 0, set_rope_scale},
     {"--rope-scaling", NULL, "none|linear", "none: no linear scaling (the model's and --rope-freq-scale ignored);\n"
      "linear: the default (yarn is refused)", CLI_G_LLAMA, 0, set_rope_scaling},
+    {"--special", "-sp", NULL, "print special tokens as their text (<|im_end|>: the end-of-turn token that\n"
+     "stops the run too, as llama-cli prints it)", CLI_G_LLAMA, 0, set_special},
     {"--mlock", NULL, NULL, "lock the weights in memory after the load (a warning if ulimit -l refuses)", CLI_G_LLAMA, 0, set_mlock},
     {"--single-turn", "-st", NULL, "--chat (llm-run always answers one turn)", CLI_G_LLAMA, 0, set_chat_turn},
     {"--conversation", "-cnv", NULL, "--chat, one turn (llm-run is not interactive)", CLI_G_LLAMA, 0, set_chat_turn},
@@ -217,6 +254,43 @@ const cli_opt cli_llama_options[] = {
     {"--json-schema", "-j", "SCHEMA", "refused, as --grammar", CLI_G_LLAMA, 0, set_grammar},
     {"--in-prefix", NULL, "TEXT", "refused: interactive (as -i)", CLI_G_LLAMA, 0, set_in_text},
     {"--in-suffix", NULL, "TEXT", "refused: interactive (as -i)", CLI_G_LLAMA, 0, set_in_text},
+    {"--parallel", "-np", "N", "1 accepted (one sequence); more refused", CLI_G_LLAMA, 0, set_parallel},
+    {"--cont-batching", "-cb", NULL, "accepted: one sequence, nothing to batch", CLI_G_LLAMA, 0, set_accept},
+    {"--no-cont-batching", "-nocb", NULL, "accepted, as -cb", CLI_G_LLAMA, 0, set_accept},
+    {"--kv-unified", "-kvu", NULL, "accepted: one sequence, one cache", CLI_G_LLAMA, 0, set_accept},
+    {"--no-kv-unified", "-no-kvu", NULL, "accepted, as -kvu", CLI_G_LLAMA, 0, set_accept},
+    {"--defrag-thold", "-dt", "N", "accepted: one sequence's cache has nothing to defragment", CLI_G_LLAMA, 0, set_accept},
+    {"--swa-full", NULL, NULL, "accepted: llm-run runs no sliding-window model", CLI_G_LLAMA, 0, set_accept},
+    {"--no-context-shift", NULL, NULL, "accepted: the context never shifts (generation stops at -c)", CLI_G_LLAMA, 0, set_accept},
+    {"--context-shift", NULL, NULL, "refused, as --keep: the context never shifts", CLI_G_LLAMA, 0, set_keep},
+    {"--no-kv-offload", "-nkvo", NULL, "accepted: the KV cache is where the model runs (host memory on the CPU)", CLI_G_LLAMA, 0, set_accept},
+    {"--kv-offload", "-kvo", NULL, "accepted, as -nkvo", CLI_G_LLAMA, 0, set_accept},
+    {"--no-repack", "-nr", NULL, "accepted: the CPU kernels' weight layout is fixed", CLI_G_LLAMA, 0, set_accept},
+    {"--repack", NULL, NULL, "accepted, as -nr", CLI_G_LLAMA, 0, set_accept},
+    {"--check-tensors", NULL, NULL, "accepted: every weight is checked finite at load already (--no-check skips)", CLI_G_LLAMA, 0, set_accept},
+    {"--warmup", NULL, NULL, "accepted: llm-run runs no warm-up pass (as --no-warmup)", CLI_G_LLAMA, 0, set_accept},
+    {"--no-perf", NULL, NULL, "accepted: the timings summary goes to stderr (--json: in the object)", CLI_G_LLAMA, 0, set_accept},
+    {"--perf", NULL, NULL, "accepted, as --no-perf", CLI_G_LLAMA, 0, set_accept},
+    {"--display-prompt", NULL, NULL, "accepted: the prompt is never echoed (--verbose-prompt lists its ids)", CLI_G_LLAMA, 0, set_accept},
+    {"--poll", NULL, "N", "accepted: the OpenMP wait policy is chosen at start (OMP_WAIT_POLICY overrides)", CLI_G_LLAMA, 0, set_accept},
+    {"--cpu-mask", "-C", "M", "refused: threads are placed by OMP_PLACES / OMP_PROC_BIND", CLI_G_LLAMA, 0, set_cpu_mask},
+    {"--cpu-range", "-Cr", "LO-HI", "refused, as -C", CLI_G_LLAMA, 0, set_cpu_mask},
+    {"--cpu-strict", NULL, "0|1", "refused, as -C", CLI_G_LLAMA, 0, set_cpu_mask},
+    {"--lora", NULL, "FILE", "refused: no adapters (merge a LoRA into the weights)", CLI_G_LLAMA, 0, set_adapter},
+    {"--lora-scaled", NULL, "FILE", "refused, as --lora", CLI_G_LLAMA, 0, set_adapter},
+    {"--control-vector", NULL, "FILE", "refused, as --lora", CLI_G_LLAMA, 0, set_adapter},
+    {"--hf-repo", "-hf", "REPO", "refused: no downloads (-m a local file; scripts/fetch_model.sh)", CLI_G_LLAMA, 0, set_download},
+    {"--hf-file", "-hff", "FILE", "refused, as -hf", CLI_G_LLAMA, 0, set_download},
+    {"--model-url", "-mu", "URL", "refused, as -hf", CLI_G_LLAMA, 0, set_download},
+    {"--override-tensor", "-ot", "PATTERN", "refused: the model runs on one device", CLI_G_LLAMA, 0, set_placement},
+    {"--tensor-split", "-ts", "SPLIT", "refused, as -ot", CLI_G_LLAMA, 0, set_placement},
+    {"--override-kv", NULL, "KEY=TYPE:VALUE", "refused: GGUF metadata is read as written", CLI_G_LLAMA, 0, set_override_kv},
+    {"--prompt-cache", NULL, "FILE", "refused: no prompt cache (each run prefills its prompt)", CLI_G_LLAMA, 0, set_prompt_cache},
+    {"--prompt-cache-all", NULL, NULL, "refused, as --prompt-cache", CLI_G_LLAMA, 0, set_prompt_cache},
+    {"--prompt-cache-ro", NULL, NULL, "refused, as --prompt-cache", CLI_G_LLAMA, 0, set_prompt_cache},
+    {"--multiline-input", "-mli", NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
+    {"--in-prefix-bos", NULL, NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
+    {"--print-token-count", "-ptc", "N", "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
     {"--interactive", "-i", NULL, "refused: llm-run answers one prompt (--chat, --messages)", CLI_G_LLAMA, 0, set_interactive},
     {"--interactive-first", "-if", NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
@@ -290,6 +364,7 @@ int cli_llama_unused(const run_options *o, const char *cmd)
         return cli_die("%s: decodes greedily without penalties (--min-p, --repeat-penalty, --frequency-penalty, "
                        "--presence-penalty are llm-run's)", cmd);
     if (o->n_reverse) return cli_die("%s: -r is llm-run's (it stops a generation on its text)", cmd);
+    if (o->special) return cli_die("%s: -sp is llm-run's (it prints special tokens)", cmd);
     if (o->sampler_flag) return cli_die("%s: decodes greedily (%s is llm-run's)", cmd, o->sampler_flag);
     return 0;
 }

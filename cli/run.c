@@ -371,6 +371,7 @@ int cli_run_main(int argc, char **argv)
     }
     if (tok && !(out.dec = tok_decoder_new(tok))) goto oom;
     if (out.dec) tok_decoder_reset(out.dec, tokens[n_prompt - 1]);
+    if (out.dec && o.special) tok_decoder_set_special(out.dec, 1);
     out.out.cap = 4096;
     if (!(out.out.text = malloc(out.out.cap))) goto oom;
     out.out.text[0] = '\0';
@@ -429,7 +430,15 @@ int cli_run_main(int argc, char **argv)
         goto done;
     }
     char piece[TOK_PIECE_MAX];
-    int m = out.dec ? tok_decoder_flush(out.dec, piece, sizeof piece) : 0;
+    int m = 0;
+    if (out.dec && o.special && g.stop_id >= 0) {   /* -sp: the end-of-turn token too, as llama-cli */
+        m = tok_decoder_push(out.dec, g.stop_id, piece, sizeof piece);
+        if (append(&out, piece, m, err, sizeof err) != 0) {
+            fprintf(stderr, "llm-run: %s\n", err);
+            goto done;
+        }
+    }
+    m = out.dec ? tok_decoder_flush(out.dec, piece, sizeof piece) : 0;
     if (append(&out, piece, m, err, sizeof err) != 0) {
         fprintf(stderr, "llm-run: %s\n", err);
         goto done;

@@ -23,6 +23,7 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
     memset(r, 0, sizeof *r);
     r->n_prompt = n_prompt;
     r->stop = "length";
+    r->stop_id = -1;
     if (n_prompt <= 0) return fail(err, errlen, "empty prompt");
     const int vocab = e->w->cfg.vocab_size;
     const int chunk = p->prefill_chunk > 0 && p->prefill_chunk < n_prompt ? p->prefill_chunk : n_prompt;
@@ -75,6 +76,7 @@ int generate(engine *e, sampler *smp, const int *prompt, int n_prompt, const gen
         sampler_accept(smp, next);
         if (!forced && is_stop(p, next)) {
             r->stop = "eos";
+            r->stop_id = next;
             break;
         }
         r->tokens[r->n_gen++] = next;

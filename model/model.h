@@ -523,6 +523,7 @@ typedef struct {
     int n_decode_steps;       /* decode forward passes (n_gen - 1 unless stopped by an id) */
     int *tokens;              /* [n_gen] generated ids (gen_result_free) */
     const char *stop;         /* "eos", "length", "stop" or "interrupted" */
+    int stop_id;              /* the stop id that ended it (stop "eos"), else -1 */
     double prefill_s, decode_s;
     float *step_ms;           /* [n_decode_steps] wall time of each decode forward pass, ms
                                  (sampling and the callbacks not included) */

@@ -2,7 +2,9 @@
 # llama.cpp's command-line flags (cli/options_llama.c), end to end on stories260K (greedy, -t 1)
 # and SmolLM2 (its chat template; scripts/fetch_model.sh smollm2-135m, which run_all.sh fetches):
 #   * the accepted flags change nothing: -fa, -fa on, -b, -ub, -tb, --jinja, --no-mmap,
-#     --no-warmup, -co, --log-disable, -no-cnv, --numa, -sm, -mg 0, -dev none, -ngl 0, -v, --simple-io give the
+#     --no-warmup, -co, --log-disable, -no-cnv, --numa, -sm, -mg 0, -dev none, -ngl 0, -v, --simple-io,
+#     -np 1, -cb, -nocb, -kvu, -no-kvu, -dt, --swa-full, --no-context-shift, -nkvo, -kvo, -nr,
+#     --repack, --check-tensors, --warmup, --no-perf, --perf, --display-prompt, --poll give the
 #     same text as the run without them; -ngl 0 and -dev none choose the CPU; --prio -1 runs at
 #     nice 5; -s N is
 #     --seed N (a sampled run); --n-predict is -n, and -n -1 runs to the context; --mlock gives the
@@ -21,7 +23,9 @@
 #   * --repeat-penalty: each generated id equals the argmax of the raw logits (--logits-out) after
 #     llama.cpp's penalty over the last --repeat-last-n ids of prompt + output (numpy), and the
 #     output differs from the plain greedy run's; --repeat-last-n 0 turns it off;
-#   * --min-p 1 at --temp 1 keeps only the top token: the greedy run's text.
+#   * --min-p 1 at --temp 1 keeps only the top token: the greedy run's text;
+#   * -sp prints special tokens: the same ids, the end-of-turn token's text at the end, forced
+#     special ids as their text.
 # Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +46,9 @@ P=(-p "Once upon a time" -n 40)
 run "${P[@]}" >"$TMP/plain" || bad "plain run failed: $(head -1 "$TMP/err")"
 [ -s "$TMP/plain" ] && ok "plain run: $(wc -c <"$TMP/plain") bytes" || bad "plain run printed nothing"
 for flags in "-fa" "-fa on" "--flash-attn off" "-b 512 -ub 128" "--no-mmap --no-warmup" "-co --log-disable -no-cnv" "-tb 2 --jinja" \
-             "--numa distribute -sm row -mg 0" "-dev none" "-ngl 0" "-v --simple-io"; do
+             "--numa distribute -sm row -mg 0" "-dev none" "-ngl 0" "-v --simple-io" \
+             "-np 1 -cb -kvu -dt 0.1 --swa-full" "-nocb -no-kvu --no-context-shift -nkvo -kvo" \
+             "-nr --repack --check-tensors --warmup" "--no-perf --perf --display-prompt --poll 50"; do
     # shellcheck disable=SC2086
     run "${P[@]}" $flags >"$TMP/f" 2>/dev/null
     same "accepted $flags: the same text" "$TMP/plain" "$TMP/f"
@@ -222,6 +228,15 @@ if [ -f "$SMOL" ]; then
     gl "$TMP/g0.npy"; gl "$TMP/g1.npy" --rope-freq-base 100000; gl "$TMP/g2.npy" --rope-freq-base 50000
     same "SmolLM2 GGUF --rope-freq-base 100000 (its own): the same logits" "$TMP/g0.npy" "$TMP/g1.npy"
     cmp -s "$TMP/g0.npy" "$TMP/g2.npy" && bad "SmolLM2 --rope-freq-base 50000 changed nothing" || ok "SmolLM2 GGUF --rope-freq-base 50000 changes the logits"
+    # -sp: the same ids; the text ends with the end-of-turn token's text; mid-text specials too
+    sp() { "$BIN" -m "$SMOL" -t 1 --chat -p "Say hi." -n 40 --json "$@" 2>/dev/null; }
+    v=$(python3 -c '
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print("ok" if a["tokens"] == b["tokens"] and a["stop"] == "eos" and b["text"] == a["text"] + "<|im_end|>" else "plain %r, -sp %r" % (a["text"][-30:], b["text"][-30:]))' "$(sp)" "$(sp -sp)")
+    [ "$v" = ok ] && ok "-sp: the same ids, the text ends with <|im_end|>" || bad "-sp: $v"
+    "$BIN" -m "$SMOL" -t 1 --prompt-ids 1,504,3458 -n 3 --force-ids 2,1,2 -sp >"$TMP/a" 2>/dev/null
+    [ "$(cat "$TMP/a")" = "<|im_end|><|im_start|><|im_end|>" ] && ok "-sp renders forced specials: $(cat "$TMP/a")" || bad "-sp forced specials: '$(cat "$TMP/a")'"
 else
     bad "$SMOL not fetched (scripts/fetch_model.sh smollm2-135m)"
 fi

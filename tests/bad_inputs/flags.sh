@@ -132,6 +132,16 @@ check "--dry-multiplier (no DRY)" '--dry-multiplier: llm-run has no DRY' -m "$GO
 check "-l without a sign" '-l 5x1: expected TOKEN_ID' -m "$GOOD" "${P[@]}" -l 5x1
 check "-l with a NaN bias" '-l 5.nan: expected' -m "$GOOD" "${P[@]}" -l 5+nan
 check "-l outside the vocabulary" '-l 512: token id out of range' -m "$GOOD" "${P[@]}" -l 512+1
+check "-np 2 (parallel sequences)" '-np 2: llm-run runs one sequence' -m "$GOOD" "${P[@]}" -np 2
+check "--context-shift" '--context-shift: llm-run never shifts' -m "$GOOD" "${P[@]}" --context-shift
+check "-C (a CPU mask)" '-C: .*OMP_PLACES' -m "$GOOD" "${P[@]}" -C ff
+check "--lora" '--lora: llm-run loads no adapters' -m "$GOOD" "${P[@]}" --lora x.gguf
+check "-hf (a download)" '-hf: llm-run downloads nothing' -m "$GOOD" "${P[@]}" -hf a/b
+check "-ot (tensor placement)" '-ot: the whole model runs on one device' -m "$GOOD" "${P[@]}" -ot 'ffn=CPU'
+check "--override-kv" '--override-kv: GGUF metadata' -m "$GOOD" "${P[@]}" --override-kv a=int:1
+check "--prompt-cache" '--prompt-cache: .*no prompt cache' -m "$GOOD" "${P[@]}" --prompt-cache f.bin
+check "-mli (interactive)" '-mli: llm-run is not interactive' -m "$GOOD" "${P[@]}" -mli
+check "eval -sp" 'eval: -sp is llm-run' eval -m "$GOOD" --task tinystories --out "$TMP/ev" -sp
 check "--adaptive-target" '--adaptive-target: .*no adaptive-p' -m "$GOOD" "${P[@]}" --adaptive-target 0.5
 check "eval --mirostat" 'eval: decodes greedily .--mirostat' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --mirostat 2
 check "compare --typical" 'compare: decodes greedily .--typical' compare -m "$GOOD" -p hi --typical 0.9
