@@ -79,6 +79,10 @@ typedef struct {
     float mirostat_lr, mirostat_ent;        /* --mirostat-lr (eta 0.1), --mirostat-ent (tau 5) */
     int min_keep;              /* --min-keep (0) */
     char sampler_order[16];    /* --samplers / --sampling-seq as SAMPLER_STAGES letters ("": default) */
+    float dry_multiplier, dry_base;       /* --dry-multiplier (0: off), --dry-base (1.75) */
+    int dry_allowed_length, dry_last_n;   /* --dry-allowed-length (2), --dry-penalty-last-n (64; -1 the context) */
+    const char *dry_breakers[16];         /* --dry-sequence-breaker TEXT ... */
+    int n_dry_breakers;                   /* -1: llama.cpp's defaults \n : " * ("none": 0) */
     int n_logit_bias;          /* -l ID+BIAS (up to 64): ids (checked against the vocabulary at load) */
     int logit_bias_id[64];
     float logit_bias[64];
@@ -123,9 +127,11 @@ int cli_llama_unused(const run_options *o, const char *cmd);
  * into *mo; the caller sets resident and allow_no_tokenizer. */
 void cli_model_opts(const run_options *o, eval_model_opts *mo);
 /* The sampling options of o beyond sampler_init's (min-p, typical, top-n-sigma, XTC, dynamic
- * temperature, min-keep, the order, Mirostat, the logit bias) into *s. 0, or 2 after printing
- * the error (a -l id outside the vocabulary, out of memory). */
-int cli_sampling_apply(const run_options *o, sampler *s);
+ * temperature, min-keep, the order, Mirostat, the logit bias, DRY with its breakers mapped to
+ * token sequences by tok: NULL refuses breakers) into *s; context: the positions of the run (DRY's
+ * window of -1). 0, or 2 after printing the error (a -l id outside the vocabulary, breakers
+ * without a tokenizer, out of memory). */
+int cli_sampling_apply(const run_options *o, sampler *s, const struct tokenizer *tok, int context);
 
 /* Defaults of run_options (max_new 256, greedy, all physical cores, budget 1, device from
  * $LLM_DEVICE or auto). */

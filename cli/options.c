@@ -284,6 +284,10 @@ void run_options_init(run_options *o)
     o->dynatemp_exp = 1.0f;
     o->mirostat_lr = 0.1f;
     o->mirostat_ent = 5.0f;
+    o->dry_base = 1.75f;
+    o->dry_allowed_length = 2;
+    o->dry_last_n = 64;
+    o->n_dry_breakers = -1;
 }
 
 int cli_is_policy_param(const char *name)

@@ -16,9 +16,10 @@
 #include <string.h>
 #include <sys/resource.h>
 
-/* strings made while parsing (-sysf's file, -e's escaped copies of -p, --system and up to 8 -r):
+/* strings made while parsing (-sysf's file, -e's escaped copies of -p, --system, up to 8 -r and
+ * up to 16 --dry-sequence-breaker):
  * used until exit, freed there */
-static char *kept[12];
+static char *kept[32];
 static int n_kept;
 static void free_kept(void)
 {
@@ -352,6 +353,7 @@ int cli_llama_finish(run_options *o)
         o->prompt_text = o->prompt_text ? escaped(o->prompt_text) : NULL;
         o->system = o->system ? escaped(o->system) : NULL;
         for (int i = 0; i < o->n_reverse; i++) o->reverse[i] = escaped(o->reverse[i]);
+        for (int i = 0; i < o->n_dry_breakers; i++) o->dry_breakers[i] = escaped(o->dry_breakers[i]);
     }
     for (int i = 0; i < o->n_reverse; i++)
         if (!*o->reverse[i]) return cli_die("-r: empty text after -e");

@@ -1,10 +1,12 @@
 /* options_sampling.c — llama.cpp's other samplers as llama-cli takes them (common/arg.cpp of the
  * llama.cpp bench/llamacpp.sh builds): --typical, --top-nsigma, --xtc-probability/-threshold,
  * --dynatemp-range/-exp, --mirostat/-lr/-ent, --min-keep, and the chain's order (--samplers
- * names, --sampling-seq letters), -l (the logit bias); model/sampler.c runs them as llama.cpp does. DRY and adaptive-p
- * are refused with one line each. eval and compare decode greedily: they refuse all of these
+ * names, --sampling-seq letters), -l (the logit bias), DRY (--dry-*, its breakers mapped to
+ * token sequences with the model's tokenizer); model/sampler.c runs them as llama.cpp does.
+ * adaptive-p is refused. eval and compare decode greedily: they refuse all of these
  * (cli_llama_unused reads sampler_flag). */
 #include "cli/cli.h"
+#include "tokenizer/tokenizer.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -130,11 +132,28 @@ SETTER(set_logit_bias) {
     return 0;
 }
 
-SETTER(set_dry) {
-    (void)ctx;
-    (void)v;
-    return cli_die("%s: llm-run has no DRY sampler (--repeat-penalty, --frequency-penalty and --presence-penalty "
-                   "are its repetition penalties)", f);
+/* DRY (model/sampler_dry.c) */
+SETTER(set_dry_mult) { return set_f(O, f, v, -1e6, 1e6, &O->dry_multiplier); }
+SETTER(set_dry_base) { return set_f(O, f, v, 1, 1e6, &O->dry_base); }
+SETTER(set_dry_allowed) {
+    if (cli_int(f, v, 0, INT_MAX, &O->dry_allowed_length) != 0) return 2;
+    O->sampler_flag = f;
+    return 0;
+}
+SETTER(set_dry_last_n) {
+    if (cli_int(f, v, -1, INT_MAX, &O->dry_last_n) != 0) return 2;
+    O->sampler_flag = f;
+    return 0;
+}
+/* the first one replaces llama.cpp's defaults; "none": no breakers */
+SETTER(set_dry_breaker) {
+    if (O->n_dry_breakers < 0 || !strcmp(v, "none")) O->n_dry_breakers = 0;
+    if (!strcmp(v, "none")) return 0;
+    if (!*v) return cli_die("%s: empty text", f);
+    if (O->n_dry_breakers >= (int)(sizeof O->dry_breakers / sizeof O->dry_breakers[0])) return cli_die("%s: at most 16", f);
+    O->dry_breakers[O->n_dry_breakers++] = v;
+    O->sampler_flag = f;
+    return 0;
 }
 SETTER(set_adaptive) {
     (void)ctx;
@@ -163,21 +182,68 @@ const cli_opt cli_sampling_options[] = {
     {"--samplers", NULL, "LIST", "the chain's order, names separated by ';'; llama.cpp's default\n"
      "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature puts the\n"
      "temperature last (top-p, min-p see the logits unscaled); Hugging Face's order has it\n"
-     "first (temperature;top_k;top_p;min_p); dry does nothing: llm-run has no DRY", CLI_G_GEN, 0, set_samplers},
+     "first (temperature;top_k;top_p;min_p)", CLI_G_GEN, 0, set_samplers},
     {"--sampling-seq", "--sampler-seq", "LETTERS", "the order as llama.cpp's letters (default edskypmxt)", CLI_G_GEN, 0, set_sampling_seq},
     {"--logit-bias", "-l", "ID+B", "add B to token ID's logit before sampling (ID-B subtracts; ID-inf bans it;\n"
      "up to 64; greedy decoding too)", CLI_G_GEN, 0, set_logit_bias},
-    {"--dry-multiplier", NULL, "F", "refused: llm-run has no DRY sampler", CLI_G_LLAMA, 0, set_dry},
-    {"--dry-base", NULL, "F", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
-    {"--dry-allowed-length", NULL, "N", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
-    {"--dry-penalty-last-n", NULL, "N", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
-    {"--dry-sequence-breaker", NULL, "TEXT", "refused, as --dry-multiplier", CLI_G_LLAMA, 0, set_dry},
+    {"--dry-multiplier", NULL, "F", "DRY (don't repeat yourself): a token extending a repeat of n >=\n"
+     "--dry-allowed-length tokens of the last --dry-penalty-last-n loses F x base^(n - allowed)\n"
+     "(default 0 = off; llama.cpp's sampler, in the chain after the penalties)", CLI_G_GEN, 0, set_dry_mult},
+    {"--dry-base", NULL, "F", "DRY's base (default 1.75; >= 1)", CLI_G_GEN, 0, set_dry_base},
+    {"--dry-allowed-length", NULL, "N", "repeats up to N tokens go free (default 2)", CLI_G_GEN, 0, set_dry_allowed},
+    {"--dry-penalty-last-n", NULL, "N", "DRY's window of prompt and output (default 64; 0 off, -1 the context)", CLI_G_GEN, 0, set_dry_last_n},
+    {"--dry-sequence-breaker", NULL, "TEXT", "a text that cuts repeats (repeatable, up to 16; the first replaces\n"
+     "the defaults \\n : \" *; none: no breakers; -e processes escapes in it)", CLI_G_GEN, 0, set_dry_breaker},
     {"--adaptive-target", NULL, "F", "refused: no adaptive-p sampler", CLI_G_LLAMA, 0, set_adaptive},
     {"--adaptive-decay", NULL, "F", "refused, as --adaptive-target", CLI_G_LLAMA, 0, set_adaptive},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
 
-int cli_sampling_apply(const run_options *o, sampler *s)
+/* DRY's breakers as token sequences (tokenizer_overlaps, at most 20 ids after the head and 40
+ * bytes of text, as llama.cpp), then sampler_set_dry */
+static int dry_apply(const run_options *o, sampler *s, const struct tokenizer *tok, int context)
+{
+    static const char *const defaults[] = {"\n", ":", "\"", "*"};
+    const int last_n = o->dry_last_n < 0 ? context : o->dry_last_n;
+    if (o->dry_multiplier == 0.0f || last_n == 0) return 0;
+    const int nb = o->n_dry_breakers < 0 ? 4 : o->n_dry_breakers;
+    const char *const *texts = o->n_dry_breakers < 0 ? defaults : o->dry_breakers;
+    if (nb && !tok)
+        return cli_die("--dry-multiplier: sequence breakers need the model's tokenizer (--dry-sequence-breaker none "
+                       "runs DRY without)");
+    int *seq = NULL, *len = NULL, n = 0, rc = 0;
+    size_t n_seq = 0;
+    for (int b = 0; b < nb && !rc; b++) {
+        int *bs, *bl, bn;
+        char err[256];
+        const size_t tl = strlen(texts[b]) < 40 ? strlen(texts[b]) : 40;
+        if (tokenizer_overlaps(tok, texts[b], tl, 20, &bs, &bl, &bn, err, sizeof err) != 0) {
+            rc = cli_die("--dry-sequence-breaker: %s", err);
+            break;
+        }
+        size_t add = 0;
+        for (int i = 0; i < bn; i++) add += (size_t)bl[i];
+        int *ns = realloc(seq, (n_seq + add + 1) * sizeof *ns), *nl = realloc(len, ((size_t)(n + bn) + 1) * sizeof *nl);
+        if (ns) seq = ns;
+        if (nl) len = nl;
+        if (!ns || !nl) rc = cli_die("out of memory");
+        else {
+            if (add) memcpy(seq + n_seq, bs, add * sizeof *bs);
+            if (bn) memcpy(len + n, bl, (size_t)bn * sizeof *bl);
+            n_seq += add;
+            n += bn;
+        }
+        free(bs);
+        free(bl);
+    }
+    if (!rc && sampler_set_dry(s, o->dry_multiplier, o->dry_base, o->dry_allowed_length, last_n, seq, len, n) != 0)
+        rc = cli_die("out of memory");
+    free(seq);
+    free(len);
+    return rc;
+}
+
+int cli_sampling_apply(const run_options *o, sampler *s, const struct tokenizer *tok, int context)
 {
     for (int i = 0; i < o->n_logit_bias; i++)
         if (o->logit_bias_id[i] >= s->vocab)
@@ -193,5 +259,5 @@ int cli_sampling_apply(const run_options *o, sampler *s)
     s->min_keep = o->min_keep;
     if (o->sampler_order[0]) sampler_set_order(s, o->sampler_order);   /* letters checked while parsing */
     sampler_set_mirostat(s, o->mirostat, o->mirostat_ent, o->mirostat_lr);
-    return 0;
+    return dry_apply(o, s, tok, context);
 }

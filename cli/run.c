@@ -346,7 +346,7 @@ int cli_run_main(int argc, char **argv)
         goto done;
     }
     if (sampler_init(&smp, cfg->vocab_size, o.temp, o.top_p, o.top_k, o.seed) != 0) goto oom;
-    if (cli_sampling_apply(&o, &smp) != 0) {
+    if (cli_sampling_apply(&o, &smp, tok, n_prompt + max_new) != 0) {
         status = 2;
         goto done;
     }

@@ -78,5 +78,9 @@ void sampler_mirostat(sampler *s);
 void sampler_softmax(sampler *s, int do_sort);
 void sampler_scale(sampler *s, float t);
 float sampler_rand(uint64_t *state);
+/* DRY (sampler_dry.c; s->dry set): the stage over the list; the accepted-id window; freeing. */
+void sampler_dry_apply(sampler *s);
+void sampler_dry_accept(sampler *s, int id);
+void sampler_dry_free(sampler *s);
 
 #endif

@@ -409,9 +409,8 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------- sampler (sampler.c) */
 
-/* The chain's stages, in llama.cpp's letters (its --sampling-seq): e penalties, d DRY (no-op:
- * llm-run has no DRY), s top-n-sigma, k top-k, y locally typical, p top-p, m min-p, x XTC, t
- * temperature. The default is llama.cpp's (common/common.h common_params_sampling.samplers). */
+/* The chain's stages, in llama.cpp's letters (its --sampling-seq): e penalties, d DRY, s
+ * top-n-sigma, k top-k, y locally typical, p top-p, m min-p, x XTC, t temperature. The default is llama.cpp's (common/common.h common_params_sampling.samplers). */
 #define SAMPLER_STAGES "edskypmxt"
 #define SAMPLER_ORDER_DEFAULT "edskypmxt"
 
@@ -430,6 +429,7 @@ typedef struct {
     int mirostat;        /* 0 the chain; 1 Mirostat, 2 Mirostat 2.0 (temperature, then it) */
     float mirostat_tau, mirostat_eta, mirostat_mu;   /* target surprise 5, learning rate 0.1; mu = 2 tau */
     char order[16];      /* the chain: letters of SAMPLER_STAGES (sampler_set_order) */
+    struct sampler_dry *dry;   /* DRY (sampler_set_dry; NULL: off) */
     /* llama.cpp's logit bias (-l ID+BIAS): bias[i] added to the logit of id bias_id[i] before
      * everything else (penalties, the chain, Mirostat, greedy); -inf bans the token */
     int n_bias, *bias_id;
@@ -462,6 +462,15 @@ int sampler_set_mirostat(sampler *s, int version, float tau, float eta);
 /* The logit bias: n pairs (ids in [0, vocab), checked; a repeated id adds up), copied. 0, or -1
  * for an id out of range or out of memory. */
 int sampler_set_logit_bias(sampler *s, const int *ids, const float *bias, int n);
+/* DRY (model/sampler_dry.c; llama.cpp's llama_sampler_dry), the chain's 'd': over the last
+ * last_n accepted ids, a token that would extend a repeat of n ≥ allowed_length tokens loses
+ * multiplier · base^(n − allowed_length) of its logit. Breakers: n_breakers token sequences,
+ * concatenated in seq with their lengths in len (≥ 1: a head id, then the ids that follow it);
+ * repetition does not reach back past the last one seen. Off (0) when multiplier is 0, base < 1
+ * or last_n ≤ 0, as llama.cpp. 0, or -1 for an id out of range, an empty breaker, a negative
+ * allowed_length, out of memory. */
+int sampler_set_dry(sampler *s, float multiplier, float base, int allowed_length, int last_n, const int *seq,
+                    const int *len, int n_breakers);
 /* Turns the penalties on (sampler fields above; last_n ≥ 1, repeat > 0). 0, or -1 out of memory. */
 int sampler_set_penalties(sampler *s, float repeat, float frequency, float presence, int last_n);
 /* 1 when sampler_sample reads more than the argmax of the logits (sampling, penalties): a

@@ -1,8 +1,8 @@
 /* Sampler: llama.cpp's sampler chain (common/sampling.cpp, src/llama-sampler.cpp of the llama.cpp
  * that bench/llamacpp.sh builds): the stages of sampler.order in turn over a candidate list —
- * penalties, top-n-sigma, top-k, locally typical, top-p, min-p, XTC, temperature (with dynamic
- * temperature) — then a draw; or temperature then Mirostat (1 or 2.0), which replaces the chain
- * as in llama.cpp. Each stage does what llama.cpp's does, in the same float arithmetic, so that
+ * penalties, DRY (sampler_dry.c), top-n-sigma, top-k, locally typical, top-p, min-p, XTC,
+ * temperature (with dynamic temperature) — then a draw; or temperature then Mirostat (1 or
+ * 2.0), which replaces the chain as in llama.cpp. Each stage does what llama.cpp's does, in the same float arithmetic, so that
  * the candidates left match tests/fixtures/sampler/llamacpp.txt (scripts/make_sampler_fixtures.sh);
  * only the random draws differ (our splitmix64 for its mt19937). Greedy (temperature 0) takes the
  * argmax after the penalties without building the list when no stage could drop that token. */
@@ -91,13 +91,14 @@ static int penalties_on(const sampler *s) { return s->last_n > 0 && s->hist; }
 static int stage_in(const sampler *s, char c) { return s->mirostat == 0 && strchr(s->order, c) != NULL; }
 
 /* 1 when temperature 0 is the argmax after the penalties: no stage can drop that token (typical,
- * XTC and dynamic temperature can; the others always keep the largest logit) and the chain has
+ * XTC and dynamic temperature can, DRY changes logits; the others always keep the largest logit) and the chain has
  * its temperature stage (without it llama.cpp samples at the logits' own scale). */
 static int greedy(const sampler *s)
 {
     if (s->temperature > 0.0f) return 0;
     if (s->mirostat) return 1;   /* temperature 0 leaves one finite logit to Mirostat */
-    return stage_in(s, 't') && s->dynatemp_range <= 0.0f && !(stage_in(s, 'y') && s->typical_p < 1.0f) &&
+    return stage_in(s, 't') && !(s->dry && stage_in(s, 'd')) && s->dynatemp_range <= 0.0f &&
+           !(stage_in(s, 'y') && s->typical_p < 1.0f) &&
            !(stage_in(s, 'x') && s->xtc_probability > 0.0f && s->xtc_threshold <= 0.5f);
 }
 
@@ -108,8 +109,9 @@ int sampler_needs_logits(const sampler *s)
 
 void sampler_accept(sampler *s, int id)
 {
-    if (!penalties_on(s) || id < 0 || id >= s->vocab) return;
-    s->hist[s->n_hist++ % s->last_n] = id;
+    if (id < 0 || id >= s->vocab) return;
+    if (s->dry) sampler_dry_accept(s, id);
+    if (penalties_on(s)) s->hist[s->n_hist++ % s->last_n] = id;
 }
 
 void sampler_free(sampler *s)
@@ -120,6 +122,7 @@ void sampler_free(sampler *s)
     free(s->count);
     free(s->bias_id);
     free(s->bias);
+    sampler_dry_free(s);
     s->buf = s->tmp = NULL;
     s->hist = s->count = s->bias_id = NULL;
     s->bias = NULL;
@@ -192,6 +195,8 @@ int sampler_filter(sampler *s, const float *logits)
     for (const char *o = s->order; *o; o++) {
         if (*o == 'e') {
             if (penalties_on(s)) apply_penalties(s, NULL, c, s->n);
+        } else if (*o == 'd') {
+            if (s->dry) sampler_dry_apply(s);
         } else {
             sampler_stage(s, *o);
         }

@@ -310,6 +310,6 @@ void sampler_stage(sampler *s, char stage)
     case 'm': min_p(s); break;
     case 'x': xtc(s); break;
     case 't': temperature(s); break;
-    default: break;   /* 'd': DRY, off (llm-run has no DRY); 'e' is sampler.c's */
+    default: break;   /* 'e' and 'd' (penalties, DRY) are sampler.c's */
     }
 }

@@ -21,16 +21,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
 #include "llama.h"
+#include "llama-sampler.h"   // llama_sampler_init_dry_testing: DRY with token-sequence breakers
 
 struct params {
     float temp = 0.8f, dyn_range = 0.0f, dyn_exp = 1.0f, top_p = 1.0f, min_p = 0.0f, typ_p = 1.0f;
     float top_n_sigma = -1.0f, xtc_p = 0.0f, xtc_t = 0.1f, tau = 5.0f, eta = 0.1f;
     int top_k = 0, min_keep = 0, mirostat = 0;
+    float dry_mult = 0.0f, dry_base = 1.75f;
+    int dry_allowed = 2, dry_last_n = 64;
+    std::vector<std::vector<llama_token>> breakers;   // DRY's, as token sequences
+    std::vector<llama_token> history;                  // accepted before the first row
     std::string order = "skypmxt";   // llama.cpp's default chain without penalties and dry
 };
 
@@ -83,6 +90,9 @@ static llama_sampler *make_chain(const params &p, int vocab)
         case 'm': llama_sampler_chain_add(c, llama_sampler_init_min_p(p.min_p, p.min_keep)); break;
         case 'x': llama_sampler_chain_add(c, llama_sampler_init_xtc(p.xtc_p, p.xtc_t, p.min_keep, 42)); break;
         case 't': llama_sampler_chain_add(c, llama_sampler_init_temp_ext(p.temp, p.dyn_range, p.dyn_exp)); break;
+        case 'd':
+            llama_sampler_chain_add(c, llama_sampler_init_dry_testing(p.dry_mult, p.dry_base, p.dry_allowed, p.dry_last_n, p.breakers));
+            break;
         default: fprintf(stderr, "unknown stage %c\n", ch); exit(1);
     }
     return c;
@@ -95,9 +105,23 @@ static void run_case(const char *name, const params &p, const std::vector<int> &
            "top_n_sigma=%.9g xtc_p=%.9g xtc_t=%.9g min_keep=%d mirostat=%d tau=%.9g eta=%.9g order=%s\n",
            p.temp, p.dyn_range, p.dyn_exp, p.top_k, p.top_p, p.min_p, p.typ_p, p.top_n_sigma, p.xtc_p,
            p.xtc_t, p.min_keep, p.mirostat, p.tau, p.eta, p.order.c_str());
+    if (p.order.find('d') != std::string::npos) {
+        printf("dry mult=%.9g base=%.9g allowed=%d last_n=%d\n", p.dry_mult, p.dry_base, p.dry_allowed, p.dry_last_n);
+        for (const auto &b : p.breakers) {
+            printf("breaker %zu", b.size());
+            for (llama_token t : b) printf(" %d", t);
+            printf("\n");
+        }
+        printf("accept %zu", p.history.size());
+        for (llama_token t : p.history) printf(" %d", t);
+        printf("\n");
+    }
     llama_sampler *chain = nullptr;
     for (int vocab : vocabs) {
-        if (!chain) chain = make_chain(p, vocab);   // mirostat: one chain (mu) across the rows
+        if (!chain) {   // mirostat: one chain (mu) across the rows
+            chain = make_chain(p, vocab);
+            for (llama_token t : p.history) llama_sampler_accept(chain, t);
+        }
         const uint64_t state = rng_state;
         std::vector<float> row = make_row(vocab, spread);
         double sum_row = 0.0;
@@ -131,8 +155,57 @@ static void run_case(const char *name, const params &p, const std::vector<int> &
     printf("end\n");
 }
 
-int main(void)
+// The first members of src/llama-sampler.cpp's struct llama_sampler_dry, to read the breakers
+// llama_sampler_init_dry made from strings (get_overlapping_token_sequences is static there):
+// the same compiler and headers give the same layout.
+struct dry_prefix {
+    const float dry_multiplier;
+    const float dry_base;
+    const int32_t dry_allowed_length;
+    const int32_t dry_penalty_last_n;
+    std::unordered_multimap<llama_token, std::vector<llama_token>> dry_processed_breakers;
+};
+
+// --breakers MODEL.gguf: for each text, the token sequences DRY breaks on (tests/test_dry_breakers.c)
+static int breakers(const char *path)
 {
+    llama_backend_init();
+    llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    llama_model *m = llama_model_load_from_file(path, mp);
+    if (!m) return 1;
+    const llama_vocab *v = llama_model_get_vocab(m);
+    const char *texts[] = {"\n", ":", "\"", "*", "\n\n", "###", "User:", " the", "<|im_end|>", "ab\ncd",
+                           // 40 bytes, over 20 ids: the tails are cut at 20, and equal cut tails count once
+                           "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!", "1234567890123456789012345678901234567890"};
+    printf("# DRY's sequence breakers of llama.cpp's llama_sampler_init_dry (max 20 tail ids)\n");
+    for (const char *t : texts) {
+        llama_sampler *d = llama_sampler_init_dry(v, 1.0f, 1.75f, 2, 64, &t, 1);
+        auto *ctx = (dry_prefix *)d->ctx;
+        std::vector<std::vector<llama_token>> seqs;
+        for (auto &kv : ctx->dry_processed_breakers) {
+            std::vector<llama_token> q = {kv.first};
+            q.insert(q.end(), kv.second.begin(), kv.second.end());
+            seqs.push_back(q);
+        }
+        std::sort(seqs.begin(), seqs.end());
+        printf("text");
+        for (const char *c = t; *c; c++) printf(" %d", (unsigned char)*c);
+        printf("\nseqs %zu\n", seqs.size());
+        for (auto &q : seqs) {
+            printf("%zu", q.size());
+            for (llama_token x : q) printf(" %d", x);
+            printf("\n");
+        }
+        llama_sampler_free(d);
+    }
+    llama_model_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--breakers")) return breakers(argv[2]);
     printf("# llama.cpp's samplers on fixed logit rows (scripts/make_sampler_fixtures.sh)\n");
     const std::vector<int> rows = {64, 64, 257}, rows_long = {64, 257, 3000};
     params p;
@@ -168,5 +241,33 @@ int main(void)
     p = params(); p.typ_p = 0.9f; p.order = "y"; run_case("typical_long", p, rows_long, 6.0f);
     p = params(); p.typ_p = 0.9f; p.order = "y"; run_case("typical_flat", p, rows_long, 0.5f);
     p = params(); p.top_p = 0.9f; p.order = "p"; run_case("top_p_flat", p, rows_long, 0.5f);
+    // DRY: histories over a small alphabet (many repeats), token breakers of one and two ids
+    auto history = [](int n, int alphabet, const std::vector<llama_token> &motif) {
+        std::vector<llama_token> h;
+        while ((int)h.size() < n) {
+            if (uniform() < 0.5) h.insert(h.end(), motif.begin(), motif.end());
+            else h.push_back((llama_token)(uniform() * alphabet));
+        }
+        h.resize(n);
+        return h;
+    };
+    p = params(); p.order = "d"; p.dry_mult = 0.8f; p.breakers = {{5}}; p.history = history(80, 12, {1, 2, 3, 4});
+    run_case("dry", p, rows, 1.0f);
+    p = params(); p.order = "d"; p.dry_mult = 1.5f; p.dry_base = 2.0f; p.dry_allowed = 1; p.dry_last_n = 40;
+    p.breakers = {{7, 8}, {9}, {7, 3}}; p.history = history(60, 10, {7, 8, 1, 2, 3}); run_case("dry_breakers", p, rows, 1.0f);
+    p = params(); p.order = "d"; p.dry_mult = 0.5f; p.dry_base = 1.0f; p.dry_allowed = 0; p.breakers = {};
+    p.history = history(30, 6, {0, 1}); run_case("dry_base_1", p, rows, 1.0f);
+    p = params(); p.order = "d"; p.dry_mult = 0.8f; p.dry_base = 20.0f; p.dry_allowed = 2; p.dry_last_n = 64;
+    p.breakers = {{60}}; p.history.clear();   // periodic: repeats of ~60 tokens, past the clamp (88.72 / ln 20 = 29)
+    for (int i = 0; i < 20; i++) p.history.insert(p.history.end(), {1, 2, 0, 1, 1});
+    run_case("dry_clamp", p, rows, 1.0f);
+    p = params(); p.order = "d"; p.dry_mult = 0.8f; p.breakers = {{5}, {6, 2}}; p.history = history(50, 8, {1, 2, 3, 6, 2, 1, 2, 3});
+    p.history.push_back(6); p.history.push_back(2); p.history.push_back(1); p.history.push_back(2);
+    run_case("dry_breaker_near_end", p, rows, 1.0f);
+    // a single-token breaker that would extend a repeat is never penalized: 5 follows "1 2" earlier
+    p = params(); p.order = "d"; p.dry_mult = 0.8f; p.breakers = {{5}}; p.history = history(20, 5, {1, 2});
+    p.history.insert(p.history.end(), {1, 2, 5, 3, 4, 1, 2}); run_case("dry_breaker_next", p, rows, 1.0f);
+    p = params(); p.order = "dkpt"; p.dry_mult = 0.8f; p.top_k = 20; p.top_p = 0.9f; p.breakers = {{5}};
+    p.history = history(70, 12, {1, 2, 3, 4, 5, 6}); run_case("dry_chain", p, rows, 2.0f);
     return 0;
 }

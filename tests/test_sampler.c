@@ -7,7 +7,8 @@
  * llama_sampler_penalties_apply); min-p (never a token below the threshold, each above it drawn);
  * the whole chain against llama.cpp's own samplers (tests/fixtures/sampler/llamacpp.txt, made by
  * scripts/make_sampler_fixtures.sh): top-k, top-p, min-p, typical, top-n-sigma, XTC, temperature,
- * dynamic temperature, llama.cpp's default chain, another order, Mirostat 1 and 2 over steps. */
+ * dynamic temperature, llama.cpp's default chain, another order, Mirostat 1 and 2 over steps, DRY
+ * (token breakers of one and two ids, a breaker near the end, base 1, the exponent's clamp). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -211,7 +212,7 @@ static float param(const char *line, const char *key)
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 /* Each case of the fixture: the sampler set as its params line says, each row regenerated (its
- * sum checked), sampler_filter's candidates (p > 0) equal llama.cpp's as a set, with p within
+ * sum checked), sampler_filter's candidates (logit not −∞) equal llama.cpp's as a set, with p within
  * 2e-5 + 1e-4·p; Mirostat takes llama.cpp's pick (sampler_commit), so the next row's truncation
  * depends on the same mu. */
 static void test_llamacpp_chain(void **state)
@@ -223,9 +224,12 @@ static void test_llamacpp_chain(void **state)
     char name[64] = "", order[32] = "";
     sampler s = {0};
     float *row = NULL;
-    int have = 0, n_cases = 0, n_rows = 0, n_mirostat = 0, vocab = 0;
+    int have = 0, n_cases = 0, n_rows = 0, n_mirostat = 0, n_dry_rows = 0, vocab = 0;
     float pr[32];
     int mirostat = 0;
+    /* DRY: its parameters, breakers (concatenated) and the history accepted before each row */
+    float dry_mult = 0.0f, dry_base = 0.0f;
+    int dry_allowed = 0, dry_last_n = 0, n_brk = 0, brk_seq[256], brk_len[32], n_brk_seq = 0, hist[512], n_hist = 0;
     while (fgets(line, sizeof line, f)) {
         if (!strncmp(line, "case ", 5)) {
             sscanf(line + 5, "%63s", name);
@@ -237,6 +241,20 @@ static void test_llamacpp_chain(void **state)
             sscanf(strstr(line, "order=") + 6, "%31s", order);
             mirostat = (int)pr[11];
             have = 0;
+            dry_mult = 0.0f, n_brk = n_brk_seq = n_hist = 0;
+        } else if (!strncmp(line, "dry ", 4)) {
+            assert_int_equal(sscanf(line + 4, "mult=%f base=%f allowed=%d last_n=%d", &dry_mult, &dry_base, &dry_allowed,
+                                    &dry_last_n), 4);
+        } else if (!strncmp(line, "breaker ", 8) || !strncmp(line, "accept ", 7)) {
+            const int is_brk = line[0] == 'b';
+            char *e;
+            const int k = (int)strtol(line + (is_brk ? 8 : 7), &e, 10);
+            for (int i = 0; i < k; i++) {
+                const int id = (int)strtol(e, &e, 10);
+                if (is_brk) brk_seq[n_brk_seq++] = id;
+                else hist[n_hist++] = id;
+            }
+            if (is_brk) brk_len[n_brk++] = k;
         } else if (!strncmp(line, "row ", 4)) {
             float spread;
             unsigned long long st;
@@ -255,6 +273,12 @@ static void test_llamacpp_chain(void **state)
                 s.top_n_sigma = pr[7], s.xtc_probability = pr[8], s.xtc_threshold = pr[9], s.min_keep = (int)pr[10];
                 assert_int_equal(sampler_set_order(&s, order), 0);
                 assert_int_equal(sampler_set_mirostat(&s, mirostat, pr[12], pr[13]), 0);
+                if (dry_mult != 0.0f) {
+                    assert_int_equal(sampler_set_dry(&s, dry_mult, dry_base, dry_allowed, dry_last_n, brk_seq, brk_len, n_brk), 0);
+                    assert_non_null(s.dry);
+                    n_dry_rows++;
+                }
+                for (int i = 0; i < n_hist; i++) sampler_accept(&s, hist[i]);
                 have = 1;
             }
             n_rows++;
@@ -270,7 +294,7 @@ static void test_llamacpp_chain(void **state)
             const int n = sampler_filter(&s, row);
             int m = 0;
             for (int i = 0; i < n; i++)
-                if (s.buf[i].p > 0.0f) mine[m++] = s.buf[i].id;
+                if (s.buf[i].logit != -INFINITY) mine[m++] = s.buf[i].id;
             qsort(mine, (size_t)m, sizeof *mine, cmp_int);
             if (m != nk) fail_msg("%s row %d (vocab %d): %d candidates left, llama.cpp %d", name, n_rows, vocab, m, nk);
             for (int i = 0; i < nk; i++) {
@@ -297,7 +321,7 @@ static void test_llamacpp_chain(void **state)
     fclose(f);
     sampler_free(&s);
     free(row);
-    assert_true(n_cases >= 20 && n_rows >= 70 && n_mirostat >= 30);
+    assert_true(n_cases >= 30 && n_rows >= 90 && n_mirostat >= 30 && n_dry_rows >= 18);
 }
 
 /* The draws: sampler_sample takes only candidates sampler_filter leaves (here top-k 3 of a

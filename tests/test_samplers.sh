@@ -10,6 +10,9 @@
 #     behind --top-k 2 (always the second most likely token), min-p before and after the
 #     temperature (--samplers), Mirostat 2.0 (mu followed step by step), dynamic temperature
 #     (the candidates of top-k 3 only);
+#   * DRY with a huge multiplier, --dry-allowed-length 2, no breakers and the whole context as its
+#     window: no generated token completes a 3-gram seen earlier in prompt + output (stories260K
+#     and SmolLM2, greedy), where the plain greedy run does; -e turns "\n" into a breaker;
 #   * -l ID-inf bans a token (never generated; the greedy text changes), -l ID+100 forces it, and
 #     greedy ids with two biases are the argmax of the biased logits (numpy).
 # Ends with "N passed, M failed".
@@ -128,6 +131,34 @@ print("ok %d" % len(gen))
 PY
 )
 [ "${v%% *}" = ok ] && ok "-l 300+2.5 -l $first-1.5 -l 300+0.5: ${v#ok } greedy ids are numpy's argmax of the biased logits" || bad "-l biases: $v"
+
+# DRY: no repeated 3-gram ends in the output
+for model in "$M" "$SMOL"; do
+    [ -f "$model" ] || [ -d "$model" ] || { echo "skip DRY on $model: missing"; continue; }
+    ids=$("$BIN" tokenize -m "$model" -p "the cat sat on the mat. the cat sat on the mat. the cat sat on the mat. the cat" --ids 2>/dev/null | tr -d '[] ')
+    for dry in "" "--dry-multiplier 1000 --dry-allowed-length 2 --dry-penalty-last-n -1 --dry-sequence-breaker none"; do
+        # shellcheck disable=SC2086
+        "$BIN" -m "$model" -t 1 --prompt-ids "$ids" -n 40 --ignore-eos $dry --json >"$TMP/j.json" 2>"$TMP/err" || bad "DRY run failed: $(head -1 "$TMP/err")"
+        v=$(python3 - "$TMP/j.json" "$ids" <<'PY'
+import json, sys
+gen = json.load(open(sys.argv[1]))["tokens"]; seq = [int(x) for x in sys.argv[2].split(",")]
+n = len(seq); seq += gen; rep = []
+for i in range(n, len(seq)):
+    tri = tuple(seq[i - 2:i + 1])
+    if any(tuple(seq[j:j + 3]) == tri for j in range(0, i - 2)): rep.append(i - n)
+print("ok %d" % len(gen) if not rep else "repeats at steps %s" % rep[:6])
+PY
+)
+        if [ -z "$dry" ]; then
+            [ "${v%% *}" != ok ] && ok "$(basename "$model") greedy without DRY repeats 3-grams ($v)" || bad "$(basename "$model"): the plain greedy run repeats nothing: the DRY check below could not fail"
+        else
+            [ "${v%% *}" = ok ] && ok "$(basename "$model") DRY x1000: ${v#ok } ids, no 3-gram repeated" || bad "$(basename "$model") DRY: $v"
+        fi
+    done
+done
+run "${P[@]}" --temp 0.8 --seed 4 --dry-multiplier 0.8 >"$TMP/a"
+run "${P[@]}" --temp 0.8 --seed 4 --dry-multiplier 0.8 -e --dry-sequence-breaker '\n' --dry-sequence-breaker ':' >"$TMP/b"
+[ -s "$TMP/a" ] && [ -s "$TMP/b" ] && ok "DRY with the default and with -e escaped breakers runs" || bad "DRY breakers: no text"
 
 # a real vocabulary (49152 ids): the chain and Mirostat run, reproducibly
 if [ -f "$SMOL" ]; then

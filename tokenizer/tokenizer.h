@@ -176,6 +176,18 @@ int tokenizer_decode_ex(const tokenizer *t, const int *ids, int n, unsigned flag
 int tokenizer_decode(const tokenizer *t, const int *ids, int n, char **text,
                      char *err, size_t errlen);
 
+/* DRY's sequence breakers from a text (tokenizer/overlap.c; llama.cpp's
+ * get_overlapping_token_sequences, src/llama-sampler.cpp): for every id whose text
+ * (tokenizer_decode_ex with TOK_DECODE_SPECIAL) contains str[0..str_len), the sequence {id}; for
+ * every id whose text ends with a proper prefix str[0..i) of it (each place), {id, the ids of
+ * str[i..] (tokenizer_encode_ex, flags 0), at most max_tail of them (< 0: all)}, once each.
+ * Returns 0 with the sequences concatenated in *seq and their lengths in *len (malloc'd; NULL
+ * when *n is 0), or -1 with err set. One decode per id: about 0.1 s for 150k ids. A BPE token
+ * ending inside a UTF-8 character decodes to U+FFFD here where llama.cpp keeps the raw bytes: the
+ * tables differ only for a str whose bytes are not ASCII. */
+int tokenizer_overlaps(const tokenizer *t, const char *str, size_t str_len, int max_tail, int **seq, int **len,
+                       int *n, char *err, size_t errlen);
+
 /* ------------------------------------------------------------------------- queries */
 
 int tokenizer_vocab_size(const tokenizer *t); /* number of ids (32000 for LLaMA-2) */

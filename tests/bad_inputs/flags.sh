@@ -118,7 +118,7 @@ check "eval --repeat-penalty" 'eval: .*penalt' eval -m "$GOOD" --task tinystorie
 check "compare -r" 'compare: -r' compare -m "$GOOD" -p hi -r x
 check "-ctk bf16 with --kv-dtype f16" '-ctk bf16 and --kv-dtype f16' -m "$GOOD" "${P[@]}" -ctk bf16 --kv-dtype f16
 check "--rope-freq-base 0" '--rope-freq-base' -m "$GOOD" "${P[@]}" --rope-freq-base 0
-# llama.cpp's other samplers (cli/options_sampling.c): bad values, unknown stages, DRY refused
+# llama.cpp's other samplers (cli/options_sampling.c): bad values, unknown stages
 check "--mirostat 3" '--mirostat' -m "$GOOD" "${P[@]}" --mirostat 3
 check "--typical 1.5" '--typical' -m "$GOOD" "${P[@]}" --typical 1.5
 check "--xtc-probability -0.1" '--xtc-probability' -m "$GOOD" "${P[@]}" --xtc-probability -0.1
@@ -128,7 +128,11 @@ check "--samplers empty" '--samplers: no sampler' -m "$GOOD" "${P[@]}" --sampler
 check "--samplers infill" '--samplers infill: .*no infill' -m "$GOOD" "${P[@]}" --samplers 'top_k;infill'
 check "--sampling-seq with an unknown letter" "--sampling-seq: unknown sampler 'q'" -m "$GOOD" "${P[@]}" --sampling-seq kqt
 check "--sampling-seq too long" '--sampling-seq: at most 15' -m "$GOOD" "${P[@]}" --sampling-seq kkkkkkkkkkkkkkkk
-check "--dry-multiplier (no DRY)" '--dry-multiplier: llm-run has no DRY' -m "$GOOD" "${P[@]}" --dry-multiplier 0.8
+check "--dry-base 0.5 (below 1)" '--dry-base' -m "$GOOD" "${P[@]}" --dry-base 0.5
+check "--dry-allowed-length -1" '--dry-allowed-length' -m "$GOOD" "${P[@]}" --dry-allowed-length -1
+check "--dry-penalty-last-n -2" '--dry-penalty-last-n' -m "$GOOD" "${P[@]}" --dry-penalty-last-n -2
+check "--dry-sequence-breaker empty" '--dry-sequence-breaker: empty' -m "$GOOD" "${P[@]}" --dry-sequence-breaker ''
+check "eval --dry-multiplier" 'eval: decodes greedily .--dry-multiplier' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --dry-multiplier 0.8
 check "-l without a sign" '-l 5x1: expected TOKEN_ID' -m "$GOOD" "${P[@]}" -l 5x1
 check "-l with a NaN bias" '-l 5.nan: expected' -m "$GOOD" "${P[@]}" -l 5+nan
 check "-l outside the vocabulary" '-l 512: token id out of range' -m "$GOOD" "${P[@]}" -l 512+1
