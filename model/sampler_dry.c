@@ -78,7 +78,7 @@ int sampler_set_dry(sampler *s, float multiplier, float base, int allowed_length
         sampler_dry_free(s);
         return -1;
     }
-    memcpy(d->seq, seq, total * sizeof *seq);
+    if (total) memcpy(d->seq, seq, total * sizeof *seq);
     for (int i = 0, o = 0; i < n_breakers; o += len[i++]) pairs[2 * i] = o, pairs[2 * i + 1] = len[i];
     brk_seq = d->seq;
     qsort(pairs, (size_t)n_breakers, 2 * sizeof *pairs, cmp_brk);
@@ -112,8 +112,7 @@ static int brk_first(const struct sampler_dry *d, int id)
 void sampler_dry_apply(sampler *s)
 {
     struct sampler_dry *d = s->dry;
-    const int size = d->n_hist < d->last_n ? d->n_hist : d->last_n;
-    const int n = size < d->last_n ? size : d->last_n;   /* llama.cpp's last_n_repeat */
+    const int n = d->n_hist < d->last_n ? d->n_hist : d->last_n;   /* llama.cpp's last_n_repeat */
     if (n <= d->allowed_length) return;
     /* 1: the last breaker seen limits the repetition */
     int rep_limit = n;

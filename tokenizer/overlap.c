@@ -29,7 +29,7 @@ static int push(seqs *s, int head, const int *tail, int n_tail)
         s->len = p, s->cap = c;
     }
     s->seq[s->n_seq++] = head;
-    memcpy(s->seq + s->n_seq, tail, (size_t)n_tail * sizeof *tail);
+    if (n_tail) memcpy(s->seq + s->n_seq, tail, (size_t)n_tail * sizeof *tail);
     s->n_seq += (size_t)n_tail;
     s->len[s->n++] = 1 + n_tail;
     return 0;
