@@ -83,6 +83,7 @@ typedef struct {
     int dry_allowed_length, dry_last_n;   /* --dry-allowed-length (2), --dry-penalty-last-n (64; -1 the context) */
     const char *dry_breakers[16];         /* --dry-sequence-breaker TEXT ... */
     int n_dry_breakers;                   /* -1: llama.cpp's defaults \n : " * ("none": 0) */
+    float adaptive_target, adaptive_decay; /* --adaptive-target (-1: off), --adaptive-decay (0.9) */
     int n_logit_bias;          /* -l ID+BIAS (up to 64): ids (checked against the vocabulary at load) */
     int logit_bias_id[64];
     float logit_bias[64];

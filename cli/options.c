@@ -288,6 +288,8 @@ void run_options_init(run_options *o)
     o->dry_allowed_length = 2;
     o->dry_last_n = 64;
     o->n_dry_breakers = -1;
+    o->adaptive_target = -1.0f;
+    o->adaptive_decay = 0.9f;
 }
 
 int cli_is_policy_param(const char *name)

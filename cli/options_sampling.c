@@ -2,9 +2,9 @@
  * llama.cpp bench/llamacpp.sh builds): --typical, --top-nsigma, --xtc-probability/-threshold,
  * --dynatemp-range/-exp, --mirostat/-lr/-ent, --min-keep, and the chain's order (--samplers
  * names, --sampling-seq letters), -l (the logit bias), DRY (--dry-*, its breakers mapped to
- * token sequences with the model's tokenizer); model/sampler.c runs them as llama.cpp does.
- * adaptive-p is refused. eval and compare decode greedily: they refuse all of these
- * (cli_llama_unused reads sampler_flag). */
+ * token sequences with the model's tokenizer), adaptive-p; model/sampler.c runs them as llama.cpp
+ * does. eval and compare decode greedily: they refuse all of these (cli_llama_unused reads
+ * sampler_flag). */
 #include "cli/cli.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,10 +52,9 @@ SETTER(set_min_keep) {
 static int stage_ok(const char *f, char c, const char *as)
 {
     if (c == 'i') return cli_die("%s %s: infill is for fill-in-the-middle models; llm-run has no infill sampler", f, as);
-    if (c == 'a') return cli_die("%s %s: llm-run has no adaptive-p sampler", f, as);
     if (!c || !strchr(SAMPLER_STAGES, c))
         return cli_die("%s: unknown sampler '%s' (one of penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, "
-                       "xtc, temperature; letters e d s k y p m x t)", f, as);
+                       "xtc, temperature, adaptive_p; letters e d s k y p m x t a)", f, as);
     return 0;
 }
 
@@ -155,11 +154,8 @@ SETTER(set_dry_breaker) {
     O->sampler_flag = f;
     return 0;
 }
-SETTER(set_adaptive) {
-    (void)ctx;
-    (void)v;
-    return cli_die("%s: llm-run has no adaptive-p sampler", f);
-}
+SETTER(set_adaptive_target) { return set_f(O, f, v, -1e6, 1, &O->adaptive_target); }
+SETTER(set_adaptive_decay) { return set_f(O, f, v, 0, 0.99, &O->adaptive_decay); }
 
 #undef O
 
@@ -194,8 +190,10 @@ const cli_opt cli_sampling_options[] = {
     {"--dry-penalty-last-n", NULL, "N", "DRY's window of prompt and output (default 64; 0 off, -1 the context)", CLI_G_GEN, 0, set_dry_last_n},
     {"--dry-sequence-breaker", NULL, "TEXT", "a text that cuts repeats (repeatable, up to 16; the first replaces\n"
      "the defaults \\n : \" *; none: no breakers; -e processes escapes in it)", CLI_G_GEN, 0, set_dry_breaker},
-    {"--adaptive-target", NULL, "F", "refused: no adaptive-p sampler", CLI_G_LLAMA, 0, set_adaptive},
-    {"--adaptive-decay", NULL, "F", "refused, as --adaptive-target", CLI_G_LLAMA, 0, set_adaptive},
+    {"--adaptive-target", NULL, "F", "adaptive-p (llama.cpp's, PR 17927): the draw favours tokens whose p is near\n"
+     "a target that moves with the p of the tokens taken (0..1; default -1 = off); at the\n"
+     "chain's end, added there when --samplers does not name adaptive_p", CLI_G_GEN, 0, set_adaptive_target},
+    {"--adaptive-decay", NULL, "F", "adaptive-p's EMA decay (0..0.99; default 0.9)", CLI_G_GEN, 0, set_adaptive_decay},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
 
@@ -257,7 +255,12 @@ int cli_sampling_apply(const run_options *o, sampler *s, const struct tokenizer 
     s->dynatemp_range = o->dynatemp_range;
     s->dynatemp_exponent = o->dynatemp_exp;
     s->min_keep = o->min_keep;
-    if (o->sampler_order[0]) sampler_set_order(s, o->sampler_order);   /* letters checked while parsing */
+    char order[sizeof o->sampler_order + 1];
+    snprintf(order, sizeof order, "%s", o->sampler_order[0] ? o->sampler_order : SAMPLER_ORDER_DEFAULT);
+    if (o->adaptive_target >= 0.0f && !strchr(order, 'a')) strcat(order, "a");   /* llama.cpp would ignore the target */
+    if (sampler_set_order(s, order) != 0) return cli_die("--samplers: at most %zu stages with adaptive_p", sizeof o->sampler_order - 1);
+    if ((o->adaptive_target >= 0.0f || strchr(order, 'a')) && sampler_set_adaptive(s, o->adaptive_target, o->adaptive_decay) != 0)
+        return cli_die("out of memory");
     sampler_set_mirostat(s, o->mirostat, o->mirostat_ent, o->mirostat_lr);
     return dry_apply(o, s, tok, context);
 }

@@ -75,6 +75,7 @@ int gguf_type_size(int type);
  * sampler_rand draws uniform [0, 1) with 24 bits from a splitmix64 state. */
 void sampler_stage(sampler *s, char stage);
 void sampler_mirostat(sampler *s);
+void sampler_adaptive(sampler *s);   /* adaptive-p's transform (s->adaptive_p set), the list renormalized */
 void sampler_softmax(sampler *s, int do_sort);
 void sampler_scale(sampler *s, float t);
 float sampler_rand(uint64_t *state);

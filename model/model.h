@@ -410,8 +410,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen);
 /* ------------------------------------------------------------------- sampler (sampler.c) */
 
 /* The chain's stages, in llama.cpp's letters (its --sampling-seq): e penalties, d DRY, s
- * top-n-sigma, k top-k, y locally typical, p top-p, m min-p, x XTC, t temperature. The default is llama.cpp's (common/common.h common_params_sampling.samplers). */
-#define SAMPLER_STAGES "edskypmxt"
+ * top-n-sigma, k top-k, y locally typical, p top-p, m min-p, x XTC, t temperature, a
+ * adaptive-p (wherever it is named, the draw at the end, as in llama.cpp). The default is llama.cpp's (common/common.h common_params_sampling.samplers). */
+#define SAMPLER_STAGES "edskypmxta"
 #define SAMPLER_ORDER_DEFAULT "edskypmxt"
 
 typedef struct { float logit, p; int id; } sampler_cand;   /* a candidate token */
@@ -429,6 +430,10 @@ typedef struct {
     int mirostat;        /* 0 the chain; 1 Mirostat, 2 Mirostat 2.0 (temperature, then it) */
     float mirostat_tau, mirostat_eta, mirostat_mu;   /* target surprise 5, learning rate 0.1; mu = 2 tau */
     char order[16];      /* the chain: letters of SAMPLER_STAGES (sampler_set_order) */
+    /* adaptive-p (llama.cpp PR 17927; 'a' in order, target ≥ 0): the draw favours tokens whose p
+     * is near a target moved by the EMA of the p taken so far (sampler_set_adaptive) */
+    float adaptive_target, adaptive_decay, adaptive_sum, adaptive_weight;
+    float *adaptive_p;   /* [vocab]: the p before the transform, for the EMA (NULL: off) */
     struct sampler_dry *dry;   /* DRY (sampler_set_dry; NULL: off) */
     /* llama.cpp's logit bias (-l ID+BIAS): bias[i] added to the logit of id bias_id[i] before
      * everything else (penalties, the chain, Mirostat, greedy); -inf bans the token */
@@ -462,6 +467,9 @@ int sampler_set_mirostat(sampler *s, int version, float tau, float eta);
 /* The logit bias: n pairs (ids in [0, vocab), checked; a repeated id adds up), copied. 0, or -1
  * for an id out of range or out of memory. */
 int sampler_set_logit_bias(sampler *s, const int *ids, const float *bias, int n);
+/* adaptive-p with target (< 0: the plain draw) and decay (clamped to [0, 0.99], as llama.cpp);
+ * the EMA starts at target. 0, or -1 out of memory. */
+int sampler_set_adaptive(sampler *s, float target, float decay);
 /* DRY (model/sampler_dry.c; llama.cpp's llama_sampler_dry), the chain's 'd': over the last
  * last_n accepted ids, a token that would extend a repeat of n ≥ allowed_length tokens loses
  * multiplier · base^(n − allowed_length) of its logit. Breakers: n_breakers token sequences,
@@ -482,12 +490,12 @@ void sampler_free(sampler *s);
 /* Picks the next token from logits [vocab] (the greedy path applies the bias and penalties in place):
  * sampler_filter, a draw by p, sampler_commit. */
 int sampler_sample(sampler *s, float *logits);
-/* The chain (or Mirostat's truncation) over logits [vocab]: returns n ≥ 1, the candidates left
+/* The chain (or Mirostat's truncation; adaptive-p's transform last) over logits [vocab]: returns n ≥ 1, the candidates left
  * in s->buf[0..n) in no set order, p their probabilities (softmax over what is left; 0 for a
  * logit a stage made −∞). Exposed for tests against llama.cpp (tests/test_sampler.c). */
 int sampler_filter(sampler *s, const float *logits);
 /* Takes candidate s->buf[k] of the last sampler_filter: Mirostat's mu update from its
- * surprise; returns its token id. */
+ * surprise, adaptive-p's EMA from its p before the transform; returns its token id. */
 int sampler_commit(sampler *s, int k);
 
 

@@ -44,6 +44,17 @@ int sampler_set_order(sampler *s, const char *order)
     return 0;
 }
 
+int sampler_set_adaptive(sampler *s, float target, float decay)
+{
+    decay = decay < 0.0f ? 0.0f : decay > 0.99f ? 0.99f : decay;
+    s->adaptive_target = target;
+    s->adaptive_decay = decay;
+    s->adaptive_sum = target / (1.0f - decay);
+    s->adaptive_weight = 1.0f / (1.0f - decay);
+    if (!s->adaptive_p) s->adaptive_p = malloc((size_t)s->vocab * sizeof *s->adaptive_p);
+    return s->adaptive_p ? 0 : -1;
+}
+
 int sampler_set_mirostat(sampler *s, int version, float tau, float eta)
 {
     if (version < 0 || version > 2) return -1;
@@ -89,6 +100,7 @@ int sampler_set_penalties(sampler *s, float repeat, float frequency, float prese
 
 static int penalties_on(const sampler *s) { return s->last_n > 0 && s->hist; }
 static int stage_in(const sampler *s, char c) { return s->mirostat == 0 && strchr(s->order, c) != NULL; }
+static int adaptive_on(const sampler *s) { return stage_in(s, 'a') && s->adaptive_p && s->adaptive_target >= 0.0f; }
 
 /* 1 when temperature 0 is the argmax after the penalties: no stage can drop that token (typical,
  * XTC and dynamic temperature can, DRY changes logits; the others always keep the largest logit) and the chain has
@@ -122,6 +134,8 @@ void sampler_free(sampler *s)
     free(s->count);
     free(s->bias_id);
     free(s->bias);
+    free(s->adaptive_p);
+    s->adaptive_p = NULL;
     sampler_dry_free(s);
     s->buf = s->tmp = NULL;
     s->hist = s->count = s->bias_id = NULL;
@@ -201,7 +215,8 @@ int sampler_filter(sampler *s, const float *logits)
             sampler_stage(s, *o);
         }
     }
-    sampler_softmax(s, 0);   /* what the draw uses (−∞ logits: p 0) */
+    if (adaptive_on(s)) sampler_adaptive(s);   /* llama.cpp puts it last, where the draw is */
+    else sampler_softmax(s, 0);                 /* what the draw uses (−∞ logits: p 0) */
     return s->n;
 }
 
@@ -209,6 +224,10 @@ int sampler_commit(sampler *s, int k)
 {
     if (s->mirostat)   /* mu follows the surprise of the token taken (llama.cpp's update) */
         s->mirostat_mu -= s->mirostat_eta * (-log2f(s->buf[k].p) - s->mirostat_tau);
+    if (adaptive_on(s)) {   /* the EMA of the p taken, before the transform */
+        s->adaptive_sum = s->adaptive_p[k] + s->adaptive_decay * s->adaptive_sum;
+        s->adaptive_weight = 1.0f + s->adaptive_decay * s->adaptive_weight;
+    }
     return s->buf[k].id;
 }
 

@@ -300,6 +300,26 @@ void sampler_mirostat(sampler *s)
     sampler_softmax(s, 0);
 }
 
+/* adaptive-p (llama.cpp's llama_sampler_adaptive_p_apply, PR 17927): p kept for the EMA, then
+ * each finite logit becomes 5 − 10·d²/(1 + d), d = |p − target'| / 0.3, with target' = 2·target
+ * − the EMA of the p taken (clamped to [0, 1]); p again from those. */
+void sampler_adaptive(sampler *s)
+{
+    const float INV_WIDTH = 1.0f / 0.3f, PEAK = 5.0f, SHARPNESS = 10.0f;
+    sampler_softmax(s, 0);
+    for (int i = 0; i < s->n; i++) s->adaptive_p[i] = s->buf[i].p;
+    const float target = fminf(fmaxf(s->adaptive_target, 0.0f), 1.0f);
+    float adapted = s->adaptive_weight == 0.0f ? target : 2.0f * target - s->adaptive_sum / s->adaptive_weight;
+    adapted = fminf(fmaxf(adapted, 0.0f), 1.0f);
+    for (int i = 0; i < s->n; i++) {
+        if (s->buf[i].logit == -INFINITY) continue;
+        const float d = fabsf((s->buf[i].p - adapted) * INV_WIDTH);
+        s->buf[i].logit = PEAK - SHARPNESS * d * d / (1.0f + d);
+    }
+    s->sorted = 0;
+    sampler_softmax(s, 0);
+}
+
 void sampler_stage(sampler *s, char stage)
 {
     switch (stage) {
@@ -310,6 +330,6 @@ void sampler_stage(sampler *s, char stage)
     case 'm': min_p(s); break;
     case 'x': xtc(s); break;
     case 't': temperature(s); break;
-    default: break;   /* 'e' and 'd' (penalties, DRY) are sampler.c's */
+    default: break;   /* 'e', 'd', 'a' (penalties, DRY, adaptive-p) are sampler.c's */
     }
 }

@@ -34,6 +34,7 @@ struct params {
     float temp = 0.8f, dyn_range = 0.0f, dyn_exp = 1.0f, top_p = 1.0f, min_p = 0.0f, typ_p = 1.0f;
     float top_n_sigma = -1.0f, xtc_p = 0.0f, xtc_t = 0.1f, tau = 5.0f, eta = 0.1f;
     int top_k = 0, min_keep = 0, mirostat = 0;
+    float ad_target = -1.0f, ad_decay = 0.9f;   // adaptive-p ('a' in order)
     float dry_mult = 0.0f, dry_base = 1.75f;
     int dry_allowed = 2, dry_last_n = 64;
     std::vector<std::vector<llama_token>> breakers;   // DRY's, as token sequences
@@ -83,6 +84,7 @@ static llama_sampler *make_chain(const params &p, int vocab)
         return c;
     }
     for (char ch : p.order) switch (ch) {
+        case 'a': break;   // adaptive-p goes last, in place of dist (common/sampling.cpp)
         case 'k': llama_sampler_chain_add(c, llama_sampler_init_top_k(p.top_k)); break;
         case 'y': llama_sampler_chain_add(c, llama_sampler_init_typical(p.typ_p, p.min_keep)); break;
         case 'p': llama_sampler_chain_add(c, llama_sampler_init_top_p(p.top_p, p.min_keep)); break;
@@ -95,6 +97,7 @@ static llama_sampler *make_chain(const params &p, int vocab)
             break;
         default: fprintf(stderr, "unknown stage %c\n", ch); exit(1);
     }
+    if (p.order.find('a') != std::string::npos) llama_sampler_chain_add(c, llama_sampler_init_adaptive_p(p.ad_target, p.ad_decay, 42));
     return c;
 }
 
@@ -102,9 +105,10 @@ static void run_case(const char *name, const params &p, const std::vector<int> &
 {
     printf("case %s\n", name);
     printf("params temp=%.9g dyn_range=%.9g dyn_exp=%.9g top_k=%d top_p=%.9g min_p=%.9g typ_p=%.9g "
-           "top_n_sigma=%.9g xtc_p=%.9g xtc_t=%.9g min_keep=%d mirostat=%d tau=%.9g eta=%.9g order=%s\n",
+           "top_n_sigma=%.9g xtc_p=%.9g xtc_t=%.9g min_keep=%d mirostat=%d tau=%.9g eta=%.9g order=%s "
+           "ad_t=%.9g ad_d=%.9g\n",
            p.temp, p.dyn_range, p.dyn_exp, p.top_k, p.top_p, p.min_p, p.typ_p, p.top_n_sigma, p.xtc_p,
-           p.xtc_t, p.min_keep, p.mirostat, p.tau, p.eta, p.order.c_str());
+           p.xtc_t, p.min_keep, p.mirostat, p.tau, p.eta, p.order.c_str(), p.ad_target, p.ad_decay);
     if (p.order.find('d') != std::string::npos) {
         printf("dry mult=%.9g base=%.9g allowed=%d last_n=%d\n", p.dry_mult, p.dry_base, p.dry_allowed, p.dry_last_n);
         for (const auto &b : p.breakers) {
@@ -117,6 +121,7 @@ static void run_case(const char *name, const params &p, const std::vector<int> &
         printf("\n");
     }
     llama_sampler *chain = nullptr;
+    const bool stateful = p.mirostat || p.order.find('a') != std::string::npos;   // mu, the EMA: one chain
     for (int vocab : vocabs) {
         if (!chain) {   // mirostat: one chain (mu) across the rows
             chain = make_chain(p, vocab);
@@ -132,8 +137,9 @@ static void run_case(const char *name, const params &p, const std::vector<int> &
         llama_token_data_array arr = {data.data(), (size_t)vocab, -1, false};
         llama_sampler_apply(chain, &arr);
         std::map<int, double> keep;
-        if (p.mirostat) {
-            for (size_t i = 0; i < arr.size; i++) keep[arr.data[i].id] = arr.data[i].p;
+        if (stateful) {
+            for (size_t i = 0; i < arr.size; i++)
+                if (arr.data[i].logit != -INFINITY) keep[arr.data[i].id] = arr.data[i].p;
         } else {
             double mx = -INFINITY, sum = 0.0;
             for (size_t i = 0; i < arr.size; i++) mx = std::max(mx, (double)arr.data[i].logit);
@@ -145,8 +151,11 @@ static void run_case(const char *name, const params &p, const std::vector<int> &
         printf("keep %zu", keep.size());
         for (auto &kv : keep) printf(" %d %.9g", kv.first, kv.second);
         printf("\n");
-        if (p.mirostat) printf("pick %d\n", arr.data[arr.selected].id);
-        if (!p.mirostat) {
+        if (stateful) {
+            printf("pick %d\n", arr.data[arr.selected].id);
+            llama_sampler_accept(chain, arr.data[arr.selected].id);   // adaptive-p's EMA update
+        }
+        if (!stateful) {
             llama_sampler_free(chain);
             chain = nullptr;
         }
@@ -267,6 +276,10 @@ int main(int argc, char **argv)
     // a single-token breaker that would extend a repeat is never penalized: 5 follows "1 2" earlier
     p = params(); p.order = "d"; p.dry_mult = 0.8f; p.breakers = {{5}}; p.history = history(20, 5, {1, 2});
     p.history.insert(p.history.end(), {1, 2, 5, 3, 4, 1, 2}); run_case("dry_breaker_next", p, rows, 1.0f);
+    // adaptive-p over steps (its EMA moves the target), behind other stages and alone
+    p = params(); p.order = "kta"; p.top_k = 30; p.ad_target = 0.3f; p.ad_decay = 0.9f; run_case("adaptive_p", p, steps, 3.0f);
+    p = params(); p.order = "ta"; p.temp = 1.0f; p.ad_target = 0.05f; p.ad_decay = 0.5f; run_case("adaptive_p_low", p, steps, 1.0f);
+    p = params(); p.order = "pta"; p.top_p = 0.95f; p.ad_target = 0.9f; p.ad_decay = 0.0f; run_case("adaptive_p_decay0", p, steps, 4.0f);
     p = params(); p.order = "dkpt"; p.dry_mult = 0.8f; p.top_k = 20; p.top_p = 0.9f; p.breakers = {{5}};
     p.history = history(70, 12, {1, 2, 3, 4, 5, 6}); run_case("dry_chain", p, rows, 2.0f);
     return 0;

@@ -8,7 +8,8 @@
  * the whole chain against llama.cpp's own samplers (tests/fixtures/sampler/llamacpp.txt, made by
  * scripts/make_sampler_fixtures.sh): top-k, top-p, min-p, typical, top-n-sigma, XTC, temperature,
  * dynamic temperature, llama.cpp's default chain, another order, Mirostat 1 and 2 over steps, DRY
- * (token breakers of one and two ids, a breaker near the end, base 1, the exponent's clamp). */
+ * (token breakers of one and two ids, a breaker near the end, base 1, the exponent's clamp),
+ * adaptive-p over steps (its EMA fed llama.cpp's picks). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -226,7 +227,7 @@ static void test_llamacpp_chain(void **state)
     float *row = NULL;
     int have = 0, n_cases = 0, n_rows = 0, n_mirostat = 0, n_dry_rows = 0, vocab = 0;
     float pr[32];
-    int mirostat = 0;
+    int mirostat = 0, stateful = 0;
     /* DRY: its parameters, breakers (concatenated) and the history accepted before each row */
     float dry_mult = 0.0f, dry_base = 0.0f;
     int dry_allowed = 0, dry_last_n = 0, n_brk = 0, brk_seq[256], brk_len[32], n_brk_seq = 0, hist[512], n_hist = 0;
@@ -236,10 +237,12 @@ static void test_llamacpp_chain(void **state)
             n_cases++;
         } else if (!strncmp(line, "params ", 7)) {
             const char *keys[] = {"temp=", "dyn_range=", "dyn_exp=", "top_k=", "top_p=", "min_p=", "typ_p=",
-                                  "top_n_sigma=", "xtc_p=", "xtc_t=", "min_keep=", "mirostat=", "tau=", "eta="};
-            for (int i = 0; i < 14; i++) pr[i] = param(line, keys[i]);
+                                  "top_n_sigma=", "xtc_p=", "xtc_t=", "min_keep=", "mirostat=", "tau=", "eta=",
+                                  "ad_t=", "ad_d="};
+            for (int i = 0; i < 16; i++) pr[i] = param(line, keys[i]);
             sscanf(strstr(line, "order=") + 6, "%31s", order);
             mirostat = (int)pr[11];
+            stateful = mirostat || strchr(order, 'a');
             have = 0;
             dry_mult = 0.0f, n_brk = n_brk_seq = n_hist = 0;
         } else if (!strncmp(line, "dry ", 4)) {
@@ -266,13 +269,14 @@ static void test_llamacpp_chain(void **state)
             double sum = 0.0;
             for (int i = 0; i < vocab; i++) sum += row[i];
             if (sum != want_sum) fail_msg("%s: the regenerated row sums to %.17g, llama.cpp's to %.17g", name, sum, want_sum);
-            if (!have || !mirostat) {   /* Mirostat keeps its sampler (mu) across the rows */
+            if (!have || !stateful) {   /* Mirostat and adaptive-p keep their sampler (mu, the EMA) across the rows */
                 sampler_free(&s);
                 assert_int_equal(sampler_init(&s, vocab, pr[0], pr[4], (int)pr[3], 7), 0);
                 s.dynatemp_range = pr[1], s.dynatemp_exponent = pr[2], s.min_p = pr[5], s.typical_p = pr[6];
                 s.top_n_sigma = pr[7], s.xtc_probability = pr[8], s.xtc_threshold = pr[9], s.min_keep = (int)pr[10];
                 assert_int_equal(sampler_set_order(&s, order), 0);
                 assert_int_equal(sampler_set_mirostat(&s, mirostat, pr[12], pr[13]), 0);
+                if (strchr(order, 'a')) assert_int_equal(sampler_set_adaptive(&s, pr[14], pr[15]), 0);
                 if (dry_mult != 0.0f) {
                     assert_int_equal(sampler_set_dry(&s, dry_mult, dry_base, dry_allowed, dry_last_n, brk_seq, brk_len, n_brk), 0);
                     assert_non_null(s.dry);
@@ -321,7 +325,7 @@ static void test_llamacpp_chain(void **state)
     fclose(f);
     sampler_free(&s);
     free(row);
-    assert_true(n_cases >= 30 && n_rows >= 90 && n_mirostat >= 30 && n_dry_rows >= 18);
+    assert_true(n_cases >= 36 && n_rows >= 110 && n_mirostat >= 50 && n_dry_rows >= 18);
 }
 
 /* The draws: sampler_sample takes only candidates sampler_filter leaves (here top-k 3 of a

@@ -45,7 +45,8 @@ done
 # reproducible, and sampling
 for flags in "--temp 0.8" "--temp 1 --typical 0.7" "--temp 1 --top-nsigma 1" "--temp 1 --xtc-probability 0.5" \
              "--temp 0.8 --dynatemp-range 0.5" "--temp 0.8 --mirostat 1" "--temp 0.8 --mirostat 2" \
-             "--temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 --sampling-seq kpmt"; do
+             "--temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 --sampling-seq kpmt" "--temp 1 --adaptive-target 0.3" \
+             "--temp 0.8 --dry-multiplier 0.8"; do
     texts=()
     for seed in 1 2 3 4; do
         # shellcheck disable=SC2086

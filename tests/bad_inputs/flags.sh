@@ -146,7 +146,8 @@ check "--override-kv" '--override-kv: GGUF metadata' -m "$GOOD" "${P[@]}" --over
 check "--prompt-cache" '--prompt-cache: .*no prompt cache' -m "$GOOD" "${P[@]}" --prompt-cache f.bin
 check "-mli (interactive)" '-mli: llm-run is not interactive' -m "$GOOD" "${P[@]}" -mli
 check "eval -sp" 'eval: -sp is llm-run' eval -m "$GOOD" --task tinystories --out "$TMP/ev" -sp
-check "--adaptive-target" '--adaptive-target: .*no adaptive-p' -m "$GOOD" "${P[@]}" --adaptive-target 0.5
+check "--adaptive-target 2" '--adaptive-target: 2 is out of range' -m "$GOOD" "${P[@]}" --adaptive-target 2
+check "--adaptive-decay 1" '--adaptive-decay: 1 is out of range' -m "$GOOD" "${P[@]}" --adaptive-decay 1
 check "eval --mirostat" 'eval: decodes greedily .--mirostat' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --mirostat 2
 check "compare --typical" 'compare: decodes greedily .--typical' compare -m "$GOOD" -p hi --typical 0.9
 check "--rope-freq-base abc" '--rope-freq-base' -m "$GOOD" "${P[@]}" --rope-freq-base abc
