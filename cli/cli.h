@@ -33,6 +33,7 @@ typedef struct {
     int chat;
     const char *system;
     const char *chat_template; /* --chat-template chatml|llama3|llama2 (NULL: the model's) */
+    const char *chat_template_text;   /* --chat-template-file's Jinja text (NULL: the model's) */
     const char *messages;      /* --messages FILE: a JSON conversation */
     int no_parse_special;      /* --no-parse-special: "<|im_start|>" in the prompt is text */
     const char *policy;        /* NULL: from the preset, else "full" */

@@ -241,6 +241,7 @@ int cli_eval_main(int argc, char **argv)
         {r.kv_mem_limit_gb > 0, "--kv-mem-limit", "budgets are set with --budgets"},
         {r.pp.budget_tokens > 0, "--budget-tokens", "give token budgets as --budgets N (N > 1)"},
         {!strcmp(r.device, "cuda"), "--device cuda", "eval runs on the CPU"},
+        {r.chat_template_text != NULL, "--chat-template-file", "name the family with --chat-template: run.json records it"},
     };
     for (size_t k = 0; k < sizeof unused / sizeof unused[0]; k++)
         if (unused[k].on) return cli_die("eval: %s is not used by eval (%s)", unused[k].flag, unused[k].why);

@@ -67,6 +67,20 @@ SETTER(set_system_file) {
     O->chat = 1;
     return 0;
 }
+/* --chat-template-file: a Jinja template's text, its family recognised as the model's is */
+SETTER(set_chat_template_file) {
+    size_t n;
+    char *t = cli_read_file(v, &n);
+    if (!t) return 2;
+    if (strlen(t) != n) {
+        free(t);
+        return cli_die("%s %s: a NUL byte in the template", f, v);
+    }
+    if (!keep(t)) return cli_die("%s: too many texts", f);
+    O->chat_template_text = t;
+    O->chat = 1;
+    return 0;
+}
 SETTER(set_min_p) { return set_float(f, v, 0, 1, &O->min_p); }
 SETTER(set_repeat) { return set_float(f, v, 1e-6, 100, &O->repeat_penalty); }
 SETTER(set_freq) { return set_float(f, v, -100, 100, &O->frequency_penalty); }
@@ -204,6 +218,8 @@ const cli_opt cli_llama_options[] = {
     {"--predict", NULL, "N", "as --n-predict", CLI_G_LLAMA, 0, set_n_predict},
     {"--system-prompt", "-sys", "TEXT", "llama.cpp's -sys: --system, and implies --chat", CLI_G_LLAMA, 0, set_system},
     {"--system-prompt-file", "-sysf", "FILE", "as -sys with the file's text (one trailing newline dropped)", CLI_G_LLAMA, 0, set_system_file},
+    {"--chat-template-file", NULL, "FILE", "a Jinja chat template in place of the model's: its family (ChatML, Llama-3,\n"
+     "Llama-2) is recognised from its text, as the model's is, and implies --chat", CLI_G_LLAMA, 0, set_chat_template_file},
     {"--min-p", NULL, "F", "keep tokens with p >= F x the top token's p (before --temp, as llama.cpp's\n"
      "default --samplers order; default 0 = off)", CLI_G_LLAMA, 0, set_min_p},
     {"--repeat-penalty", NULL, "F", "llama.cpp's repetition penalty (default 1 = off): a token among the last\n"
@@ -340,6 +356,8 @@ static const char *escaped(const char *s)
 
 int cli_llama_finish(run_options *o)
 {
+    if (o->chat_template && o->chat_template_text)
+        return cli_die("--chat-template and --chat-template-file: two templates; give one");
     if (o->cache_type_k && o->cache_type_v && o->cache_type_k != o->cache_type_v)
         return cli_die("-ctk and -ctv: llm-run stores K and V in one type (--kv-dtype)");
     if (o->cache_type_k || o->cache_type_v) {
@@ -377,6 +395,7 @@ void cli_model_opts(const run_options *o, eval_model_opts *mo)
     mo->dtype = o->dtype;
     mo->no_check = o->no_check;
     mo->mlock = o->mlock;
+    mo->chat_jinja = o->chat_template_text;
     mo->rope_freq_base = o->rope_freq_base;
     mo->rope_freq_scale = o->rope_freq_scale;
     mo->rope_scaling_none = o->rope_scaling_none;

@@ -194,6 +194,8 @@ typedef struct {
     float rope_freq_scale;    /* > 0: rope_scaling_factor = 1 / it (linear: positions x it) */
     int rope_scaling_none;    /* rope_scaling_factor = 1 (before rope_freq_scale, which then
                                  has no effect, as in llama.cpp) */
+    const char *chat_jinja;   /* a chat template's Jinja text in place of the model's
+                                 (--chat-template-file; copied), or NULL */
 } eval_model_opts;
 
 /* Opens a model path (eval/model.c): a Hugging Face folder (weights + tokenizer.json or

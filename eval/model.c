@@ -110,6 +110,10 @@ eval_model *eval_model_open(const char *path, const eval_model_opts *o, char *er
         err[0] = '\0';
     }
     /* llama.cpp's overrides: the config the engines build their RoPE tables from */
+    if (o->chat_jinja && !(m->chat_jinja = strdup(o->chat_jinja))) {
+        fail(err, errlen, "out of memory");
+        goto fail;
+    }
     if (o->rope_freq_base > 0) m->w.cfg.rope_theta = o->rope_freq_base;
     if (o->rope_scaling_none) m->w.cfg.rope_scaling_factor = 1.0f;
     else if (o->rope_freq_scale > 0) m->w.cfg.rope_scaling_factor = 1.0f / o->rope_freq_scale;
@@ -169,6 +173,7 @@ void eval_model_free(eval_model *m)
 {
     if (!m) return;
     chat_template_free(m->chat);
+    free(m->chat_jinja);
     tok_decoder_free(m->dec);
     tokenizer_free(m->tok);
     free(m->stop_ids);
@@ -192,7 +197,8 @@ int eval_model_chat(eval_model *m, const char *name, char *err, size_t errlen)
     if (m->chat && (!name || !strcmp(name, chat_template_name(m->chat)))) return 0;
     if (!m->tok) return fail(err, errlen, "--chat needs a tokenizer");
     chat_template_free(m->chat);
-    m->chat = chat_template_for(m->tok, name, err, errlen);
+    m->chat = m->chat_jinja ? chat_template_for_text(m->tok, m->chat_jinja, name, err, errlen)
+                            : chat_template_for(m->tok, name, err, errlen);
     return m->chat ? 0 : -1;
 }
 
@@ -230,7 +236,7 @@ int eval_encode(eval_model *m, const eval_prompt_in *in, int **ids, int *n, char
 
 int eval_model_has_chat_template(const eval_model *m)
 {
-    const char *t = m->tok ? tokenizer_chat_template(m->tok) : NULL;
+    const char *t = m->chat_jinja ? m->chat_jinja : m->tok ? tokenizer_chat_template(m->tok) : NULL;
     return t && *t;
 }
 

@@ -14,6 +14,7 @@ struct eval_model {
     char tok_path[1200];  /* where the tokenizer came from (messages) */
     tok_decoder *dec;
     chat_template *chat;  /* eval_model_chat: made on first use */
+    char *chat_jinja;     /* eval_model_opts.chat_jinja's copy, or NULL: the model's template */
     int *stop_ids;        /* end-of-generation ids (generate() stops before emitting one) */
     int n_stop;
     int threads;

@@ -24,6 +24,8 @@
 #     llama.cpp's penalty over the last --repeat-last-n ids of prompt + output (numpy), and the
 #     output differs from the plain greedy run's; --repeat-last-n 0 turns it off;
 #   * --min-p 1 at --temp 1 keeps only the top token: the greedy run's text;
+#   * --chat-template-file renders as the family its text shows (Llama-2: --chat-template llama2;
+#     ChatML without a default system prompt: not SmolLM2's own);
 #   * -sp prints special tokens: the same ids, the end-of-turn token's text at the end, forced
 #     special ids as their text.
 # Ends with "N passed, M failed".
@@ -228,6 +230,15 @@ if [ -f "$SMOL" ]; then
     gl "$TMP/g0.npy"; gl "$TMP/g1.npy" --rope-freq-base 100000; gl "$TMP/g2.npy" --rope-freq-base 50000
     same "SmolLM2 GGUF --rope-freq-base 100000 (its own): the same logits" "$TMP/g0.npy" "$TMP/g1.npy"
     cmp -s "$TMP/g0.npy" "$TMP/g2.npy" && bad "SmolLM2 --rope-freq-base 50000 changed nothing" || ok "SmolLM2 GGUF --rope-freq-base 50000 changes the logits"
+    # --chat-template-file: a Llama-2 file is --chat-template llama2; a ChatML file without SmolLM2's
+    # default system prompt renders none (the model's own template has one)
+    printf '%s' "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n'}}{% endfor %}{% if add_generation_prompt %}{{'<|im_start|>assistant\n'}}{% endif %}" >"$TMP/chatml.jinja"
+    printf '%s' "{{ bos_token }}[INST] {{ messages[0]['content'] }} [/INST]" >"$TMP/l2.jinja"
+    vp --chat-template-file "$TMP/l2.jinja" -p "Hi" >"$TMP/a"; vp --chat-template llama2 -p "Hi" >"$TMP/b"
+    same "--chat-template-file (Llama-2 text) is --chat-template llama2" "$TMP/a" "$TMP/b"
+    vp --chat-template-file "$TMP/chatml.jinja" -p "Hi" >"$TMP/a"; vp --chat -p "Hi" >"$TMP/c"
+    if cmp -s "$TMP/a" "$TMP/c"; then bad "--chat-template-file (ChatML): the model's default system prompt still rendered"
+    else ok "--chat-template-file (ChatML, no default system): $(wc -l <"$TMP/a") ids, not the model's $(wc -l <"$TMP/c")"; fi
     # -sp: the same ids; the text ends with the end-of-turn token's text; mid-text specials too
     sp() { "$BIN" -m "$SMOL" -t 1 --chat -p "Say hi." -n 40 --json "$@" 2>/dev/null; }
     v=$(python3 -c '

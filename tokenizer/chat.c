@@ -177,12 +177,17 @@ oom:
     return NULL;
 }
 
-chat_template *chat_template_for(const tokenizer *t, const char *name, char *err,
-                                 size_t errlen) {
+chat_template *chat_template_for_text(const tokenizer *t, const char *jinja, const char *name, char *err,
+                                      size_t errlen) {
     const int bos = tokenizer_bos_id(t), eos = tokenizer_eos_id(t);
     const char *b = bos >= 0 ? tokenizer_piece(t, bos) : NULL;
     const char *e = eos >= 0 ? tokenizer_piece(t, eos) : NULL;
-    return chat_template_new(tokenizer_chat_template(t), name, b, e, err, errlen);
+    return chat_template_new(jinja, name, b, e, err, errlen);
+}
+
+chat_template *chat_template_for(const tokenizer *t, const char *name, char *err,
+                                 size_t errlen) {
+    return chat_template_for_text(t, tokenizer_chat_template(t), name, err, errlen);
 }
 
 void chat_template_free(chat_template *ct) {

@@ -343,6 +343,9 @@ chat_template *chat_template_new(const char *jinja, const char *name, const char
 /* chat_template_new with t's template (tokenizer_chat_template) and its BOS/EOS texts. */
 chat_template *chat_template_for(const tokenizer *t, const char *name, char *err,
                                  size_t errlen);
+/* The same with another Jinja text in place of t's (llama.cpp's --chat-template-file). */
+chat_template *chat_template_for_text(const tokenizer *t, const char *jinja, const char *name, char *err,
+                                      size_t errlen);
 
 void chat_template_free(chat_template *ct);  /* NULL is a no-op */
 chat_family chat_template_family(const chat_template *ct);

@@ -136,6 +136,11 @@ check "eval --dry-multiplier" 'eval: decodes greedily .--dry-multiplier' eval -m
 check "-l without a sign" '-l 5x1: expected TOKEN_ID' -m "$GOOD" "${P[@]}" -l 5x1
 check "-l with a NaN bias" '-l 5.nan: expected' -m "$GOOD" "${P[@]}" -l 5+nan
 check "-l outside the vocabulary" '-l 512: token id out of range' -m "$GOOD" "${P[@]}" -l 512+1
+printf 'hello {{ x }}' >"$TMP/unknown.jinja"
+check "--chat-template-file missing" '--chat-template-file|cannot open' -m "$GOOD" "${P[@]}" --chat-template-file "$TMP/none.jinja"
+check "--chat-template-file of no known family" 'chat template not recognised' -m "$GOOD" "${P[@]}" --chat-template-file "$TMP/unknown.jinja"
+check "--chat-template with --chat-template-file" 'two templates' -m "$GOOD" "${P[@]}" --chat-template chatml --chat-template-file "$TMP/unknown.jinja"
+check "eval --chat-template-file" 'eval: --chat-template-file is not used' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --chat-template-file "$TMP/unknown.jinja"
 check "-np 2 (parallel sequences)" '-np 2: llm-run runs one sequence' -m "$GOOD" "${P[@]}" -np 2
 check "--context-shift" '--context-shift: llm-run never shifts' -m "$GOOD" "${P[@]}" --context-shift
 check "-C (a CPU mask)" '-C: .*OMP_PLACES' -m "$GOOD" "${P[@]}" -C ff
