@@ -171,6 +171,24 @@ SETTER(set_cpu_mask) {
     return cli_die("%s: llm-run does not pin threads itself; OpenMP's OMP_PLACES and OMP_PROC_BIND do "
                    "(OMP_PLACES=cores OMP_PROC_BIND=close)", f);
 }
+SETTER(set_yarn) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run has linear RoPE scaling (--rope-scale, --rope-freq-scale) and the model's own "
+                   "(llama3), not YaRN", f);
+}
+SETTER(set_self_extend) {
+    (void)ctx, (void)v;
+    return cli_die("%s: no self-extend; a prompt longer than the cache runs under a KV budget (--policy, "
+                   "--budget), positions past the training context with --rope-scale", f);
+}
+SETTER(set_log_file) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run logs to stderr only; redirect it (2> FILE)", f);
+}
+SETTER(set_infill) {
+    (void)ctx, (void)v;
+    return cli_die("%s: llm-run has no fill-in-the-middle mode", f);
+}
 SETTER(set_interactive) {
     (void)ctx, (void)v;
     return cli_die("%s: llm-run is not interactive: it answers one prompt (--chat -p TEXT, or a whole "
@@ -204,9 +222,7 @@ SETTER(set_rope_scale) {
 SETTER(set_rope_scaling) {
     if (!strcmp(v, "none")) O->rope_scaling_none = 1;
     else if (!strcmp(v, "linear")) O->rope_scaling_none = 0;
-    else if (!strcmp(v, "yarn"))
-        return cli_die("%s yarn: llm-run has linear RoPE scaling (--rope-scale, --rope-freq-scale) and the model's "
-                       "own (llama3), not YaRN", f);
+    else if (!strcmp(v, "yarn")) return set_yarn(ctx, "--rope-scaling yarn", v);
     else return cli_die("%s: expected none, linear or yarn, got '%s'", f, v);
     return 0;
 }
@@ -308,6 +324,31 @@ const cli_opt cli_llama_options[] = {
     {"--multiline-input", "-mli", NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
     {"--in-prefix-bos", NULL, NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
     {"--print-token-count", "-ptc", "N", "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
+    {"--prio-batch", NULL, "N", "accepted: prefill runs on the same threads (--prio sets their priority)", CLI_G_LLAMA, 0, set_accept},
+    {"--poll-batch", NULL, "N", "accepted, as --poll", CLI_G_LLAMA, 0, set_accept},
+    {"--cpu-mask-batch", "-Cb", "M", "refused, as -C", CLI_G_LLAMA, 0, set_cpu_mask},
+    {"--cpu-range-batch", "-Crb", "LO-HI", "refused, as -C", CLI_G_LLAMA, 0, set_cpu_mask},
+    {"--cpu-strict-batch", NULL, "0|1", "refused, as -C", CLI_G_LLAMA, 0, set_cpu_mask},
+    {"--no-host", NULL, NULL, "accepted: no host buffer types to bypass", CLI_G_LLAMA, 0, set_accept},
+    {"--offline", NULL, NULL, "accepted: llm-run never goes online", CLI_G_LLAMA, 0, set_accept},
+    {"--no-jinja", NULL, NULL, "accepted: templates are recognised by family, never run as Jinja", CLI_G_LLAMA, 0, set_accept},
+    {"--log-colors", NULL, "[on|off|auto]", "accepted: stderr is plain text", CLI_G_LLAMA, 0, set_accept},
+    {"--log-verbosity", "-lv", "N", "accepted: one summary on stderr (--verbose-prompt: the prompt's ids)", CLI_G_LLAMA, 0, set_accept},
+    {"--log-prefix", NULL, NULL, "accepted, as --log-colors", CLI_G_LLAMA, 0, set_accept},
+    {"--log-timestamps", NULL, NULL, "accepted, as --log-colors", CLI_G_LLAMA, 0, set_accept},
+    {"--log-file", NULL, "FILE", "refused: redirect stderr (2> FILE)", CLI_G_LLAMA, 0, set_log_file},
+    {"--json-schema-file", "-jf", "FILE", "refused, as --grammar", CLI_G_LLAMA, 0, set_grammar},
+    {"--spm-infill", NULL, NULL, "refused: no fill-in-the-middle mode", CLI_G_LLAMA, 0, set_infill},
+    {"--grp-attn-n", "-gan", "N", "refused: no self-extend (a KV budget keeps long prompts; --rope-scale)", CLI_G_LLAMA, 0, set_self_extend},
+    {"--grp-attn-w", "-gaw", "N", "refused, as -gan", CLI_G_LLAMA, 0, set_self_extend},
+    {"--yarn-orig-ctx", NULL, "N", "refused: no YaRN (--rope-scaling yarn is refused too)", CLI_G_LLAMA, 0, set_yarn},
+    {"--yarn-ext-factor", NULL, "N", "refused, as --yarn-orig-ctx", CLI_G_LLAMA, 0, set_yarn},
+    {"--yarn-attn-factor", NULL, "N", "refused, as --yarn-orig-ctx", CLI_G_LLAMA, 0, set_yarn},
+    {"--yarn-beta-slow", NULL, "N", "refused, as --yarn-orig-ctx", CLI_G_LLAMA, 0, set_yarn},
+    {"--yarn-beta-fast", NULL, "N", "refused, as --yarn-orig-ctx", CLI_G_LLAMA, 0, set_yarn},
+    {"--control-vector-scaled", NULL, "FILE S", "refused, as --lora", CLI_G_LLAMA, 0, set_adapter},
+    {"--control-vector-layer-range", NULL, "START END", "refused, as --lora", CLI_G_LLAMA, 0, set_adapter},
+    {"--hf-token", "-hft", "TOKEN", "refused, as -hf", CLI_G_LLAMA, 0, set_download},
     {"--interactive", "-i", NULL, "refused: llm-run answers one prompt (--chat, --messages)", CLI_G_LLAMA, 0, set_interactive},
     {"--interactive-first", "-if", NULL, "refused, as -i", CLI_G_LLAMA, 0, set_interactive},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},

@@ -4,7 +4,9 @@
 #   * the accepted flags change nothing: -fa, -fa on, -b, -ub, -tb, --jinja, --no-mmap,
 #     --no-warmup, -co, --log-disable, -no-cnv, --numa, -sm, -mg 0, -dev none, -ngl 0, -v, --simple-io,
 #     -np 1, -cb, -nocb, -kvu, -no-kvu, -dt, --swa-full, --no-context-shift, -nkvo, -kvo, -nr,
-#     --repack, --check-tensors, --warmup, --no-perf, --perf, --display-prompt, --poll give the
+#     --repack, --check-tensors, --warmup, --no-perf, --perf, --display-prompt, --poll,
+#     --prio-batch, --poll-batch, --no-host, --offline, --no-jinja, --log-colors, -lv, --log-prefix,
+#     --log-timestamps give the
 #     same text as the run without them; -ngl 0 and -dev none choose the CPU; --prio -1 runs at
 #     nice 5; -s N is
 #     --seed N (a sampled run); --n-predict is -n, and -n -1 runs to the context; --mlock gives the
@@ -50,7 +52,8 @@ run "${P[@]}" >"$TMP/plain" || bad "plain run failed: $(head -1 "$TMP/err")"
 for flags in "-fa" "-fa on" "--flash-attn off" "-b 512 -ub 128" "--no-mmap --no-warmup" "-co --log-disable -no-cnv" "-tb 2 --jinja" \
              "--numa distribute -sm row -mg 0" "-dev none" "-ngl 0" "-v --simple-io" \
              "-np 1 -cb -kvu -dt 0.1 --swa-full" "-nocb -no-kvu --no-context-shift -nkvo -kvo" \
-             "-nr --repack --check-tensors --warmup" "--no-perf --perf --display-prompt --poll 50"; do
+             "-nr --repack --check-tensors --warmup" "--no-perf --perf --display-prompt --poll 50" \
+             "--prio-batch 1 --poll-batch 50 --no-host --offline --no-jinja" "--log-colors off -lv 3 --log-prefix --log-timestamps"; do
     # shellcheck disable=SC2086
     run "${P[@]}" $flags >"$TMP/f" 2>/dev/null
     same "accepted $flags: the same text" "$TMP/plain" "$TMP/f"

@@ -141,6 +141,10 @@ check "--chat-template-file missing" '--chat-template-file|cannot open' -m "$GOO
 check "--chat-template-file of no known family" 'chat template not recognised' -m "$GOOD" "${P[@]}" --chat-template-file "$TMP/unknown.jinja"
 check "--chat-template with --chat-template-file" 'two templates' -m "$GOOD" "${P[@]}" --chat-template chatml --chat-template-file "$TMP/unknown.jinja"
 check "eval --chat-template-file" 'eval: --chat-template-file is not used' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --chat-template-file "$TMP/unknown.jinja"
+check "--log-file" '--log-file: .*2> FILE' -m "$GOOD" "${P[@]}" --log-file x.log
+check "-gan (self-extend)" '-gan: no self-extend' -m "$GOOD" "${P[@]}" -gan 4
+check "--yarn-orig-ctx" '--yarn-orig-ctx: .*not YaRN' -m "$GOOD" "${P[@]}" --yarn-orig-ctx 4096
+check "-jf (a JSON schema file)" '-jf: constrained decoding' -m "$GOOD" "${P[@]}" -jf s.json
 check "-np 2 (parallel sequences)" '-np 2: llm-run runs one sequence' -m "$GOOD" "${P[@]}" -np 2
 check "--context-shift" '--context-shift: llm-run never shifts' -m "$GOOD" "${P[@]}" --context-shift
 check "-C (a CPU mask)" '-C: .*OMP_PLACES' -m "$GOOD" "${P[@]}" -C ff
