@@ -224,7 +224,7 @@ const cli_opt cli_run_options[] = {
     {"--max-new-tokens", "-n", "N", "tokens to generate (default 256; -1: up to the context); stops early at end of generation", CLI_G_GEN, 1, set_max_new},
     {"--ignore-eos", NULL, NULL, "do not stop at end-of-generation tokens (benchmarks)", CLI_G_GEN, 0, set_ignore_eos},
     {"--ctx-size", "-c", "N", "context: prompt + generated positions at most (default: the model's)", CLI_G_GEN, 0, set_ctx},
-    {"--temp", NULL, "F", "temperature; 0 = greedy (default 0)", CLI_G_GEN, 1, set_temp},
+    {"--temp", "--temperature", "F", "temperature; 0 = greedy (default 0)", CLI_G_GEN, 1, set_temp},
     {"--top-p", NULL, "F", "nucleus sampling threshold (default 0.9; 1 = off)", CLI_G_GEN, 0, set_top_p},
     {"--top-k", NULL, "N", "keep the N most likely tokens (default 0 = off)", CLI_G_GEN, 0, set_top_k},
     {"--seed", "-s", "N", "sampling and random-policy seed (default 0)", CLI_G_GEN, 0, set_seed},

@@ -1,6 +1,7 @@
 /* model/sampler_stages.c — the stages of the sampler chain (model/sampler.c runs them in
  * sampler.order) over the candidate list s->buf[0..s->n): top-n-sigma, top-k, locally typical,
- * top-p, min-p, XTC, temperature and dynamic temperature, Mirostat 1 and 2.0. Each does what
+ * top-p, min-p, XTC, temperature and dynamic temperature, Mirostat 1 and 2.0, adaptive-p's
+ * transform (DRY is sampler_dry.c, the penalties sampler.c). Each does what
  * llama.cpp's (src/llama-sampler.cpp) does, in the same float arithmetic, so that the candidates
  * left match tests/fixtures/sampler/llamacpp.txt; the sorts are partial where llama.cpp's are
  * (and typical's too, where llama.cpp sorts the whole vocabulary). */

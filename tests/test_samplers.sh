@@ -35,7 +35,7 @@ P=(-p "Once upon a time" -n 40)
 run "${P[@]}" >"$TMP/plain" || bad "plain run failed: $(head -1 "$TMP/err")"
 
 # one token left: greedy
-for flags in "--temp 5 --top-k 1" "--temp 5 --top-k 1 --samplers temperature;top_k" \
+for flags in "--temp 5 --top-k 1" "--temperature 5 --top-k 1 --samplers temperature;top_k" \
              "--temp 3 --top-p 1 --min-p 1 --samplers temp;min_p" "--temp 0.8 --mirostat 2 --mirostat-ent 0"; do
     # shellcheck disable=SC2086
     run "${P[@]}" --seed 3 $flags >"$TMP/f"

@@ -145,6 +145,8 @@ check "--log-file" '--log-file: .*2> FILE' -m "$GOOD" "${P[@]}" --log-file x.log
 check "-gan (self-extend)" '-gan: no self-extend' -m "$GOOD" "${P[@]}" -gan 4
 check "--yarn-orig-ctx" '--yarn-orig-ctx: .*not YaRN' -m "$GOOD" "${P[@]}" --yarn-orig-ctx 4096
 check "-jf (a JSON schema file)" '-jf: constrained decoding' -m "$GOOD" "${P[@]}" -jf s.json
+check "--in-suffix (interactive)" '--in-suffix: llm-run is not interactive' -m "$GOOD" "${P[@]}" --in-suffix x
+check "--grammar-file" '--grammar-file: constrained decoding' -m "$GOOD" "${P[@]}" --grammar-file g.gbnf
 check "-np 2 (parallel sequences)" '-np 2: llm-run runs one sequence' -m "$GOOD" "${P[@]}" -np 2
 check "--context-shift" '--context-shift: llm-run never shifts' -m "$GOOD" "${P[@]}" --context-shift
 check "-C (a CPU mask)" '-C: .*OMP_PLACES' -m "$GOOD" "${P[@]}" -C ff
