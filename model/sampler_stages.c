@@ -125,9 +125,9 @@ static void top_k(sampler *s, int k)
 /* Locally typical sampling (Meister et al. 2023): the tokens whose surprise is closest to the
  * entropy, up to mass typical_p; the list leaves in that order (unsorted). llama.cpp sorts the
  * whole vocabulary twice (by logit, then by score): here the scores' 256, 4096, ... first are
- * selected until the mass is reached (42 ms → under 3 ms a step on a 151936-token vocabulary;
- * the sums run in index order, not llama.cpp's sorted order: the last bits of the entropy may
- * differ). */
+ * selected until the mass is reached (bench/bench_sampler: 2.9 ms a step at 151936 ids on a Zen 3
+ * core, where one full qsort of the row takes 21 ms). The sums run in index order, not
+ * llama.cpp's sorted order: the last bits of the entropy may differ. */
 static void typical(sampler *s)
 {
     if (s->typical_p >= 1.0f) return;
