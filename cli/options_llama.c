@@ -41,6 +41,8 @@ static int keep(char *s)
 #define O ((run_options *)ctx)
 #define SETTER(name) static int name(void *ctx, const char *f, const char *v)
 #define TRY(x) do { if ((x) != 0) return 2; } while (0)
+/* a flag refused with one line: "FLAG: why" */
+#define REFUSE(name, why) SETTER(name) { (void)ctx, (void)v; return cli_die("%s: " why, f); }
 
 static int set_float(const char *f, const char *v, double lo, double hi, float *out)
 {
@@ -100,19 +102,10 @@ SETTER(set_n_predict) { TRY(cli_int(f, v, -1, 10000000, &O->max_new)); return 0;
 SETTER(set_chat_turn) { (void)f; (void)v; O->chat = 1; return 0; }
 SETTER(set_count) { int n; TRY(cli_int(f, v, 1, INT_MAX, &n)); return 0; }
 SETTER(set_accept) { (void)ctx; (void)f; (void)v; return 0; }
-SETTER(set_keep) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run never shifts the context; a cache that keeps the first N tokens and a "
-                   "recent window is --policy streaming --sink N --budget B", f);
-}
-SETTER(set_grammar) {
-    (void)ctx, (void)v;
-    return cli_die("%s: constrained decoding (grammars, JSON schemas) is not in llm-run", f);
-}
-SETTER(set_in_text) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run is not interactive (--chat, --messages)", f);
-}
+REFUSE(set_keep, "llm-run never shifts the context; a cache that keeps the first N tokens and a "
+       "recent window is --policy streaming --sink N --budget B")
+REFUSE(set_grammar, "constrained decoding (grammars, JSON schemas) is not in llm-run")
+REFUSE(set_in_text, "llm-run is not interactive (--chat, --messages)")
 /* --prio: llama.cpp's levels as the process's nice value (setpriority; raising it needs the
  * privilege, else a warning and the run goes on) */
 SETTER(set_prio) {
@@ -144,56 +137,23 @@ SETTER(set_parallel) {
     if (n > 1) return cli_die("%s %d: llm-run runs one sequence (eval runs many prompts, one after another)", f, n);
     return 0;
 }
-SETTER(set_adapter) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run loads no adapters (LoRA, control vectors); merge one into the weights first", f);
-}
-SETTER(set_download) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run downloads nothing; -m takes a local .gguf or folder (scripts/fetch_model.sh "
-                   "fetches the project's models)", f);
-}
-SETTER(set_placement) {
-    (void)ctx, (void)v;
-    return cli_die("%s: the whole model runs on one device (--device cpu|cuda)", f);
-}
-SETTER(set_prompt_cache) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run keeps no prompt cache; each run prefills its prompt", f);
-}
-SETTER(set_override_kv) {
-    (void)ctx, (void)v;
-    return cli_die("%s: GGUF metadata is read as written (--rope-freq-base, --rope-freq-scale and -c "
-                   "override what they name)", f);
-}
-SETTER(set_cpu_mask) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run does not pin threads itself; OpenMP's OMP_PLACES and OMP_PROC_BIND do "
-                   "(OMP_PLACES=cores OMP_PROC_BIND=close)", f);
-}
-SETTER(set_yarn) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run has linear RoPE scaling (--rope-scale, --rope-freq-scale) and the model's own "
-                   "(llama3), not YaRN", f);
-}
-SETTER(set_self_extend) {
-    (void)ctx, (void)v;
-    return cli_die("%s: no self-extend; a prompt longer than the cache runs under a KV budget (--policy, "
-                   "--budget), positions past the training context with --rope-scale", f);
-}
-SETTER(set_log_file) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run logs to stderr only; redirect it (2> FILE)", f);
-}
-SETTER(set_infill) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run has no fill-in-the-middle mode", f);
-}
-SETTER(set_interactive) {
-    (void)ctx, (void)v;
-    return cli_die("%s: llm-run is not interactive: it answers one prompt (--chat -p TEXT, or a whole "
-                   "conversation with --messages FILE)", f);
-}
+REFUSE(set_adapter, "llm-run loads no adapters (LoRA, control vectors); merge one into the weights first")
+REFUSE(set_download, "llm-run downloads nothing; -m takes a local .gguf or folder (scripts/fetch_model.sh "
+       "fetches the project's models)")
+REFUSE(set_placement, "the whole model runs on one device (--device cpu|cuda)")
+REFUSE(set_prompt_cache, "llm-run keeps no prompt cache; each run prefills its prompt")
+REFUSE(set_override_kv, "GGUF metadata is read as written (--rope-freq-base, --rope-freq-scale and -c "
+       "override what they name)")
+REFUSE(set_cpu_mask, "llm-run does not pin threads itself; OpenMP's OMP_PLACES and OMP_PROC_BIND do "
+       "(OMP_PLACES=cores OMP_PROC_BIND=close)")
+REFUSE(set_yarn, "llm-run has linear RoPE scaling (--rope-scale, --rope-freq-scale) and the model's own "
+       "(llama3), not YaRN")
+REFUSE(set_self_extend, "no self-extend; a prompt longer than the cache runs under a KV budget (--policy, "
+       "--budget), positions past the training context with --rope-scale")
+REFUSE(set_log_file, "llm-run logs to stderr only; redirect it (2> FILE)")
+REFUSE(set_infill, "llm-run has no fill-in-the-middle mode")
+REFUSE(set_interactive, "llm-run is not interactive: it answers one prompt (--chat -p TEXT, or a whole "
+       "conversation with --messages FILE)")
 
 /* -ctk / -ctv: the cache types llm-run has (f32, f16, bf16); llama.cpp's quantized ones refused */
 static int cache_type(const char *f, const char *v, int *out)
