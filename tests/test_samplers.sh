@@ -12,7 +12,8 @@
 #     (the candidates of top-k 3 only);
 #   * DRY with a huge multiplier, --dry-allowed-length 2, no breakers and the whole context as its
 #     window: no generated token completes a 3-gram seen earlier in prompt + output (stories260K
-#     and SmolLM2, greedy), where the plain greedy run does; -e turns "\n" into a breaker;
+#     and SmolLM2, greedy), where the plain greedy run does; a breaker changes the text, and -e
+#     escapes breakers ('\x6f' is "o");
 #   * -l ID-inf bans a token (never generated; the greedy text changes), -l ID+100 forces it, and
 #     greedy ids with two biases are the argmax of the biased logits (numpy).
 # Ends with "N passed, M failed".
@@ -157,9 +158,13 @@ PY
         fi
     done
 done
-run "${P[@]}" --temp 0.8 --seed 4 --dry-multiplier 0.8 >"$TMP/a"
-run "${P[@]}" --temp 0.8 --seed 4 --dry-multiplier 0.8 -e --dry-sequence-breaker '\n' --dry-sequence-breaker ':' >"$TMP/b"
-[ -s "$TMP/a" ] && [ -s "$TMP/b" ] && ok "DRY with the default and with -e escaped breakers runs" || bad "DRY breakers: no text"
+# breakers matter (a breaker "o" cuts the repeats: another text than none), and -e escapes them
+DP=(-p $'Tom ran.\nTom ran.\nTom ran.\nTom ran.\nTom' -n 30 --dry-multiplier 1000 --dry-allowed-length 1 --dry-penalty-last-n -1)
+run "${DP[@]}" --dry-sequence-breaker none >"$TMP/none"
+run "${DP[@]}" --dry-sequence-breaker o >"$TMP/o"
+run "${DP[@]}" -e --dry-sequence-breaker '\x6f' >"$TMP/esc"
+cmp -s "$TMP/none" "$TMP/o" && bad "DRY breaker o: the same text as no breakers" || ok "DRY breaker o changes the text (repeats cut at it)"
+same "-e --dry-sequence-breaker '\x6f' is the breaker o" "$TMP/o" "$TMP/esc"
 
 # a real vocabulary (49152 ids): the chain and Mirostat run, reproducibly
 if [ -f "$SMOL" ]; then
