@@ -28,6 +28,13 @@ static int set_f(run_options *o, const char *f, const char *v, double lo, double
     return 0;
 }
 
+static int set_i(run_options *o, const char *f, const char *v, long lo, long hi, int *out)
+{
+    if (cli_int(f, v, lo, hi, out) != 0) return 2;
+    o->sampler_flag = f;
+    return 0;
+}
+
 SETTER(set_typical) { return set_f(O, f, v, 0, 1, &O->typical_p); }
 SETTER(set_top_n_sigma) { return set_f(O, f, v, -1, 1e6, &O->top_n_sigma); }
 SETTER(set_xtc_p) { return set_f(O, f, v, 0, 1, &O->xtc_probability); }
@@ -36,16 +43,8 @@ SETTER(set_dyn_range) { return set_f(O, f, v, 0, 100, &O->dynatemp_range); }
 SETTER(set_dyn_exp) { return set_f(O, f, v, 0, 100, &O->dynatemp_exp); }
 SETTER(set_mirostat_lr) { return set_f(O, f, v, 0, 100, &O->mirostat_lr); }
 SETTER(set_mirostat_ent) { return set_f(O, f, v, 0, 1000, &O->mirostat_ent); }
-SETTER(set_mirostat) {
-    if (cli_int(f, v, 0, 2, &O->mirostat) != 0) return 2;
-    O->sampler_flag = f;
-    return 0;
-}
-SETTER(set_min_keep) {
-    if (cli_int(f, v, 0, INT_MAX, &O->min_keep) != 0) return 2;
-    O->sampler_flag = f;
-    return 0;
-}
+SETTER(set_mirostat) { return set_i(O, f, v, 0, 2, &O->mirostat); }
+SETTER(set_min_keep) { return set_i(O, f, v, 0, INT_MAX, &O->min_keep); }
 
 /* A stage letter of model/model.h SAMPLER_STAGES, or a refusal for llama.cpp's stages llm-run has
  * not: 0, or 2 after printing. */
@@ -134,16 +133,8 @@ SETTER(set_logit_bias) {
 /* DRY (model/sampler_dry.c) */
 SETTER(set_dry_mult) { return set_f(O, f, v, -1e6, 1e6, &O->dry_multiplier); }
 SETTER(set_dry_base) { return set_f(O, f, v, 1, 1e6, &O->dry_base); }
-SETTER(set_dry_allowed) {
-    if (cli_int(f, v, 0, INT_MAX, &O->dry_allowed_length) != 0) return 2;
-    O->sampler_flag = f;
-    return 0;
-}
-SETTER(set_dry_last_n) {
-    if (cli_int(f, v, -1, INT_MAX, &O->dry_last_n) != 0) return 2;
-    O->sampler_flag = f;
-    return 0;
-}
+SETTER(set_dry_allowed) { return set_i(O, f, v, 0, INT_MAX, &O->dry_allowed_length); }
+SETTER(set_dry_last_n) { return set_i(O, f, v, -1, INT_MAX, &O->dry_last_n); }
 /* the first one replaces llama.cpp's defaults; "none": no breakers */
 SETTER(set_dry_breaker) {
     if (O->n_dry_breakers < 0 || !strcmp(v, "none")) O->n_dry_breakers = 0;
