@@ -28,7 +28,8 @@ typedef struct {
     int ctx_len;               /* -c: prompt + generated positions at most (0: the model's) */
     float temp, top_p;
     int top_k;
-    uint64_t seed;
+    uint64_t seed;             /* 0 .. 2^32 − 2, as llama.cpp's uint32 seed */
+    int seed_random;           /* -s -1 (llama.cpp's default): seed drawn at start-up, reported */
     int threads;
     int chat;
     const char *system;

@@ -219,6 +219,7 @@ int cli_eval_main(int argc, char **argv)
     int rc = cli_parse(argc, argv, 1, &r, EVAL_TABLE, &c, "llm-run eval", SYNOPSIS);
     if (rc) return rc == 1 ? 0 : rc;
     if ((rc = cli_llama_finish(&r)) != 0) return rc;   /* -ctk/-ctv, -e, -sys */
+    if (r.seed_random) return cli_die("eval: --seed -1 (a random seed) would make the sweep unrepeatable; give a number");
     for (int k = 0; k < r.n_pending; k += 2)   /* --NAME VALUE that is no policy's parameter */
         if (!cli_is_policy_param(r.pending[k])) {
             char flag[300];

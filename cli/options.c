@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 int cli_die(const char *fmt, ...)
 {
@@ -92,7 +94,27 @@ SETTER(set_ctx) { TRY(cli_int(f, v, 1, INT_MAX, &O->ctx_len)); return 0; }
 SETTER(set_temp) { double d; TRY(cli_float(f, v, 0, 100, &d)); O->temp = (float)d; return 0; }
 SETTER(set_top_p) { double d; TRY(cli_float(f, v, 0, 1, &d)); O->top_p = (float)d; return 0; }
 SETTER(set_top_k) { TRY(cli_int(f, v, 0, INT_MAX, &O->top_k)); return 0; }
-SETTER(set_seed) { int s; TRY(cli_int(f, v, 0, INT_MAX, &s)); O->seed = (uint64_t)s; return 0; }
+/* -s N: 0 .. 2^32 − 2; -1 (or 2^32 − 1, llama.cpp's LLAMA_DEFAULT_SEED) draws one from the
+ * system's entropy, as llama.cpp does, and the run reports it so that -s N repeats the run. */
+SETTER(set_seed)
+{
+    char *end;
+    errno = 0;
+    const long long s = strtoll(v, &end, 10);
+    if (errno || end == v || *end) return cli_die("%s: not an integer: '%s'", f, v);
+    if (s < -1 || s > 4294967295LL) return cli_die("%s: %lld is out of range [-1 (random), 4294967294]", f, s);
+    O->seed_random = s == -1 || s == 4294967295LL;
+    if (O->seed_random) {
+        uint32_t r = 0;
+        FILE *u = fopen("/dev/urandom", "rb");
+        if (!u || fread(&r, sizeof r, 1, u) != 1) r = (uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u;
+        if (u) fclose(u);
+        O->seed = r == 4294967295u ? 0 : r;
+    } else {
+        O->seed = (uint64_t)s;
+    }
+    return 0;
+}
 SETTER(set_threads) { TRY(cli_int(f, v, 1, 1024, &O->threads)); return 0; }
 SETTER(set_dtype) {
     (void)f;
@@ -227,7 +249,7 @@ const cli_opt cli_run_options[] = {
     {"--temp", "--temperature", "F", "temperature; 0 = greedy (default 0)", CLI_G_GEN, 1, set_temp},
     {"--top-p", NULL, "F", "nucleus sampling threshold (default 0.9; 1 = off)", CLI_G_GEN, 0, set_top_p},
     {"--top-k", NULL, "N", "keep the N most likely tokens (default 0 = off)", CLI_G_GEN, 0, set_top_k},
-    {"--seed", "-s", "N", "sampling and random-policy seed (default 0)", CLI_G_GEN, 0, set_seed},
+    {"--seed", "-s", "N", "sampling and random-policy seed, 0..4294967294 (default 0; -1: a random one, reported); draws as llama.cpp's", CLI_G_GEN, 0, set_seed},
     {"--threads", "-t", "N", "CPU threads (default: the physical cores)", CLI_G_GEN, 1, set_threads},
     {"--device", "-dev", "auto|cpu|cuda", "backend (default $LLM_DEVICE, else auto: the GPU when there is one\n"
      "and it runs the policy, else the CPU); cuda without a GPU is an error;\n"

@@ -346,6 +346,8 @@ int cli_run_main(int argc, char **argv)
         goto done;
     }
     if (sampler_init(&smp, cfg->vocab_size, o.temp, o.top_p, o.top_k, o.seed) != 0) goto oom;
+    if (o.seed_random && !o.json) fprintf(stderr, "llm-run: seed %llu (drawn for -s -1; -s %llu repeats this run)\n",
+                                          (unsigned long long)o.seed, (unsigned long long)o.seed);
     if (cli_sampling_apply(&o, &smp, tok, n_prompt + max_new) != 0) {
         status = 2;
         goto done;

@@ -33,6 +33,7 @@ void cli_run_print_json(const run_options *o, const kv_cache *kv, const gen_resu
     cJSON_AddNumberToObject(j, "n_generated_tokens", g->n_gen);
     cJSON_AddStringToObject(j, "device", use_cuda ? "cuda" : "cpu");
     cJSON_AddStringToObject(j, "stop", g->stop);
+    cJSON_AddNumberToObject(j, "seed", (double)o->seed);   /* the one drawn for -s -1 too */
     /* the OpenMP wait this run got (cli/runtime.c: "spin" or "passive", or what the user set) */
     const char *wp = getenv("OMP_WAIT_POLICY"), *sc = getenv("GOMP_SPINCOUNT");
     cJSON_AddStringToObject(j, "omp_wait", wp ? wp : sc ? "spin" : "default");

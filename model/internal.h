@@ -71,14 +71,20 @@ int gguf_type_size(int type);
  * sampler_stage does one stage letter of SAMPLER_STAGES but 'e' (the penalties, sampler.c's);
  * sampler_mirostat truncates as Mirostat s->mirostat (1 or 2.0) after sampler_scale; the list
  * is then renormalized. sampler_softmax sets each candidate's p (do_sort: sorts the list first);
- * sampler_scale divides the logits by t (t ≤ 0: only the first largest stays finite);
- * sampler_rand draws uniform [0, 1) with 24 bits from a splitmix64 state. */
+ * sampler_scale divides the logits by t (t ≤ 0: only the first largest stays finite). */
 void sampler_stage(sampler *s, char stage);
 void sampler_mirostat(sampler *s);
 void sampler_adaptive(sampler *s);   /* adaptive-p's transform (s->adaptive_p set), the list renormalized */
 void sampler_softmax(sampler *s, int do_sort);
 void sampler_scale(sampler *s, float t);
-float sampler_rand(uint64_t *state);
+/* The draws (sampler_rng.c; its generator: model.h's sampler_mt_*). sampler_draw_dist:
+ * llama_sampler_dist_apply's pick over
+ * s->buf[0..s->n) (n ≥ 1) in list order, from the logits (exp(logit − max) summed in double);
+ * sampler_draw_discrete: std::discrete_distribution over the candidates' p (Mirostat's and
+ * adaptive-p's llama_sample_dist; no draw for one candidate). Both use s->rng and return the
+ * index taken. */
+int sampler_draw_dist(sampler *s);
+int sampler_draw_discrete(sampler *s);
 /* DRY (sampler_dry.c; s->dry set): the stage over the list; the accepted-id window; freeing. */
 void sampler_dry_apply(sampler *s);
 void sampler_dry_accept(sampler *s, int id);

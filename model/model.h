@@ -416,6 +416,7 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen);
 #define SAMPLER_ORDER_DEFAULT "edskypmxt"
 
 typedef struct { float logit, p; int id; } sampler_cand;   /* a candidate token */
+typedef struct { uint32_t mt[624]; int i; } sampler_mt;     /* an mt19937 state (sampler_rng.c) */
 
 typedef struct {
     float temperature;   /* 0: greedy (argmax, lowest id on ties) */
@@ -449,13 +450,24 @@ typedef struct {
     int last_n;
     int *hist, n_hist;   /* ring of the last last_n accepted ids; n_hist accepted in all */
     int *count;          /* [vocab] scratch, all zero between calls */
-    uint64_t rng_state;
+    /* the draws' generators, as llama.cpp's: the final draw (dist, Mirostat or adaptive-p) and
+     * XTC's own, both seeded with the low 32 bits of the seed */
+    sampler_mt rng, rng_xtc;
     sampler_cand *buf, *tmp;   /* [vocab]: the candidates (buf[0..n)), scratch */
     int n, sorted;             /* candidates left; 1 when buf[0..n) is in descending logit order */
     int vocab;
 } sampler;
 
-/* Greedy or temperature / top-p / top-k sampling seeded by seed; the other fields at llama.cpp's
+/* The draws' generator (sampler_rng.c), llama.cpp's: std::mt19937 seeded with seed (C++11
+ * [rand.predef]); its next 32-bit output; a uniform draw in [0, 1) as libstdc++'s
+ * std::uniform_real_distribution<double> (two outputs, 53 bits) and <float> (one, 24 bits). */
+void sampler_mt_seed(sampler_mt *g, uint32_t seed);
+uint32_t sampler_mt_next(sampler_mt *g);
+double sampler_mt_double(sampler_mt *g);
+float sampler_mt_float(sampler_mt *g);
+
+/* Greedy or temperature / top-p / top-k sampling seeded by seed (its low 32 bits, as llama.cpp's
+ * uint32 seed: the same seed draws the same tokens from the same candidates); the other fields at llama.cpp's
  * defaults (off). 0, or -1 out of memory. */
 int sampler_init(sampler *s, int vocab, float temperature, float top_p, int top_k, uint64_t seed);
 /* The chain's order: letters of SAMPLER_STAGES, at most 15 (repeats allowed, as in llama.cpp).

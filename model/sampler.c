@@ -4,7 +4,8 @@
  * temperature (with dynamic temperature) — then a draw; or temperature then Mirostat (1 or
  * 2.0), which replaces the chain as in llama.cpp. Each stage does what llama.cpp's does, in the same float arithmetic, so that
  * the candidates left match tests/fixtures/sampler/llamacpp.txt (scripts/make_sampler_fixtures.sh);
- * only the random draws differ (our splitmix64 for its mt19937). Greedy (temperature 0) takes the
+ * and the draws are its own (sampler_rng.c): the same seed picks the same token from the same
+ * candidates. Greedy (temperature 0) takes the
  * argmax after the penalties without building the list when no stage could drop that token. */
 #include "model/internal.h"
 
@@ -18,7 +19,8 @@ int sampler_init(sampler *s, int vocab, float temperature, float top_p, int top_
     s->temperature = temperature;
     s->top_p = top_p;
     s->top_k = top_k;
-    s->rng_state = seed;
+    sampler_mt_seed(&s->rng, (uint32_t)seed);
+    sampler_mt_seed(&s->rng_xtc, (uint32_t)seed);
     s->vocab = vocab;
     s->repeat = 1.0f;
     s->typical_p = 1.0f;
@@ -238,19 +240,10 @@ int sampler_sample(sampler *s, float *logits)
         if (penalties_on(s) && stage_in(s, 'e')) apply_penalties(s, logits, NULL, 0);
         return argmax(logits, s->vocab);
     }
-    const int n = sampler_filter(s, logits);
-    double total = 0.0;
-    for (int i = 0; i < n; i++) total += s->buf[i].p;
-    const double r = sampler_rand(&s->rng_state) * total;
-    double cum = 0.0;
-    int k = n - 1;
-    for (int i = 0; i < n; i++) {
-        cum += s->buf[i].p;
-        if (r < cum) {
-            k = i;
-            break;
-        }
-    }
-    while (k > 0 && s->buf[k].p <= 0.0f) k--;   /* never a −∞ candidate (rounding at the end) */
+    sampler_filter(s, logits);
+    /* llama.cpp's last sampler draws: Mirostat and adaptive-p from the candidates' p, dist from
+     * their logits (sampler_rng.c) */
+    int k = s->mirostat || stage_in(s, 'a') ? sampler_draw_discrete(s) : sampler_draw_dist(s);
+    while (k > 0 && s->buf[k].logit == -INFINITY) k--;   /* never a −∞ candidate (a zero draw) */
     return sampler_commit(s, k);
 }

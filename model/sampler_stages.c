@@ -11,16 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-float sampler_rand(uint64_t *s) { return (float)(splitmix64(s) >> 40) / 16777216.0f; }
-
 /* ---------------------------------------------------------------- the candidate list */
 
 /* Larger logit first; equal logits by id (a total order: the sorts are deterministic). */
@@ -213,7 +203,7 @@ static void min_p(sampler *s)
 static void xtc(sampler *s)
 {
     if (s->xtc_probability <= 0.0f || s->xtc_threshold > 0.5f || s->n < 2) return;
-    if (sampler_rand(&s->rng_state) > s->xtc_probability) return;
+    if (sampler_mt_float(&s->rng_xtc) > s->xtc_probability) return;   /* its own generator */
     sampler_softmax(s, 1);
     int last = 0;
     for (int i = 0; i < s->n; i++) {
@@ -297,6 +287,7 @@ void sampler_mirostat(sampler *s)
         memcpy(s->buf, s->tmp, (size_t)m * sizeof *s->buf);
         s->n = m;
         s->sorted = 0;
+        sort_top(s, m);   /* llama.cpp's list is sorted here (its draw goes in list order) */
     }
     sampler_softmax(s, 0);
 }

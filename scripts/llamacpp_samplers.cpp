@@ -16,6 +16,12 @@
 //   pick ID                      (mirostat only: the token llama.cpp drew; the next row's
 //                                 truncation depends on it through mu)
 //   end
+// Draw cases (run_draws) have no keep lines: one chain, seeded, across all the rows, ending in
+// llama.cpp's dist (or Mirostat, or adaptive-p), each pick accepted before the next row:
+//   seed S
+//   penalties repeat=R freq=F present=P last_n=N   (when the order has e)
+//   row ...
+//   draw ID                      (the token the chain drew from that row)
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +42,9 @@ struct params {
     int top_k = 0, min_keep = 0, mirostat = 0;
     float ad_target = -1.0f, ad_decay = 0.9f;   // adaptive-p ('a' in order)
     float dry_mult = 0.0f, dry_base = 1.75f;
+    float pen_repeat = 1.0f, pen_freq = 0.0f, pen_present = 0.0f;   // penalties ('e' in order)
+    int pen_last_n = 64;
+    uint32_t seed = 42;   // every random sampler's
     int dry_allowed = 2, dry_last_n = 64;
     std::vector<std::vector<llama_token>> breakers;   // DRY's, as token sequences
     std::vector<llama_token> history;                  // accepted before the first row
@@ -78,30 +87,33 @@ static llama_sampler *make_chain(const params &p, int vocab)
     if (p.mirostat) {
         llama_sampler_chain_add(c, llama_sampler_init_temp(p.temp));
         if (p.mirostat == 1)
-            llama_sampler_chain_add(c, llama_sampler_init_mirostat(vocab, 42, p.tau, p.eta, 100));
+            llama_sampler_chain_add(c, llama_sampler_init_mirostat(vocab, p.seed, p.tau, p.eta, 100));
         else
-            llama_sampler_chain_add(c, llama_sampler_init_mirostat_v2(42, p.tau, p.eta));
+            llama_sampler_chain_add(c, llama_sampler_init_mirostat_v2(p.seed, p.tau, p.eta));
         return c;
     }
     for (char ch : p.order) switch (ch) {
         case 'a': break;   // adaptive-p goes last, in place of dist (common/sampling.cpp)
+        case 'e':
+            llama_sampler_chain_add(c, llama_sampler_init_penalties(vocab, p.pen_last_n, p.pen_repeat, p.pen_freq, p.pen_present));
+            break;
         case 'k': llama_sampler_chain_add(c, llama_sampler_init_top_k(p.top_k)); break;
         case 'y': llama_sampler_chain_add(c, llama_sampler_init_typical(p.typ_p, p.min_keep)); break;
         case 'p': llama_sampler_chain_add(c, llama_sampler_init_top_p(p.top_p, p.min_keep)); break;
         case 's': llama_sampler_chain_add(c, llama_sampler_init_top_n_sigma(p.top_n_sigma)); break;
         case 'm': llama_sampler_chain_add(c, llama_sampler_init_min_p(p.min_p, p.min_keep)); break;
-        case 'x': llama_sampler_chain_add(c, llama_sampler_init_xtc(p.xtc_p, p.xtc_t, p.min_keep, 42)); break;
+        case 'x': llama_sampler_chain_add(c, llama_sampler_init_xtc(p.xtc_p, p.xtc_t, p.min_keep, p.seed)); break;
         case 't': llama_sampler_chain_add(c, llama_sampler_init_temp_ext(p.temp, p.dyn_range, p.dyn_exp)); break;
-        case 'd':
-            llama_sampler_chain_add(c, llama_sampler_init_dry_testing(p.dry_mult, p.dry_base, p.dry_allowed, p.dry_last_n, p.breakers));
+        case 'd':   // multiplier 0: DRY is off (llama.cpp's returns at once; _testing has no empty form)
+            if (p.dry_mult != 0.0f) llama_sampler_chain_add(c, llama_sampler_init_dry_testing(p.dry_mult, p.dry_base, p.dry_allowed, p.dry_last_n, p.breakers));
             break;
         default: fprintf(stderr, "unknown stage %c\n", ch); exit(1);
     }
-    if (p.order.find('a') != std::string::npos) llama_sampler_chain_add(c, llama_sampler_init_adaptive_p(p.ad_target, p.ad_decay, 42));
+    if (p.order.find('a') != std::string::npos) llama_sampler_chain_add(c, llama_sampler_init_adaptive_p(p.ad_target, p.ad_decay, p.seed));
     return c;
 }
 
-static void run_case(const char *name, const params &p, const std::vector<int> &vocabs, float spread)
+static void print_params(const char *name, const params &p)
 {
     printf("case %s\n", name);
     printf("params temp=%.9g dyn_range=%.9g dyn_exp=%.9g top_k=%d top_p=%.9g min_p=%.9g typ_p=%.9g "
@@ -109,6 +121,39 @@ static void run_case(const char *name, const params &p, const std::vector<int> &
            "ad_t=%.9g ad_d=%.9g\n",
            p.temp, p.dyn_range, p.dyn_exp, p.top_k, p.top_p, p.min_p, p.typ_p, p.top_n_sigma, p.xtc_p,
            p.xtc_t, p.min_keep, p.mirostat, p.tau, p.eta, p.order.c_str(), p.ad_target, p.ad_decay);
+}
+
+// One seeded chain (common/sampling.cpp's: the stages, then dist unless Mirostat or adaptive-p
+// draws) over all the rows; each row's pick printed and accepted (the penalties' window).
+static void run_draws(const char *name, const params &p, int n_rows, int vocab, float spread)
+{
+    print_params(name, p);
+    printf("seed %u\n", p.seed);
+    if (p.order.find('e') != std::string::npos)
+        printf("penalties repeat=%.9g freq=%.9g present=%.9g last_n=%d\n", p.pen_repeat, p.pen_freq, p.pen_present, p.pen_last_n);
+    llama_sampler *chain = make_chain(p, vocab);
+    if (!p.mirostat && p.order.find('a') == std::string::npos) llama_sampler_chain_add(chain, llama_sampler_init_dist(p.seed));
+    for (int r = 0; r < n_rows; r++) {
+        const uint64_t state = rng_state;
+        std::vector<float> row = make_row(vocab, spread);
+        double sum_row = 0.0;
+        for (float x : row) sum_row += x;
+        printf("row %d %.9g %llu %.17g\n", vocab, spread, (unsigned long long)state, sum_row);
+        std::vector<llama_token_data> data(vocab);
+        for (int i = 0; i < vocab; i++) data[i] = {i, row[i], 0.0f};
+        llama_token_data_array arr = {data.data(), (size_t)vocab, -1, false};
+        llama_sampler_apply(chain, &arr);
+        const llama_token id = arr.data[arr.selected].id;
+        printf("draw %d\n", id);
+        llama_sampler_accept(chain, id);
+    }
+    llama_sampler_free(chain);
+    printf("end\n");
+}
+
+static void run_case(const char *name, const params &p, const std::vector<int> &vocabs, float spread)
+{
+    print_params(name, p);
     if (p.order.find('d') != std::string::npos) {
         printf("dry mult=%.9g base=%.9g allowed=%d last_n=%d\n", p.dry_mult, p.dry_base, p.dry_allowed, p.dry_last_n);
         for (const auto &b : p.breakers) {
@@ -282,5 +327,28 @@ int main(int argc, char **argv)
     p = params(); p.order = "pta"; p.top_p = 0.95f; p.ad_target = 0.9f; p.ad_decay = 0.0f; run_case("adaptive_p_decay0", p, steps, 4.0f);
     p = params(); p.order = "dkpt"; p.dry_mult = 0.8f; p.top_k = 20; p.top_p = 0.9f; p.breakers = {{5}};
     p.history = history(70, 12, {1, 2, 3, 4, 5, 6}); run_case("dry_chain", p, rows, 2.0f);
+    // the draws: llama.cpp's picks from one seeded chain over 16 rows (model/sampler_rng.c)
+    p = params(); p.order = "edskypmxt"; p.top_k = 40; p.top_p = 0.95f; p.min_p = 0.05f;
+    run_draws("draw_default", p, 16, 3000, 1.5f);
+    p = params(); p.order = "t"; p.temp = 1.0f; run_draws("draw_temp_only", p, 16, 3000, 1.0f);
+    p = params(); p.order = "pt"; p.top_p = 0.9f; p.temp = 0.9f; p.seed = 0; run_draws("draw_top_p", p, 16, 3000, 1.0f);
+    p = params(); p.order = "mt"; p.min_p = 0.1f; p.temp = 1.5f; p.seed = 1234567; run_draws("draw_min_p", p, 16, 3000, 1.0f);
+    p = params(); p.order = "yt"; p.typ_p = 0.9f; run_draws("draw_typical", p, 16, 3000, 1.5f);
+    p = params(); p.order = "kxt"; p.top_k = 20; p.xtc_p = 0.5f; p.xtc_t = 0.05f; p.seed = 7;
+    run_draws("draw_xtc", p, 16, 257, 1.0f);
+    p = params(); p.order = "st"; p.top_n_sigma = 1.5f; p.temp = 1.2f; run_draws("draw_top_n_sigma", p, 16, 3000, 1.0f);
+    p = params(); p.order = "t"; p.temp = 0.9f; p.dyn_range = 0.5f; p.seed = 4294967294u;
+    run_draws("draw_dynatemp", p, 16, 257, 1.5f);
+    p = params(); p.order = "ekt"; p.top_k = 8; p.pen_repeat = 1.5f; p.pen_freq = 0.3f; p.pen_present = 0.2f;
+    p.pen_last_n = 6; run_draws("draw_penalties", p, 16, 64, 1.0f);
+    p = params(); p.mirostat = 1; p.temp = 1.0f; p.seed = 99; run_draws("draw_mirostat_v1", p, 16, 3000, 1.5f);
+    p = params(); p.mirostat = 2; p.temp = 1.0f; p.tau = 3.0f; p.seed = 99; run_draws("draw_mirostat_v2", p, 16, 3000, 1.5f);
+    p = params(); p.order = "kta"; p.top_k = 30; p.ad_target = 0.3f; p.ad_decay = 0.9f; p.seed = 5;
+    run_draws("draw_adaptive_p", p, 16, 257, 2.0f);
+    p = params(); p.order = "kta"; p.top_k = 30; p.ad_target = -1.0f; p.seed = 5;
+    run_draws("draw_adaptive_p_off", p, 16, 257, 2.0f);
+    // min-p 0.5 over a flat row with a few strong tokens: some rows leave one candidate, from
+    // which llama.cpp's dist still draws (the stream stays aligned)
+    p = params(); p.order = "mt"; p.min_p = 0.5f; p.temp = 1.0f; p.seed = 3; run_draws("draw_one_left", p, 24, 257, 0.5f);
     return 0;
 }

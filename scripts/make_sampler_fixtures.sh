@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes tests/fixtures/sampler/llamacpp.txt: what llama.cpp's samplers (top-k, typical, top-p,
 # min-p, XTC, temperature and dynamic temperature, top-n-sigma, Mirostat 1 and 2, DRY) leave of
-# fixed logit rows, the reference of tests/test_sampler.c for model/sampler.c; and
+# fixed logit rows, and the tokens their seeded chains draw (model/sampler_rng.c), the reference
+# of tests/test_sampler.c for model/sampler.c; and
 # tests/fixtures/sampler/dry_breakers_smollm2.txt: DRY's sequence breakers of a few texts on
 # SmolLM2's vocabulary (tests/test_dry_breakers.c, tokenizer/overlap.c). Builds
 # scripts/llamacpp_samplers.cpp against the llama.cpp of bench/llamacpp.sh (built once into the

@@ -9,7 +9,8 @@
 #     --log-timestamps give the
 #     same text as the run without them; -ngl 0 and -dev none choose the CPU; --prio -1 runs at
 #     nice 5; -s N is
-#     --seed N (a sampled run); --n-predict is -n, and -n -1 runs to the context; --mlock gives the
+#     --seed N (a sampled run), -s -1 draws a seed it reports (stderr, --json) and -s with that
+#     seed repeats the run; --n-predict is -n, and -n -1 runs to the context; --mlock gives the
 #     same text (and at most a one-line warning);
 #   * -ctk/-ctv are --kv-dtype (--json kv.kv_dtype and the text), in compare too (its KV peak);
 #     -ctk with another --kv-dtype is an error;
@@ -86,6 +87,12 @@ g=$(run -p "Once upon a time" -n -1 -c 64 --ignore-eos --json | python3 -c 'impo
 run "${P[@]}" --temp 0.9 -s 7 >"$TMP/a"; run "${P[@]}" --temp 0.9 --seed 7 >"$TMP/b"; run "${P[@]}" --temp 0.9 --seed 8 >"$TMP/c"
 same "-s 7 is --seed 7" "$TMP/a" "$TMP/b"
 cmp -s "$TMP/a" "$TMP/c" && bad "--seed 8 gave --seed 7's sample (the seed is not read?)" || ok "--seed 8 samples differently"
+# -s -1: a seed drawn at start-up, reported on stderr and in --json; -s with it repeats the run
+run "${P[@]}" --temp 0.9 -s -1 >"$TMP/r1"; s1=$(sed -n 's/^llm-run: seed \([0-9]*\) (drawn for -s -1.*/\1/p' "$TMP/err")
+run "${P[@]}" --temp 0.9 -s -1 --json >"$TMP/r2j"; s2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seed"])' "$TMP/r2j")
+run "${P[@]}" --temp 0.9 -s "$s1" >"$TMP/r3"
+if [ -n "$s1" ] && [ -n "$s2" ] && [ "$s1" != "$s2" ]; then ok "-s -1 draws a seed and reports it ($s1, then $s2 in --json)"; else bad "-s -1: seeds '$s1' '$s2'"; fi
+same "-s <the seed -s -1 reported> repeats that run" "$TMP/r1" "$TMP/r3"
 
 for t in f16 bf16; do
     run "${P[@]}" -ctk $t -ctv $t --json >"$TMP/j1"; run "${P[@]}" --kv-dtype $t --json >"$TMP/j2"

@@ -9,7 +9,9 @@
  * scripts/make_sampler_fixtures.sh): top-k, top-p, min-p, typical, top-n-sigma, XTC, temperature,
  * dynamic temperature, llama.cpp's default chain, another order, Mirostat 1 and 2 over steps, DRY
  * (token breakers of one and two ids, a breaker near the end, base 1, the exponent's clamp),
- * adaptive-p over steps (its EMA fed llama.cpp's picks). */
+ * adaptive-p over steps (its EMA fed llama.cpp's picks); the draws: llama.cpp's own picks from
+ * one seeded chain over 16-24 rows for 14 settings (dist, XTC's, Mirostat's and adaptive-p's
+ * generators) equal ours from the same seed, and the generator is std::mt19937. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -227,7 +229,10 @@ static void test_llamacpp_chain(void **state)
     float *row = NULL;
     int have = 0, n_cases = 0, n_rows = 0, n_mirostat = 0, n_dry_rows = 0, vocab = 0;
     float pr[32];
-    int mirostat = 0, stateful = 0;
+    int mirostat = 0, stateful = 0, draws = 0, n_draws = 0;
+    unsigned seed = 7;
+    float pen[3] = {1.0f, 0.0f, 0.0f};
+    int pen_last_n = 0;
     /* DRY: its parameters, breakers (concatenated) and the history accepted before each row */
     float dry_mult = 0.0f, dry_base = 0.0f;
     int dry_allowed = 0, dry_last_n = 0, n_brk = 0, brk_seq[256], brk_len[32], n_brk_seq = 0, hist[512], n_hist = 0;
@@ -243,8 +248,13 @@ static void test_llamacpp_chain(void **state)
             sscanf(strstr(line, "order=") + 6, "%31s", order);
             mirostat = (int)pr[11];
             stateful = mirostat || strchr(order, 'a');
-            have = 0;
+            have = 0, draws = 0, seed = 7, pen_last_n = 0;
             dry_mult = 0.0f, n_brk = n_brk_seq = n_hist = 0;
+        } else if (!strncmp(line, "seed ", 5)) {   /* a draw case: one seeded sampler over the rows */
+            seed = (unsigned)strtoul(line + 5, NULL, 10);
+            draws = stateful = 1;
+        } else if (!strncmp(line, "penalties ", 10)) {
+            assert_int_equal(sscanf(line + 10, "repeat=%f freq=%f present=%f last_n=%d", &pen[0], &pen[1], &pen[2], &pen_last_n), 4);
         } else if (!strncmp(line, "dry ", 4)) {
             assert_int_equal(sscanf(line + 4, "mult=%f base=%f allowed=%d last_n=%d", &dry_mult, &dry_base, &dry_allowed,
                                     &dry_last_n), 4);
@@ -271,7 +281,7 @@ static void test_llamacpp_chain(void **state)
             if (sum != want_sum) fail_msg("%s: the regenerated row sums to %.17g, llama.cpp's to %.17g", name, sum, want_sum);
             if (!have || !stateful) {   /* Mirostat and adaptive-p keep their sampler (mu, the EMA) across the rows */
                 sampler_free(&s);
-                assert_int_equal(sampler_init(&s, vocab, pr[0], pr[4], (int)pr[3], 7), 0);
+                assert_int_equal(sampler_init(&s, vocab, pr[0], pr[4], (int)pr[3], seed), 0);
                 s.dynatemp_range = pr[1], s.dynatemp_exponent = pr[2], s.min_p = pr[5], s.typical_p = pr[6];
                 s.top_n_sigma = pr[7], s.xtc_probability = pr[8], s.xtc_threshold = pr[9], s.min_keep = (int)pr[10];
                 assert_int_equal(sampler_set_order(&s, order), 0);
@@ -282,6 +292,7 @@ static void test_llamacpp_chain(void **state)
                     assert_non_null(s.dry);
                     n_dry_rows++;
                 }
+                if (pen_last_n) assert_int_equal(sampler_set_penalties(&s, pen[0], pen[1], pen[2], pen_last_n), 0);
                 for (int i = 0; i < n_hist; i++) sampler_accept(&s, hist[i]);
                 have = 1;
             }
@@ -312,6 +323,12 @@ static void test_llamacpp_chain(void **state)
             free(ids);
             free(mine);
             free(ps);
+        } else if (!strncmp(line, "draw ", 5)) {   /* llama.cpp's pick: ours from the same seed */
+            assert_true(draws);
+            const int want = atoi(line + 5), got = sampler_sample(&s, row);
+            if (got != want) fail_msg("%s row %d: drew id %d, llama.cpp %d (seed %u)", name, n_rows, got, want, seed);
+            sampler_accept(&s, got);
+            n_draws++;
         } else if (!strncmp(line, "pick ", 5)) {
             const int id = atoi(line + 5);
             int k = -1;
@@ -325,7 +342,25 @@ static void test_llamacpp_chain(void **state)
     fclose(f);
     sampler_free(&s);
     free(row);
-    assert_true(n_cases >= 36 && n_rows >= 110 && n_mirostat >= 50 && n_dry_rows >= 18);
+    assert_true(n_cases >= 51 && n_rows >= 378 && n_mirostat >= 50 && n_dry_rows >= 18 && n_draws >= 232);
+}
+
+/* The generator is std::mt19937: C++11 [rand.predef] gives its 10000th output from the default
+ * seed 5489; libstdc++'s uniform draws use two outputs (double) or one (float). */
+static void test_mt19937(void **state)
+{
+    (void)state;
+    sampler_mt g;
+    sampler_mt_seed(&g, 5489u);
+    uint32_t x = 0;
+    for (int i = 0; i < 10000; i++) x = sampler_mt_next(&g);
+    assert_int_equal(x, 4123659995u);
+    sampler_mt a, b;
+    sampler_mt_seed(&a, 42u);
+    sampler_mt_seed(&b, 42u);
+    const double lo = sampler_mt_next(&b), hi = sampler_mt_next(&b);
+    assert_true(sampler_mt_double(&a) == (lo + hi * 4294967296.0) / 18446744073709551616.0);
+    assert_true(sampler_mt_float(&a) == (float)sampler_mt_next(&b) / 4294967296.0f);
 }
 
 /* The draws: sampler_sample takes only candidates sampler_filter leaves (here top-k 3 of a
@@ -378,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_min_p),
         cmocka_unit_test(test_llamacpp_chain),
         cmocka_unit_test(test_draws_within_chain),
+        cmocka_unit_test(test_mt19937),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,7 +63,9 @@ check "--temp 1e999" '--temp' -m "$GOOD" "${P[@]}" --temp 1e999
 check "--temp inf" '--temp' -m "$GOOD" "${P[@]}" --temp inf
 check "--top-p -0.1" '--top-p' -m "$GOOD" "${P[@]}" --top-p -0.1
 check "--top-k abc" '--top-k' -m "$GOOD" "${P[@]}" --top-k abc
-check "--seed -1" '--seed' -m "$GOOD" "${P[@]}" --seed -1
+check "--seed -2" '--seed' -m "$GOOD" "${P[@]}" --seed -2
+check "--seed 4294967296" '--seed.*out of range' -m "$GOOD" "${P[@]}" --seed 4294967296
+check "eval --seed -1" 'eval: --seed -1 .*unrepeatable' eval -m "$GOOD" --task tinystories --out "$TMP/ev" --seed -1
 check "--threads 100000" '--threads' -m "$GOOD" "${P[@]}" --threads 100000
 check "--budget inf" '--budget' -m "$GOOD" "${P[@]}" --budget inf
 check "--budget 1e999" '--budget' -m "$GOOD" "${P[@]}" --budget 1e999
