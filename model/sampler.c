@@ -196,7 +196,9 @@ static int argmax(const float *x, int n)
     return best;
 }
 
-int sampler_filter(sampler *s, const float *logits)
+/* The chain over logits; want_p: the softmax at the end (sampler_filter's contract), which the
+ * plain draw does not need (it computes its own weights from the logits). */
+static int filter(sampler *s, const float *logits, int want_p)
 {
     sampler_cand *c = s->buf;
     s->n = s->vocab;
@@ -218,9 +220,11 @@ int sampler_filter(sampler *s, const float *logits)
         }
     }
     if (adaptive_on(s)) sampler_adaptive(s);   /* llama.cpp puts it last, where the draw is */
-    else sampler_softmax(s, 0);                 /* what the draw uses (−∞ logits: p 0) */
+    else if (want_p) sampler_softmax(s, 0);     /* −∞ logits: p 0 */
     return s->n;
 }
+
+int sampler_filter(sampler *s, const float *logits) { return filter(s, logits, 1); }
 
 int sampler_commit(sampler *s, int k)
 {
@@ -240,10 +244,11 @@ int sampler_sample(sampler *s, float *logits)
         if (penalties_on(s) && stage_in(s, 'e')) apply_penalties(s, logits, NULL, 0);
         return argmax(logits, s->vocab);
     }
-    sampler_filter(s, logits);
     /* llama.cpp's last sampler draws: Mirostat and adaptive-p from the candidates' p, dist from
      * their logits (sampler_rng.c) */
-    int k = s->mirostat || stage_in(s, 'a') ? sampler_draw_discrete(s) : sampler_draw_dist(s);
+    const int by_p = s->mirostat || stage_in(s, 'a');
+    filter(s, logits, by_p);
+    int k = by_p ? sampler_draw_discrete(s) : sampler_draw_dist(s);
     while (k > 0 && s->buf[k].logit == -INFINITY) k--;   /* never a −∞ candidate (a zero draw) */
     return sampler_commit(s, k);
 }

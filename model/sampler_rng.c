@@ -60,15 +60,16 @@ int sampler_draw_dist(sampler *s)
         (void)sampler_mt_double(&s->rng);
         return 0;
     }
+    sampler_cand *w = s->tmp;   /* the weights exp(logit − max), kept for the second pass */
     float mx = c[0].logit;
     if (!s->sorted)
         for (int i = 1; i < n; i++) mx = fmaxf(mx, c[i].logit);
     double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += (double)expf(c[i].logit - mx);
+    for (int i = 0; i < n; i++) sum += (double)(w[i].p = expf(c[i].logit - mx));
     const double target = sum * sampler_mt_double(&s->rng);
     double run = 0.0;
     for (int i = 0; i < n; i++) {
-        run += (double)expf(c[i].logit - mx);
+        run += (double)w[i].p;
         if (run >= target) return i;
     }
     return n - 1;
