@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench and llama-tokenize once, from the source that ships in
+# Builds llama.cpp's llama-bench, llama-tokenize and llama-perplexity once, from the source that ships in
 # the PyPI sdist of llama-cpp-python (its vendor/llama.cpp), into a cache outside the repo, and
 # prints the bin directory. The reference for speed (bench/, issue 17) and for GGUF tokenization
-# (scripts/make_bpe_fixtures.py, issue 15). Never run in CI: 12-15 minutes on 2 cores.
+# (scripts/make_bpe_fixtures.py, issue 15) and perplexity
+# (scripts/make_perplexity_fixture.sh). Never run in CI: 12-15 minutes on 2 cores.
 #
 #   bench/llamacpp.sh            # build if missing, print the bin dir
 #   bench/llamacpp.sh --commit   # print the llama.cpp commit the build came from
@@ -19,7 +20,7 @@ DIR="$CACHE/llamacpp-$VERSION"
 BIN="$DIR/build/bin"
 
 if [ "${1:-}" = "--commit" ]; then cat "$DIR/COMMIT" 2>/dev/null || echo unknown; exit 0; fi
-if [ -x "$BIN/llama-bench" ] && [ -x "$BIN/llama-tokenize" ]; then echo "$BIN"; exit 0; fi
+if [ -x "$BIN/llama-bench" ] && [ -x "$BIN/llama-tokenize" ] && [ -x "$BIN/llama-perplexity" ]; then echo "$BIN"; exit 0; fi
 
 mkdir -p "$DIR"
 if [ ! -d "$DIR/src" ]; then
@@ -55,7 +56,7 @@ fi
 echo "llamacpp: building (${flags[*]})" >&2
 cmake -S "$DIR/src" -B "$DIR/build" "${flags[@]}" >"$DIR/cmake.log" 2>&1 ||
     { tail -20 "$DIR/cmake.log" >&2; exit 1; }
-cmake --build "$DIR/build" -j"$(nproc)" --target llama-bench llama-tokenize >"$DIR/build.log" 2>&1 ||
+cmake --build "$DIR/build" -j"$(nproc)" --target llama-bench llama-tokenize llama-perplexity >"$DIR/build.log" 2>&1 ||
     { tail -30 "$DIR/build.log" >&2; exit 1; }
 printf '%s\n' "${flags[*]}" > "$DIR/FLAGS"
 echo "$BIN"

@@ -353,6 +353,24 @@ int eval_ppl_stream_seg(eval_model *m, const int *tokens, int n, const eval_poli
                         const float *ref_logp, float *save_logp, eval_ppl_result *r,
                         eval_ppl_segments *seg, char *err, size_t errlen);
 
+/* llama.cpp's perplexity (llama-perplexity's default protocol; ppl_chunks.c): tokens cut into
+ * chunks of n_ctx (at most n_chunks > 0 of them, else all n / n_ctx), each run from an empty
+ * cache under pc (the full cache, or a policy with pc->prefill_chunk < n_ctx evicting between
+ * sub-chunks) with its first token replaced by BOS when the model adds one; the second half of
+ * each chunk scored: positions n_ctx/2 .. n_ctx-2 predict the next token (n_ctx/2 − 1
+ * predictions a chunk). NLL in nats as llama.cpp's log_softmax (float max, double Σ expf).
+ * on_chunk (NULL allowed) sees the running perplexity after each chunk. n ≥ 2·n_ctx required.
+ * 0, or -1 with err set (too few tokens, kv_init, engine errors, out of memory). */
+typedef struct {
+    int n_ctx, n_chunks, count;   /* count: the tokens scored */
+    double ppl, ppl_err;          /* exp(mean NLL), and llama.cpp's ± (its standard error × ppl) */
+    double nll_mean, seconds;
+    eval_kv_stats kv;             /* the last chunk's cache */
+} eval_ppl_chunks_result;
+typedef void (*eval_ppl_chunk_fn)(void *ud, int chunk, int n_chunks, double ppl_so_far, double seconds);
+int eval_ppl_chunks(eval_model *m, const int *tokens, int n, int n_ctx, int n_chunks, const eval_policy_cfg *pc,
+                    eval_ppl_chunk_fn on_chunk, void *ud, eval_ppl_chunks_result *r, char *err, size_t errlen);
+
 /* Teacher-forced continuation (llm-run compare): prefill prompt[0..n_prompt) under pc (in
  * chunks of pc->prefill_chunk), then decode cont[0..n_cont-2] one per step; row t (t < n_cont)
  * is the distribution that predicts cont[t]. NLL of cont, and with ref_logp ([n_cont][vocab]
