@@ -10,7 +10,6 @@
 #include "eval/eval.h"
 #include "eviction/eviction.h"
 #include "kernels/kernels.h"
-#include "tokenizer/tokenizer.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -99,7 +98,7 @@ int cli_perplexity_main(int argc, char **argv)
     char *text = cli_read_file(file, &len);
     if (!text) return 1;
     if (r.prompt_file_trim && !r.n_positional && len && text[len - 1] == '\n') text[--len] = '\0';
-    int *ids = NULL, *p_ids = NULL, n = 0, k = 0, status = 1;
+    int *ids = NULL, n = 0, status = 1;
     eval_model *m = NULL;
     cpu_quant_act_bits(r.act_bits);
     eval_model_opts mo = {.resident = 1};
@@ -110,14 +109,9 @@ int cli_perplexity_main(int argc, char **argv)
         goto fail;
     }
     /* llama.cpp's common_tokenize(text, add_special = true, parse_special = false) */
-    tokenizer *tok = eval_model_tokenizer(m);
     const double t0 = wall_s();
-    if (tokenizer_encode_ex(tok, text, len, 0, &p_ids, &k, err, sizeof err) != 0) goto fail;
-    const int bos = eval_model_add_bos(m);
-    if (!(ids = malloc(sizeof *ids * (size_t)(k + 1)))) goto oom;
-    if (bos) ids[n++] = tokenizer_bos_id(tok) >= 0 ? tokenizer_bos_id(tok) : eval_model_bos(m);
-    memcpy(ids + n, p_ids, sizeof *ids * (size_t)k);
-    n += k;
+    eval_prompt_in in = {.text = text, .text_len = len, .parse_special = 0};
+    if (eval_encode(m, &in, &ids, &n, err, sizeof err) != 0) goto fail;
     if (n < 2 * n_ctx) {
         snprintf(err, sizeof err, "perplexity: the text is %d tokens; a context of %d needs at least %d (2 chunks)", n,
                  n_ctx, 2 * n_ctx);
@@ -163,15 +157,12 @@ int cli_perplexity_main(int argc, char **argv)
     status = fflush(stdout) == 0 ? 0 : 1;
     if (status) cli_die("stdout: write failed");
     goto done;
-oom:
-    snprintf(err, sizeof err, "out of memory");
 fail:
     fprintf(stderr, "llm-run: %s\n", err);
     status = 1;
 done:
     cJSON_Delete(p.running);
     free(ids);
-    free(p_ids);
     free(text);
     eval_model_free(m);
     return status;
