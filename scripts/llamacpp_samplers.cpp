@@ -113,6 +113,20 @@ static llama_sampler *make_chain(const params &p, int vocab)
     return c;
 }
 
+// The next logit row (make_row from the generator's state), its "row" line printed, as the
+// candidate list llama-cli builds: every id in order, p unset, unsorted.
+static std::vector<llama_token_data> next_row(int vocab, float spread)
+{
+    const uint64_t state = rng_state;
+    std::vector<float> row = make_row(vocab, spread);
+    double sum_row = 0.0;
+    for (float x : row) sum_row += x;
+    printf("row %d %.9g %llu %.17g\n", vocab, spread, (unsigned long long)state, sum_row);
+    std::vector<llama_token_data> data(vocab);
+    for (int i = 0; i < vocab; i++) data[i] = {i, row[i], 0.0f};
+    return data;
+}
+
 static void print_params(const char *name, const params &p)
 {
     printf("case %s\n", name);
@@ -134,13 +148,7 @@ static void run_draws(const char *name, const params &p, int n_rows, int vocab, 
     llama_sampler *chain = make_chain(p, vocab);
     if (!p.mirostat && p.order.find('a') == std::string::npos) llama_sampler_chain_add(chain, llama_sampler_init_dist(p.seed));
     for (int r = 0; r < n_rows; r++) {
-        const uint64_t state = rng_state;
-        std::vector<float> row = make_row(vocab, spread);
-        double sum_row = 0.0;
-        for (float x : row) sum_row += x;
-        printf("row %d %.9g %llu %.17g\n", vocab, spread, (unsigned long long)state, sum_row);
-        std::vector<llama_token_data> data(vocab);
-        for (int i = 0; i < vocab; i++) data[i] = {i, row[i], 0.0f};
+        std::vector<llama_token_data> data = next_row(vocab, spread);
         llama_token_data_array arr = {data.data(), (size_t)vocab, -1, false};
         llama_sampler_apply(chain, &arr);
         const llama_token id = arr.data[arr.selected].id;
@@ -172,13 +180,7 @@ static void run_case(const char *name, const params &p, const std::vector<int> &
             chain = make_chain(p, vocab);
             for (llama_token t : p.history) llama_sampler_accept(chain, t);
         }
-        const uint64_t state = rng_state;
-        std::vector<float> row = make_row(vocab, spread);
-        double sum_row = 0.0;
-        for (float x : row) sum_row += x;
-        printf("row %d %.9g %llu %.17g\n", vocab, spread, (unsigned long long)state, sum_row);
-        std::vector<llama_token_data> data(vocab);
-        for (int i = 0; i < vocab; i++) data[i] = {i, row[i], 0.0f};
+        std::vector<llama_token_data> data = next_row(vocab, spread);
         llama_token_data_array arr = {data.data(), (size_t)vocab, -1, false};
         llama_sampler_apply(chain, &arr);
         std::map<int, double> keep;
