@@ -87,6 +87,9 @@ int cli_perplexity_main(int argc, char **argv)
         return cli_die("perplexity: give the text as one file (-f FILE or FILE)");
     if (!file) return cli_die("perplexity: no text (-f FILE, e.g. wiki.test.raw)");
     if (r.chat || r.system || r.chat_template) return cli_die("perplexity: scores the raw text (no --chat, --system)");
+    if (r.temp > 0 || r.min_p > 0 || r.sampler_flag || r.repeat_penalty != 1.0f || r.frequency_penalty != 0.0f ||
+        r.presence_penalty != 0.0f || r.n_reverse || r.special)
+        return cli_die("perplexity: scores the text's own tokens; the sampling and stop options do not apply");
     const int n_ctx = r.ctx_len > 0 ? r.ctx_len : 512;
     const policy_ops *ops = policy_find(r.policy);
     if (strcmp(ops->name, "full") && !(r.prefill_chunk > 0 && r.prefill_chunk < n_ctx))

@@ -13,7 +13,7 @@
 #   * --json carries the same figure; --policy full --prefill-chunk 32 gives the one-pass figure
 #     (1e-3); streaming at budget 0.5 with --prefill-chunk 32 evicts, and scores worse;
 #   * refusals: a policy without --prefill-chunk, a text shorter than two chunks, --ppl-stride,
-#     --kl-divergence-base, -c over the model's context.
+#     --kl-divergence-base, -c over the model's context, no text, a sampling option.
 # Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -116,6 +116,7 @@ refuse "--ppl-stride" 'ppl-stride: the strided' -m "$M" -f "$STORY" --ppl-stride
 refuse "--kl-divergence-base" 'kl-divergence-base' -m "$M" -f "$STORY" --kl-divergence-base x.kld
 refuse "-c over the context" 'longer than the model' -m "$M" -f "$STORY" -c 100000
 refuse "no text" 'no text' -m "$M"
+refuse "a sampling option" 'sampling and stop options do not apply' -m "$M" -f "$STORY" --temp 0.8
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
