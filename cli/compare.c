@@ -145,6 +145,9 @@ int cli_compare_main(int argc, char **argv)
         return cli_die("compare: give one prompt (-p, -f or PROMPT_FILE)");
     if (r.temp > 0) return cli_die("compare: decodes greedily (--temp 0)");
     if (cli_llama_unused(&r, "compare")) return 2;
+    if (r.seed_random)   /* the random policy's seed: reported so that -s N repeats the table */
+        fprintf(stderr, "llm-run: seed %llu (drawn for -s -1; -s %llu repeats this run)\n", (unsigned long long)r.seed,
+                (unsigned long long)r.seed);
     const char *pf = r.n_positional ? r.positional[0] : r.prompt_file;
     char err[LLM_ERR_LEN] = "";
     char *prompt = NULL;
