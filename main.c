@@ -6,6 +6,7 @@
  *   llm-run eval ...                          sweeps (cli/eval.c -> eval/)
  *   llm-run compare ...                       one prompt under several policies (cli/compare.c)
  *   llm-run perplexity -f FILE ...            llama-perplexity's figure (cli/perplexity.c)
+ *   llm-run bench -m MODEL [-p 512 -n 128]    llama-bench's tests and table (cli/bench.c)
  *   llm-run eval-merge | score ...            merging sweeps, metrics (eval/)
  *
  * main only dispatches; each subcommand parses its own command line (cli/options.c holds the
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "eval")) return cli_eval_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "compare")) return cli_compare_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "perplexity")) return cli_perplexity_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "bench")) return cli_bench_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "eval-merge")) return eval_merge_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "tokenize")) return cli_tokenize_main(argc - 1, argv + 1);
     return cli_run_main(argc, argv);

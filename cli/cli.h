@@ -202,6 +202,7 @@ int cli_tokenize_main(int argc, char **argv);   /* argv[0] = "tokenize" */
 int cli_eval_main(int argc, char **argv);       /* argv[0] = "eval" (cli/eval.c) */
 int cli_compare_main(int argc, char **argv);    /* argv[0] = "compare" (cli/compare.c) */
 int cli_perplexity_main(int argc, char **argv); /* argv[0] = "perplexity" (cli/perplexity.c) */
+int cli_bench_main(int argc, char **argv);      /* argv[0] = "bench": llama-bench's tests (cli/bench.c) */
 
 /* Sets what the OpenMP and OpenBLAS runtimes read when they load (the OpenMP wait: spin when
  * this run's threads, -t / --threads in argv or every CPU, fit the CPUs no other process is

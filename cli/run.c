@@ -36,7 +36,7 @@ static const char SYNOPSIS[] =
     "every layer's KV-cache writes through an eviction policy. The prompt comes from -p TEXT,\n"
     "-f FILE, PROMPT_FILE, or standard input (-). stdout carries the generated text only; the\n"
     "summary goes to stderr.\n"
-    "Other commands: llm-run tokenize | eval | eval-merge | compare | perplexity | score (each with --help).\n"
+    "Other commands: llm-run tokenize | eval | eval-merge | compare | perplexity | bench | score (each with --help).\n"
     "example: llm-run -m ../shared/models/stories260K -p \"Once upon a time\" -n 200";
 
 /* What the generation callbacks write into. */
