@@ -38,13 +38,6 @@ typedef struct {
     double *samples;
 } bench_row;
 
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* "a,b,c" of integers in [lo, hi] into v (at most MAXV); the count, or -1 (printed). */
 static int int_list(const char *flag, const char *s, int lo, int hi, int *v)
 {
@@ -167,14 +160,14 @@ static double run_test(eval_model *m, const bench_row *r, int kv_dtype, char *er
     int pos = 0;
     if (r->d > 0 && engine_prefill(&e, ids, r->d, 0, NULL, err, errlen) != 0) goto done;
     pos = r->d;
-    const double t0 = wall_s();
+    const double t0 = cli_now_s();
     if (r->p > 0) {
         if (engine_prefill(&e, ids + pos, r->p, pos, NULL, err, errlen) != 0) goto done;
         pos += r->p;
     }
     for (int i = 0; i < r->n; i++, pos++)
         if (engine_decode(&e, ids[pos], pos, err, errlen) != 0) goto done;
-    s = wall_s() - t0;
+    s = cli_now_s() - t0;
 done:
     engine_free(&e);
     kv_free(&kv);

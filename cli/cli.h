@@ -156,6 +156,8 @@ void cli_print_help(FILE *f, const char *prog, const char *synopsis, const cli_o
 /* Number parsing with one-line errors naming the flag; 0 or -1 (printed). */
 int cli_int(const char *flag, const char *s, long lo, long hi, int *out);
 int cli_float(const char *flag, const char *s, double lo, double hi, double *out);
+/* Seconds on CLOCK_MONOTONIC (the commands' own timings: run, perplexity, bench). */
+double cli_now_s(void);
 /* Prints "llm-run: " + the formatted message + newline; returns 2. */
 int cli_die(const char *fmt, ...);
 /* The option of the shared table or extra closest to an unknown flag, or NULL. */

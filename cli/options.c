@@ -27,6 +27,13 @@ int cli_die(const char *fmt, ...)
     return 2;
 }
 
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int cli_int(const char *flag, const char *s, long lo, long hi, int *out)
 {
     char *end;

@@ -53,13 +53,6 @@ static const char SYNOPSIS[] =
     "chunk ([1]x,[2]y,...) and 'Final estimate: PPL = X +/- Y', as llama-perplexity does. Under a\n"
     "budget: --policy P --budget B --prefill-chunk N (N < -c; the policy evicts between chunks).";
 
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void on_chunk(void *ud, int c, int n, double ppl, double s)
 {
     ppl_opts *p = ud;
@@ -112,7 +105,7 @@ int cli_perplexity_main(int argc, char **argv)
         goto fail;
     }
     /* llama.cpp's common_tokenize(text, add_special = true, parse_special = false) */
-    const double t0 = wall_s();
+    const double t0 = cli_now_s();
     eval_prompt_in in = {.text = text, .text_len = len, .parse_special = 0};
     if (eval_encode(m, &in, &ids, &n, err, sizeof err) != 0) goto fail;
     if (n < 2 * n_ctx) {
@@ -122,7 +115,7 @@ int cli_perplexity_main(int argc, char **argv)
     }
     const int n_chunks = p.chunks > 0 && p.chunks < n / n_ctx ? p.chunks : n / n_ctx;
     fprintf(stderr, "perplexity: %d tokens (tokenized in %.1f s); %d chunks of n_ctx=%d, policy %s\n", n,
-            wall_s() - t0, n_chunks, n_ctx, ops->name);
+            cli_now_s() - t0, n_chunks, n_ctx, ops->name);
     eval_policy_cfg pc = {.ops = ops, .budget = r.budget_set ? r.pp.budget : 1, .params = &r.pp,
                           .rope_shifted = r.pp.rope_shifted, .budget_ref_prompt = r.pp.budget_ref_prompt,
                           .prefill_chunk = r.prefill_chunk, .seed = r.seed, .kv_dtype = r.kv_dtype};

@@ -23,13 +23,6 @@
 static volatile int g_interrupted = 0;
 static void on_sigint(int sig) { (void)sig; g_interrupted = 1; }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static const char SYNOPSIS[] =
     "[options] [PROMPT_FILE | -]\n\n"
     "Runs a LLaMA-family model (a Hugging Face folder or a GGUF file) and generates text, sending\n"
@@ -175,7 +168,7 @@ int cli_run_main(int argc, char **argv)
     run_out out = {.echo = !o.json};
     int budget_cap = 0;
     int status = 1;
-    double t_load = now_s();
+    double t_load = cli_now_s();
 
     /* backend: --device cuda without a GPU, or with a policy it does not run, stops here */
     int use_cuda = 0;
@@ -403,7 +396,7 @@ int cli_run_main(int argc, char **argv)
     if (!use_cuda) blas_reserve_or_exit(o.threads);
     out.reverse = o.reverse;
     out.n_reverse = o.n_reverse;
-    t_load = now_s() - t_load;
+    t_load = cli_now_s() - t_load;
 
     /* the generation loop: EOS ends the answer; a BOS starts a new document (TinyStories-style
      * models emit it between stories, and llama2.c stops there too) */
