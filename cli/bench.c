@@ -219,8 +219,10 @@ int cli_bench_main(int argc, char **argv)
     const double gib = (double)model_weight_bytes(w, 0) / (1024.0 * 1024.0 * 1024.0);
     const double params = (double)c->vocab_size * c->hidden_size * (c->tie_word_embeddings ? 1 : 2) +
                           (double)c->n_layers * ((double)c->hidden_size * c->head_dim * (2 * c->n_heads + 2 * c->n_kv_heads) +
-                                                 3.0 * c->hidden_size * c->intermediate_size + 2.0 * c->hidden_size) +
-                          c->hidden_size;
+                                                 3.0 * c->hidden_size * c->intermediate_size + 2.0 * c->hidden_size +
+                                                 (c->qkv_bias ? (double)c->head_dim * (c->n_heads + 2 * c->n_kv_heads) : 0) +
+                                                 (c->o_bias ? c->hidden_size : 0)) +
+                          c->hidden_size;   /* embeddings (and an untied head), layers with their biases, final norm */
     const char *name = strrchr(o.model, '/') ? strrchr(o.model, '/') + 1 : o.model;
     const char *dt = dtype_name(w->layers[0].w_up.dtype);
     const int md = !strcmp(o.out, "md"), csv = !strcmp(o.out, "csv"), json = !strcmp(o.out, "json");
