@@ -3,7 +3,8 @@
  * command on the same file. Each test starts from an empty cache (the full cache, sized for its
  * tokens), fills D tokens of depth untimed, then times: ppN, one prefill of N tokens (t/s =
  * N / time); tgN, N decode steps of one token (N / time); ppN+tgM both. Tokens are random ids
- * (a std::mt19937-style generator seeded 1234, as llama-bench fills its batches). One untimed
+ * (from a fixed-seed LCG; llama-bench draws its ids with std::mt19937, and only their variety
+ * matters to the timing). One untimed
  * warm-up of each test unless --no-warmup; each value is the mean ± standard deviation of the
  * per-repetition t/s over -r repetitions, as llama-bench reports it. Lists ("-p 128,512",
  * "-t 1,2") run every combination. -o md (default), csv, json, jsonl. Not a measurement the tests
@@ -19,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAXV 16
 

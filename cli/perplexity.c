@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
     int chunks;   /* 0: all */
