@@ -370,7 +370,9 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
 
     if (n == 1 && nt > 1) {   /* decode: the rows split with stealing (rowsteal.h), on the team */
         if (nt > RS_MAX_THREADS) nt = RS_MAX_THREADS;
-        qmv_job j = {.ops = ops, .y = y, .w = w, .k = k, .act = act, .off = off, .xs = xs, .wf = wf, .then_swiglu = then_swiglu};
+        qmv_job j;   /* not zero-filled: rs_init sets the counters it uses (4 KiB a call otherwise) */
+        j.ops = ops, j.y = y, j.w = w, j.k = k, j.act = act, j.off = off, j.xs = xs, j.wf = wf;
+        j.then_swiglu = then_swiglu;
         int x16 = 0;   /* whole 16-row groups for the WL_X16 kernels */
         for (int i = 0; i < k; i++) x16 |= w[i]->layout == WL_X16;
         rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, x16 ? 16 : 8);
