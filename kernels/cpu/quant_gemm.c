@@ -54,8 +54,14 @@ int cpu_qgemm_mode = 0;
 /* Below this many weights a matrix-vector product runs on one thread. */
 #define QMV_PAR_MIN (1 << 15)
 /* Weight bytes per block of rows the decode threads claim (rowsteal.h; with its guided claims
- * SmolLM2 Q4_1 2-thread decode went 205 -> 236 tok/s and Qwen2.5-0.5B 48.5 -> 53.7, 2026-11-27). */
-#define QMV_BLOCK_BYTES (32u << 10)
+ * SmolLM2 Q4_1 2-thread decode went 205 -> 236 tok/s and Qwen2.5-0.5B 48.5 -> 53.7, 2026-11-27).
+ * 128 KiB, not matmul.c's 32: fewer claims (each a kernel call, and steals that restart a
+ * stream) on these 5-8x smaller matrices. Alternating steps in one process (2 threads, Zen 3,
+ * 2026-12-01, bench/cpu.md session 29), step medians against 32 KiB: SmolLM2 Q4_1 -1.6..-3.9%
+ * (64 KiB -1.6..-1.8%, 256 KiB and 1 MiB no better than 128), Qwen2.5 -0.4..-1.6% (64 KiB
+ * -1.1..-1.3%, 256 KiB +0.6..+1.0% against 128, 1 MiB +3% against 32). The F32 path's blocks
+ * at 128 KiB were 0.1-2% slower (kept at 32). */
+#define QMV_BLOCK_BYTES (128u << 10)
 /* Weight bytes per prefill chunk (per thread): the chunk stays in the L2 while every
  * activation row passes over it. */
 #define QG_CHUNK_BYTES (256u << 10)
