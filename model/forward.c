@@ -14,10 +14,6 @@
 #include "eviction/eviction.h"
 #include "model/cuda/cuda_engine.h"
 #include "kernels/kernels.h"
-int ab_flag;
-#ifndef AB_HOOK
-#define AB_HOOK (void)0
-#endif
 
 #include <math.h>
 #include <omp.h>
@@ -324,19 +320,9 @@ int engine_decode(engine *e, int token, int pos, char *err, size_t errlen)
                                   err, errlen);
     int T = decode_threads_begin(e), saved = omp_get_max_threads();
     if (T != saved) omp_set_num_threads(T);
-    extern int ab_flag; static int ab_n; static double ab_t[2][8192]; static int ab_c[2];
-    static int ab_v[2]; static int ab_init;
-    if (!ab_init) { ab_init = 1; const char *s = getenv("AB"); ab_v[0] = 0; ab_v[1] = 1;
-        if (s) sscanf(s, "%d,%d", &ab_v[0], &ab_v[1]); }
-    int ab = ab_n++ & 1; ab_flag = ab_v[ab]; AB_HOOK;
     double t0 = model_now_s();
     int rc = decode_cpu(e, token, pos, T);
-    double dt = model_now_s() - t0;
-    if (ab_c[ab] < 8192) ab_t[ab][ab_c[ab]++] = dt;
-    if (ab_n > 20 && ab_n % 200 == 0) { for (int a = 0; a < 2; a++) { double tmp[8192]; int n = ab_c[a]; memcpy(tmp, ab_t[a], n * sizeof *tmp);
-        for (int i = 1; i < n; i++) for (int j = i; j > 0 && tmp[j] < tmp[j-1]; j--) { double x = tmp[j]; tmp[j] = tmp[j-1]; tmp[j-1] = x; }
-        fprintf(stderr, "AB %d: median %.4f ms (n=%d)%s", ab_v[a], tmp[n/2]*1e3, n, a ? "\n" : " | "); } }
-    decode_threads_end(e, T, dt);
+    decode_threads_end(e, T, model_now_s() - t0);
     if (T != saved) omp_set_num_threads(saved);
     return rc;
 }
