@@ -36,7 +36,9 @@ typedef struct {
 } rowsteal;
 
 /* Shares of total rows for nt threads, blocks of about block_bytes of weights (row_bytes per
- * row), a multiple of align rows (at least align). */
+ * row), a multiple of align rows (at least align). The whole set-up: it writes every field a
+ * run of up to nt threads reads (counters c[0..nt) only), so a caller need not zero-fill the
+ * struct (4 KiB of counters; a zero-filled job was half of qmatmul_impl's set-up time). */
 static inline void rs_init(rowsteal *rs, long long total, int nt, size_t row_bytes, size_t block_bytes, int align)
 {
     long long b = row_bytes ? (long long)(block_bytes / row_bytes) : total;
