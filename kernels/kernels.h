@@ -125,6 +125,11 @@ void cpu_team_run(int T, cpu_team_fn fn, void *arg);
  * and acquire order memory). Every share must call it the same number of times. At T = 1 (or
  * outside a run) it returns at once. */
 void cpu_team_barrier(void);
+/* Inside a cpu_team_run share on a worker (t ≥ 1): fn() runs on that worker after it has
+ * reported its share done, while it would otherwise wait for the next run (the caller is
+ * already past the join). Once; the last registration of a share counts. On the calling
+ * thread (t = 0) or outside a run: ignored. */
+void cpu_team_after(void (*fn)(void));
 /* Physical cores this process may run on (distinct package/core pairs of its CPU affinity). */
 int cpu_num_cores(void);
 /* Whether the BLAS can get its work buffers for n_threads threads (≤ 0: the BLAS's own thread
@@ -182,6 +187,13 @@ void matmul_multi(float *const *y, const weight_t *const *w, int k, const float 
  * same floats as matmul_multi + swiglu. Decode (n = 1, threads, gate and up of one shape and
  * kind): one parallel region, the products as matmul_multi's, then swiglu after a barrier. */
 void matmul_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_t *w_up, const float *x, int n);
+/* Decode hint: the next matmul / matmul_multi / matmul_swiglu call on this thread (n = 1) is
+ * followed by a product over w[0..k) (k ≤ 4, the order matmul_multi would get). That call's
+ * team workers, once their share is done, prefetch the first bytes of their first block of
+ * the following product while the caller runs the serial code between the two (norms,
+ * RoPE, attention set-up). Only timing changes, never a result; the hint is used by one call
+ * and then cleared. The matrices must stay alive until that following product has run. */
+void matmul_next_hint(const weight_t *const *w, int k);
 
 /* out[w.cols] = row `row` of w as f32 (the embedding lookup; block formats: dequantize_row). */
 void widen_row(float *out, const weight_t *w, int row);

@@ -162,12 +162,34 @@ static void lm_head(engine *e, const float *x, int n, float *logits)
     matmul(logits, e->pxb, &e->w->lm_head, n);
 }
 
-/* The MLP block with residual for n rows: x += W_down(silu(W_gate h) * W_up h), h = norm(x). */
+/* Decode: tells the next product which matrices follow it (matmul_next_hint): product p of
+ * layer l in decode order, 0 q/k/v, 1 o, 2 gate/up, 3 down (p = 4: the next layer's q/k/v, the
+ * LM head after the last layer's down; l = -1: layer 0's q/k/v, after the LM head). */
+static void hint_next(const model_weights *w, int l, int p)
+{
+    if (p == 4) l++, p = 0;
+    if (l >= w->cfg.n_layers) {
+        matmul_next_hint((const weight_t *const[]){&w->lm_head}, 1);
+        return;
+    }
+    const layer_weights *lw = &w->layers[l < 0 ? 0 : l];
+    const weight_t *m[3] = {&lw->wq, &lw->wk, &lw->wv};
+    int k = 3;
+    if (p == 1) m[0] = &lw->wo, k = 1;
+    if (p == 2) m[0] = &lw->w_gate, m[1] = &lw->w_up, k = 2;
+    if (p == 3) m[0] = &lw->w_down, k = 1;
+    matmul_next_hint(m, k);
+}
+
+/* The MLP block with residual for n rows: x += W_down(silu(W_gate h) * W_up h), h = norm(x).
+ * mw: decode (n = 1) of layer l of mw, hinted (hint_next); NULL: no hints. */
 static void mlp_block(const model_config *c, const layer_weights *lw, float *x, float *xb,
-                      float *hb, float *hb2, int n)
+                      float *hb, float *hb2, int n, const model_weights *mw, int l)
 {
     rmsnorm(xb, x, &lw->ffn_norm, n, c->hidden_size, c->rms_norm_eps);
+    if (mw) hint_next(mw, l, 3);
     matmul_swiglu(hb, hb2, &lw->w_gate, &lw->w_up, xb, n);   /* hb = silu(W_gate h) * W_up h */
+    if (mw) hint_next(mw, l, 4);
     matmul(xb, hb, &lw->w_down, n);
     add_inplace(x, xb, (size_t)n * c->hidden_size);
 }
@@ -291,7 +313,7 @@ int engine_prefill(engine *e, const int *tokens, int n, int pos0, float *logits_
         matmul(e->pxb, e->patt, &lw->wo, n);
         if (lw->bo.data) add_bias(e->pxb, &lw->bo, n, dim);
         add_inplace(e->px, e->pxb, (size_t)n * dim);
-        mlp_block(c, lw, e->px, e->pxb, e->phb, e->phb2, n);
+        mlp_block(c, lw, e->px, e->pxb, e->phb, e->phb2, n, NULL, 0);
         if (e->on_layer) e->on_layer(e->on_layer_ctx, l, c->n_layers);
     }
     kv_sample_stats(kv);
@@ -347,6 +369,7 @@ static int decode_cpu(engine *e, int token, int pos, int T)
         rmsnorm(e->xb, e->x, &lw->attn_norm, 1, dim, c->rms_norm_eps);
         float *qkv_out[3] = {e->q, e->k, e->v};
         const weight_t *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
+        hint_next(e->w, l, 1);
         matmul_multi(qkv_out, qkv_w, 3, e->xb, 1);
         if (lw->bq.data) {
             add_bias(e->q, &lw->bq, 1, H * hd);
@@ -388,12 +411,14 @@ static int decode_cpu(engine *e, int token, int pos, int T)
         if (kv->ops->post_attn_layer && !kv->passthrough)
             kv->ops->post_attn_layer(kv, l, pos, want_probs ? e->probs : NULL, e->probs_stride);
 
+        hint_next(e->w, l, 2);
         matmul(e->xb, e->att, &lw->wo, 1);
         if (lw->bo.data) add_bias(e->xb, &lw->bo, 1, dim);
         add_inplace(e->x, e->xb, dim);
-        mlp_block(c, lw, e->x, e->xb, e->hb, e->hb2, 1);
+        mlp_block(c, lw, e->x, e->xb, e->hb, e->hb2, 1, e->w, l);
     }
     kv_sample_stats(kv);
+    hint_next(e->w, -1, 0);   /* the next step's first product, read ahead while this one samples */
     lm_head(e, e->x, 1, e->logits);
     return 0;
 }

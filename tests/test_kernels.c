@@ -245,6 +245,35 @@ static void test_rowsteal_claims_every_row_exactly_once(void **state)
     free(hits);
 }
 
+/* rs_first_claim (matmul_next_hint's read-ahead) names the rows of the first claim thread t
+ * makes in a fresh run, whatever the row count, row bytes, block bytes, alignment and T. */
+static void test_rowsteal_first_claim_is_the_first_rs_next(void **state)
+{
+    (void)state;
+    const long long totals[] = {1, 7, 16, 960, 4099, 151936};
+    const size_t row_bytes[] = {1, 360, 1152, 0}, block_bytes[] = {64, 32768, 131072};
+    int cases = 0;
+    for (size_t a = 0; a < sizeof totals / sizeof totals[0]; a++)
+        for (size_t r = 0; r < sizeof row_bytes / sizeof row_bytes[0]; r++)
+            for (size_t b = 0; b < sizeof block_bytes / sizeof block_bytes[0]; b++)
+                for (int align = 8; align <= 16; align += 8)
+                    for (int T = 1; T <= 5; T++)
+                        for (int t = 0; t < T; t++) {
+                            rowsteal rs;
+                            rs_init(&rs, totals[a], T, row_bytes[r], block_bytes[b], align);
+                            long long g0 = -1, g1 = -1, f0 = -1, f1 = -1;
+                            int v = t, got = rs_next(&rs, t, T, &v, &g0, &g1);
+                            int own = got && v == t;   /* an empty share steals instead */
+                            int first = rs_first_claim(totals[a], t, T, row_bytes[r], block_bytes[b], align, &f0, &f1);
+                            if (first != own || (own && (f0 != g0 || f1 != g1)))
+                                fail_msg("rows %lld, row bytes %zu, block %zu, align %d, thread %d of %d: first claim "
+                                         "[%lld, %lld) (%d), rs_first_claim [%lld, %lld) (%d)", totals[a], row_bytes[r],
+                                         block_bytes[b], align, t, T, g0, g1, own, f0, f1, first);
+                            cases++;
+                        }
+    printf("  %d cases\n", cases);
+}
+
 static void test_matvec_every_family_matches_scalar_at_odd_sizes(void **state)
 {
     (void)state;
@@ -763,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_widen_is_exact_in_every_family),
         cmocka_unit_test(test_narrow_every_family_matches_scalar_bits),
         cmocka_unit_test(test_rowsteal_claims_every_row_exactly_once),
+        cmocka_unit_test(test_rowsteal_first_claim_is_the_first_rs_next),
         cmocka_unit_test(test_matvec_every_family_matches_scalar_at_odd_sizes),
         cmocka_unit_test(test_matvec_scalar_is_the_dot_product_of_widened_weights),
         cmocka_unit_test(test_matmul_every_dtype_and_batch_matches_float64),

@@ -6,7 +6,9 @@
  *    BF16, Q8_0, Q5_0, Q4_K and Q6_K in rows and interleaved 16 rows at a time (WL_X16), in every
  *    quantized-kernel family this CPU runs, give the same bits under the intel set, the amd set,
  *    all distances 0 and all 65536 (prefetches far past the end of the weights: a prefetch
- *    never faults). */
+ *    never faults), each call hinted (matmul_next_hint) so that 2-thread quantized calls run
+ *    the workers' read-ahead (idle = 0 and 65536 among the sets), and the hint is gone after
+ *    the call (taken by a quantized product, dropped by the others). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -43,13 +45,14 @@ static void test_set_parses_sets_and_fields_and_rejects_bad_specs(void **state)
     assert_int_equal(cpu_pf.mv32, 64);
     assert_int_equal(cpu_pf.q16, cpu_prefetch_preset("amd")->q16);
     assert_string_equal(cpu_prefetch_name(), "custom");
-    assert_int_equal(cpu_prefetch_set("q16_l2=0,split_l2=65536", err, sizeof err), 0);   /* fields only: on top */
+    assert_int_equal(cpu_prefetch_set("q16_l2=0,split_l2=65536,idle=0", err, sizeof err), 0);   /* fields only: on top */
+    assert_int_equal(cpu_pf.idle, 0);
     assert_int_equal(cpu_pf.x16, 4096);
     assert_int_equal(cpu_pf.q16_l2, 0);
     assert_int_equal(cpu_pf.split_l2, 65536);
 
     const cpu_prefetch before = cpu_pf;
-    static const char *const bad[] = {"arm", "x16", "x16=", "x16=12k", "x16=-1", "x16=65537", "q32=64", "amd,bogus=1", "x16=64,intelx"};
+    static const char *const bad[] = {"arm", "x16", "x16=", "x16=12k", "x16=-1", "x16=65537", "q32=64", "amd,bogus=1", "x16=64,intelx", "idle=65537"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
         if (cpu_prefetch_set(bad[i], err, sizeof err) != -1) fail_msg("'%s' accepted", bad[i]);
@@ -60,14 +63,19 @@ static void test_set_parses_sets_and_fields_and_rejects_bad_specs(void **state)
     cpu_prefetch_describe(d, sizeof d);
     assert_non_null(strstr(d, "x16=4096"));
     assert_non_null(strstr(d, "split_l2=65536"));
+    assert_non_null(strstr(d, "idle=0"));
     cpu_pf = saved;
 }
 
-/* y = W·x (n = 1) under each distance set; the outputs must be bit-identical. */
+/* y = W·x (n = 1) under each distance set, each call hinted (matmul_next_hint) to be followed by
+ * a product over w and W_next (the read-ahead reads both); the outputs must be bit-identical. */
 static void check_same_bits(const weight_t *w, const float *x, const char *what)
 {
-    static const char *const sets[] = {"intel", "amd", "x16=0,x16k=0,q16=0,q16_l2=0,q16_256=0,q8=0,split=0,split_l2=0,mv16=0,mv32=0",
-                                       "x16=65536,x16k=65536,q16=65536,q16_l2=65536,q16_256=65536,q8=65536,split=65536,split_l2=65536,mv16=65536,mv32=65536"};
+    static const char *const sets[] = {"intel", "amd", "x16=0,x16k=0,q16=0,q16_l2=0,q16_256=0,q8=0,split=0,split_l2=0,mv16=0,mv32=0,idle=0",
+                                       "x16=65536,x16k=65536,q16=65536,q16_l2=65536,q16_256=65536,q8=65536,split=65536,split_l2=65536,mv16=65536,mv32=65536,idle=65536"};
+    weight_t w_next = *w;
+    w_next.rows = w->rows / 2;   /* the front half of w's rows */
+    const weight_t *next[2] = {w, &w_next};
     const cpu_prefetch saved = cpu_pf;
     char err[200];
     float *y0 = ts_aligned((size_t)w->rows * 4), *y = ts_aligned((size_t)w->rows * 4);
@@ -75,7 +83,10 @@ static void check_same_bits(const weight_t *w, const float *x, const char *what)
         cpu_set_threads(threads);
         for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
             assert_int_equal(cpu_prefetch_set(sets[s], err, sizeof err), 0);
+            matmul_next_hint(next, 2);
             matmul(s ? y : y0, x, w, 1);
+            const weight_t *left[4];
+            assert_int_equal(matmul_take_hint(left), 0);   /* taken (quantized) or dropped (F32/F16/BF16) */
             if (s && memcmp(y, y0, (size_t)w->rows * 4) != 0)
                 fail_msg("%s, %d thread(s): the output under '%s' differs from the intel set's", what, threads, sets[s]);
         }

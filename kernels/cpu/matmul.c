@@ -276,10 +276,33 @@ static void gemm_multi(float *const *y, const weight_t *const *w, int k, const f
             for (int r = 0; r < n; r++) matvec(y[i] + (size_t)r * w[i]->rows, x + (size_t)r * w[i]->cols, w[i]);
 }
 
+/* matmul_next_hint's matrices, for the next product on this thread (quant_gemm.c's decode
+ * takes them; the F32/F16/BF16 paths below drop them: they read ahead by their own claims). */
+static _Thread_local const weight_t *t_next[4];
+static _Thread_local int t_next_k;
+
+void matmul_next_hint(const weight_t *const *w, int k)
+{
+    t_next_k = k < 0 ? 0 : k > 4 ? 4 : k;
+    for (int i = 0; i < t_next_k; i++) t_next[i] = w[i];
+}
+
+int matmul_take_hint(const weight_t **w)
+{
+    int k = t_next_k;
+    for (int i = 0; i < k; i++) w[i] = t_next[i];
+    t_next_k = 0;
+    return k;
+}
+
 void matmul(float *y, const float *x, const weight_t *w, int n)
 {
-    if (dtype_is_quant(w->dtype)) qmatmul_multi(&y, &w, 1, x, n);
-    else if (n == 1) matvec(y, x, w);
+    if (dtype_is_quant(w->dtype)) {
+        qmatmul_multi(&y, &w, 1, x, n);
+        return;
+    }
+    t_next_k = 0;
+    if (n == 1) matvec(y, x, w);
     else gemm_multi(&y, &w, 1, x, n);
 }
 
@@ -287,8 +310,12 @@ void matmul_multi(float *const *y, const weight_t *const *w, int k, const float 
 {
     int nq = 0;
     for (int i = 0; i < k; i++) nq += dtype_is_quant(w[i]->dtype);
-    if (nq == k) qmatmul_multi(y, w, k, x, n);   /* block formats: quant_gemm.c */
-    else if (nq > 0)                             /* a mix: one matrix at a time */
+    if (nq == k) {   /* block formats: quant_gemm.c */
+        qmatmul_multi(y, w, k, x, n);
+        return;
+    }
+    t_next_k = 0;
+    if (nq > 0)   /* a mix: one matrix at a time */
         for (int i = 0; i < k; i++) matmul(y[i], x, w[i], n);
     else if (n == 1) matvec_multi(y, w, k, x);
     else gemm_multi(y, w, k, x, n);
@@ -298,6 +325,7 @@ void matmul_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_
 {
     int same = w_gate->rows == w_up->rows && w_gate->cols == w_up->cols;
     int qg = dtype_is_quant(w_gate->dtype), qu = dtype_is_quant(w_up->dtype);
+    if (!qg || !qu) t_next_k = 0;
     if (n == 1 && same && !qg && !qu) {
         float *y[2] = {gate, up};
         const weight_t *w[2] = {w_gate, w_up};

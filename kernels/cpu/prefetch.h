@@ -24,6 +24,10 @@ typedef struct {
     int q8;                /* 8-bit-activation row kernels (quant_body.inc, quant_vec8.h), t0 */
     int split, split_l2;   /* Q4_K/Q5_K byte-plane decode (quant16_split_avx512.inc): t0, t1 */
     int mv16, mv32;        /* F16/BF16 rows (t1) and F32 rows (t0), simd_avx512.c */
+    int idle;              /* not a distance: the bytes of the next decode product (matmul_next_hint)
+                            * a team worker prefetches (t0) at the front of its first claim once
+                            * its share is done, while the caller runs the serial code between the
+                            * two products (quant_gemm.c; 0: none) */
 } cpu_prefetch;
 
 /* The distances in use (dispatch.c). Read by the kernels at every call; written only by

@@ -303,4 +303,8 @@ extern int cpu_qgemm_mode;
 /* matmul/matmul_multi/widen_row for block dtypes (quant_gemm.c; matmul.c routes to them). */
 void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n);
 
+/* matmul_next_hint's matrices for this thread's next product (w: room for 4), and the hint
+ * cleared: the count (0: none). matmul.c keeps the hint; the call it is for takes it. */
+int matmul_take_hint(const weight_t **w);
+
 #endif

@@ -40,6 +40,7 @@
  * packing costs about as much as 4 activation rows, hence QG_PACK_MIN (n = 2..4: the tiles win).
  * llama.cpp on the same machine: SmolLM2-135M Q4_1 prefill ~180 tok/s on 1 thread, about
  * 40-50 GFLOP/s. */
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/rowsteal.h"
 
@@ -271,7 +272,55 @@ typedef struct {
     const uint8_t *act;
     const size_t *off, *xs;
     const int *wf;
+    const weight_t *next[4];   /* matmul_next_hint: the product after this one (next_k matrices) */
+    int next_k;
 } qmv_job;
+
+/* A worker's read-ahead of the next product (cpu_pf.idle bytes): up to 4 spans, the places its
+ * first claim starts streaming (rs_first_claim; each WL_X16 piece streams groups f0 and
+ * f0 + ng/2 together, run_rows_x16), each given a share of the bytes. */
+static _Thread_local struct {
+    int n;
+    const char *p[4];
+    size_t len[4];
+} t_ahead;
+
+static void ahead_plan(const weight_t *const *w, int k, int t, int T, size_t bytes)
+{
+    long long total = 0, g0, g1, base = 0;
+    int x16 = 0;
+    t_ahead.n = 0;
+    for (int i = 0; i < k; i++) total += w[i]->rows, x16 |= w[i]->layout == WL_X16;
+    if (!rs_first_claim(total, t, T, dtype_row_bytes(w[0]->dtype, w[0]->cols), QMV_BLOCK_BYTES, x16 ? 16 : 8, &g0, &g1))
+        return;
+    for (int i = 0; i < k && bytes && t_ahead.n < 3; base += w[i]->rows, i++) {
+        long long a = (g0 > base ? g0 : base) - base, e = (g1 < base + w[i]->rows ? g1 : base + w[i]->rows) - base;
+        const size_t rb = dtype_row_bytes(w[i]->dtype, w[i]->cols);
+        const char *W = w[i]->data;
+        if (a >= e) continue;
+        if (w[i]->layout != WL_X16) {   /* one stream from row a */
+            size_t len = (size_t)(e - a) * rb < bytes ? (size_t)(e - a) * rb : bytes;
+            t_ahead.p[t_ahead.n] = W + (size_t)a * rb, t_ahead.len[t_ahead.n++] = len;
+            bytes -= len;
+            continue;
+        }
+        long long f0 = (a + 15) / 16, ng = e / 16 - f0;   /* whole groups; the partial ones after */
+        if (ng <= 0) continue;
+        const size_t gs = 16 * rb, len = bytes / 2 < (size_t)ng * gs / 2 ? bytes / 2 : (size_t)ng * gs / 2;
+        t_ahead.p[t_ahead.n] = W + (size_t)f0 * gs, t_ahead.len[t_ahead.n++] = len;
+        t_ahead.p[t_ahead.n] = W + (size_t)(f0 + ng / 2) * gs, t_ahead.len[t_ahead.n++] = len;
+        bytes -= 2 * len;
+    }
+}
+
+/* cpu_team_after: the plan read into this core's caches (prefetcht0: alternating decode steps
+ * against prefetcht1, SmolLM2 2 threads, bench/cpu.md session 30). A prefetch never faults. */
+static void ahead_run(void)
+{
+    for (int s = 0; s < t_ahead.n; s++)
+        for (size_t o = 0; o < t_ahead.len[s]; o += 64) __builtin_prefetch(t_ahead.p[s] + o, 0, 3);
+    t_ahead.n = 0;
+}
 
 static void qmv_rows(void *arg, int i, int a, int b)
 {
@@ -283,6 +332,10 @@ static void qmv_share(void *arg, int t, int T)
 {
     qmv_job *j = arg;
     rs_share(&j->rs, t, T, j->w, j->k, j->y, j->then_swiglu, qmv_rows, NULL, j);
+    if (j->next_k && t > 0 && cpu_pf.idle > 0) {   /* a worker: its read-ahead once it has reported */
+        ahead_plan(j->next, j->next_k, t, T, (size_t)cpu_pf.idle);
+        cpu_team_after(ahead_run);
+    }
 }
 
 void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n)
@@ -305,6 +358,8 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
 {
     const cpu_quant_ops *ops = cpu_quant();
     int K = w[0]->cols;
+    const weight_t *next[4];
+    const int next_k = matmul_take_hint(next);   /* for the decode's team run below; else dropped */
     for (int i = 0; i < k; i++)   /* not a matrix of whole blocks (or not K wide): NaN, no reads */
         if (w[i]->cols != K || K <= 0 || K % dtype_block(w[i]->dtype)) {
             for (int m = 0; m < k; m++)
@@ -379,6 +434,8 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
         qmv_job j;   /* not zero-filled: rs_init sets the counters it uses (4 KiB a call otherwise) */
         j.ops = ops, j.y = y, j.w = w, j.k = k, j.act = act, j.off = off, j.xs = xs, j.wf = wf;
         j.then_swiglu = then_swiglu;
+        j.next_k = next_k;
+        for (int i = 0; i < next_k; i++) j.next[i] = next[i];
         int x16 = 0;   /* whole 16-row groups for the WL_X16 kernels */
         for (int i = 0; i < k; i++) x16 |= w[i]->layout == WL_X16;
         rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, x16 ? 16 : 8);

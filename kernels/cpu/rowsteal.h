@@ -39,11 +39,17 @@ typedef struct {
  * row), a multiple of align rows (at least align). The whole set-up: it writes every field a
  * run of up to nt threads reads (counters c[0..nt) only), so a caller need not zero-fill the
  * struct (4 KiB of counters; a zero-filled job was half of qmatmul_impl's set-up time). */
-static inline void rs_init(rowsteal *rs, long long total, int nt, size_t row_bytes, size_t block_bytes, int align)
+/* Rows a claim block holds: about block_bytes of weights, a multiple of align (≥ align). */
+static inline long long rs_block_rows(long long total, size_t row_bytes, size_t block_bytes, int align)
 {
     long long b = row_bytes ? (long long)(block_bytes / row_bytes) : total;
     b = b / align * align;
-    rs->block = b < align ? align : b;
+    return b < align ? align : b;
+}
+
+static inline void rs_init(rowsteal *rs, long long total, int nt, size_t row_bytes, size_t block_bytes, int align)
+{
+    rs->block = rs_block_rows(total, row_bytes, block_bytes, align);
     rs->total = total;
     rs->nt = nt;
     for (int t = 0; t < nt && t < RS_MAX_THREADS; t++) rs->c[t].fb = 0;
@@ -74,6 +80,20 @@ static inline int rs_claim(rowsteal *rs, int v, int t, int T, long long *g0, lon
         *g1 = *g0 + take * rs->block < s1 ? *g0 + take * rs->block : s1;
         return 1;
     }
+}
+
+/* Rows [*g0, *g1) of the first claim thread t of T makes in a run set up by rs_init(rs, total,
+ * T, row_bytes, block_bytes, align): the front half of its own share (rs_claim), where its
+ * weight stream starts on an idle machine (matmul_next_hint's read-ahead). 0: an empty share. */
+static inline int rs_first_claim(long long total, int t, int T, size_t row_bytes, size_t block_bytes, int align,
+                                 long long *g0, long long *g1)
+{
+    long long b = rs_block_rows(total, row_bytes, block_bytes, align);
+    long long s0 = total * t / T, s1 = total * (t + 1) / T, nb = (s1 - s0 + b - 1) / b;
+    if (nb <= 0) return 0;
+    *g0 = s0;
+    *g1 = s0 + (nb + 1) / 2 * b < s1 ? s0 + (nb + 1) / 2 * b : s1;
+    return 1;
 }
 
 /* The next block for thread t of T (T ≤ rs->nt): rows [*g0, *g1) of the concatenation; 0 when

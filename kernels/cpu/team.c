@@ -68,6 +68,8 @@ typedef struct {
 
 static team_state team = {.start_lock = PTHREAD_MUTEX_INITIALIZER};
 static _Thread_local int my_T;   /* T of the run this thread is computing a share of (0: none) */
+static _Thread_local void (*my_after)(void);   /* cpu_team_after of the share just computed */
+static _Thread_local int my_worker;            /* this thread is one of the team's workers */
 
 static long long now_ns(void)
 {
@@ -125,6 +127,7 @@ static void *worker_main(void *p)
 {
     const int id = (int)(size_t)p;
     unsigned seen = team.start_gen;   /* pthread_create orders it */
+    my_worker = 1;
     for (;;) {
         seen = wait_change(&team.gen, seen, 1);
         const int T = (int)(seen & ((1u << TEAM_T_BITS) - 1)) + 1;
@@ -133,6 +136,11 @@ static void *worker_main(void *p)
             team.fn(team.arg, id, T);
             my_T = 0;
             atomic_fetch_add_explicit(&team.done, 1, memory_order_release);
+            if (my_after) {
+                void (*after)(void) = my_after;
+                my_after = NULL;
+                after();
+            }
         }
     }
     return NULL;
@@ -219,6 +227,11 @@ void cpu_team_run(int T, cpu_team_fn fn, void *arg)
         }
     }
     atomic_store(&team.busy, 0);
+}
+
+void cpu_team_after(void (*fn)(void))
+{
+    if (my_worker) my_after = fn;
 }
 
 void cpu_team_barrier(void)
