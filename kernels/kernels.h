@@ -194,6 +194,11 @@ void matmul_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_
  * RoPE, attention set-up). Only timing changes, never a result; the hint is used by one call
  * and then cleared. The matrices must stay alive until that following product has run. */
 void matmul_next_hint(const weight_t *const *w, int k);
+/* Decode hint, after matmul_next_hint (k may be 0): thread t (1 ≤ t < 8) of that call's team
+ * reads [p, p + bytes) right after it (the keys of the heads its share of the attention
+ * computes: model/decode_attn.c); that worker prefetches the span whole into its L2, after the
+ * matrices' read-ahead. At most 4 spans a thread (more are ignored); none with cpu_pf.idle 0. */
+void matmul_next_hint_bytes(int t, const void *p, size_t bytes);
 
 /* out[w.cols] = row `row` of w as f32 (the embedding lookup; block formats: dequantize_row). */
 void widen_row(float *out, const weight_t *w, int row);

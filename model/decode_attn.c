@@ -97,6 +97,24 @@ static void da_phases_share(void *arg, int t, int T)
     attn_phase_share(j->e, j->l, j->scale, 3, j->n_items, t, T);
 }
 
+/* The split model_decode_attention uses for layer l: the threads of the heads split (1 below
+ * 2^11 key elements), or 0 for the phases split (2^15 and more); *n_items: phase 1's items. */
+static int heads_split(const engine *e, int l, int n_threads, int *n_items)
+{
+    const model_config *c = &e->w->cfg;
+    const int H = c->n_heads, Hkv = c->n_kv_heads;
+    int max_len = 0;
+    *n_items = 0;
+    for (int g = 0; g < Hkv; g++) {
+        int len = kv_len(e->kv, l, g);
+        *n_items += (len + DEC_KEYS_ITEM - 1) / DEC_KEYS_ITEM;
+        if (len > max_len) max_len = len;
+    }
+    const long long work = (long long)max_len * Hkv * c->head_dim;
+    if (work >= (1 << 15)) return 0;
+    return work < (1 << 11) ? 1 : n_threads < H ? n_threads : H;
+}
+
 /* Decode attention of layer l, grouped by KV head (kernels.h attn_decode_*): each KV head's
  * K and V are read once for its G query heads. Short caches (< 2^15 key elements): the query
  * heads split over the threads, one team run and no barrier (one thread below 2^11). Longer ones:
@@ -106,21 +124,25 @@ static void da_phases_share(void *arg, int t, int T)
  * attn_decode_head per head). The shares run on the decode team (cpu_team_run). */
 void model_decode_attention(engine *e, int l, float scale, int n_threads)
 {
-    const model_config *c = &e->w->cfg;
-    kv_cache *kv = e->kv;
-    const int H = c->n_heads, Hkv = c->n_kv_heads;
-    int n_items = 0, max_len = 0;
-    for (int g = 0; g < Hkv; g++) {
-        int len = kv_len(kv, l, g);
-        n_items += (len + DEC_KEYS_ITEM - 1) / DEC_KEYS_ITEM;
-        if (len > max_len) max_len = len;
-    }
-    const long long work = (long long)max_len * Hkv * c->head_dim;
-    da_job j = {.e = e, .l = l, .scale = scale, .n_items = n_items};
-    if (work < (1 << 15)) {
-        int nh = work < (1 << 11) ? 1 : n_threads < H ? n_threads : H;
+    da_job j = {.e = e, .l = l, .scale = scale};
+    const int nh = heads_split(e, l, n_threads, &j.n_items);
+    if (nh) {
         cpu_team_run(nh, da_heads_share, &j);
         return;
     }
     cpu_team_run(n_threads, da_phases_share, &j);
+}
+
+void model_decode_attention_hint(const engine *e, int l, int n_threads)
+{
+    const model_config *c = &e->w->cfg;
+    const int H = c->n_heads, G = H / c->n_kv_heads, hd = c->head_dim;
+    int n_items, T = heads_split(e, l, n_threads, &n_items);
+    const size_t es = dtype_size(e->kv->kv_dtype);
+    /* attn_heads_share's heads of thread t, their KV groups' keys (with the values too, Qwen2.5
+     * steps were 0.7-1.4% slower in alternating-step runs, keys alone -0.3..+0.4%; bench/cpu.md
+     * session 30): the scores read them first, the values come while the softmax computes */
+    for (int t = 1; t < T; t++)
+        for (int g = H * t / T / G; g <= (H * (t + 1) / T - 1) / G; g++)
+            matmul_next_hint_bytes(t, kv_key_data(e->kv, l, g), (size_t)(kv_len(e->kv, l, g) + 1) * hd * es);
 }

@@ -370,6 +370,7 @@ static int decode_cpu(engine *e, int token, int pos, int T)
         float *qkv_out[3] = {e->q, e->k, e->v};
         const weight_t *qkv_w[3] = {&lw->wq, &lw->wk, &lw->wv};
         hint_next(e->w, l, 1);
+        if (!(kv->ops->attend && !kv->passthrough) && !e->shifted) model_decode_attention_hint(e, l, T);
         matmul_multi(qkv_out, qkv_w, 3, e->xb, 1);
         if (lw->bq.data) {
             add_bias(e->q, &lw->bq, 1, H * hd);

@@ -60,6 +60,11 @@ float model_logit_factor(const struct kv_cache *kv, int n_keys);
  * probabilities left in e->probs (rows probs_stride apart) for the policies, on n_threads
  * threads; the same floats for any thread count. */
 void model_decode_attention(engine *e, int l, float scale, int n_threads);
+/* Decode, before layer l's q/k/v product (after its matmul_next_hint): tells that product's
+ * team workers (matmul_next_hint_bytes) the keys their share of model_decode_attention(e, l, .,
+ * n_threads) reads, to prefetch while the caller writes the new token's K/V. Short caches only
+ * (the heads split); the phases split gets none. Timing only. */
+void model_decode_attention_hint(const engine *e, int l, int n_threads);
 
 /* Seconds on CLOCK_MONOTONIC (util.c): the model's step, prefill and generation timings. */
 double model_now_s(void);

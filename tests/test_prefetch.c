@@ -8,7 +8,8 @@
  *    all distances 0 and all 65536 (prefetches far past the end of the weights: a prefetch
  *    never faults), each call hinted (matmul_next_hint) so that 2-thread quantized calls run
  *    the workers' read-ahead (idle = 0 and 65536 among the sets), and the hint is gone after
- *    the call (taken by a quantized product, dropped by the others). */
+ *    the call (taken by a quantized product, dropped by the others);
+ *  - the hint's bookkeeping (matmul_next_hint_bytes' spans, taken once). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -84,9 +85,9 @@ static void check_same_bits(const weight_t *w, const float *x, const char *what)
         for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
             assert_int_equal(cpu_prefetch_set(sets[s], err, sizeof err), 0);
             matmul_next_hint(next, 2);
+            matmul_next_hint_bytes(1, x, (size_t)w->cols * 4);   /* and a span for worker 1 */
             matmul(s ? y : y0, x, w, 1);
-            const weight_t *left[4];
-            assert_int_equal(matmul_take_hint(left), 0);   /* taken (quantized) or dropped (F32/F16/BF16) */
+            assert_null(matmul_take_hint());   /* taken (quantized) or dropped (F32/F16/BF16) */
             if (s && memcmp(y, y0, (size_t)w->rows * 4) != 0)
                 fail_msg("%s, %d thread(s): the output under '%s' differs from the intel set's", what, threads, sets[s]);
         }
@@ -94,6 +95,45 @@ static void check_same_bits(const weight_t *w, const float *x, const char *what)
     cpu_set_threads(1);
     cpu_pf = saved;
     free(y0), free(y);
+}
+
+/* The hint's bookkeeping: spans only after matmul_next_hint, for threads 1..7, at most 4 each;
+ * taken once; a new hint starts empty. */
+static void test_next_hint_is_taken_once_and_keeps_at_most_four_spans_a_thread(void **state)
+{
+    (void)state;
+    static float a[64];
+    weight_t w0 = {DT_F32, a, 4, 16, WL_ROWS}, w1 = w0;
+    const weight_t *ws[2] = {&w0, &w1};
+    assert_null(matmul_take_hint());
+    matmul_next_hint_bytes(1, a, 64);   /* no hint started: ignored */
+    assert_null(matmul_take_hint());
+    matmul_next_hint(ws, 2);
+    for (int i = 0; i < 6; i++) matmul_next_hint_bytes(1, a + i, 4 * (size_t)(i + 1));
+    matmul_next_hint_bytes(0, a, 64);    /* the caller: not a worker */
+    matmul_next_hint_bytes(8, a, 64);    /* past MM_HINT_THREADS */
+    matmul_next_hint_bytes(2, NULL, 64);
+    matmul_next_hint_bytes(2, a, 0);
+    const matmul_hint *h = matmul_take_hint();
+    assert_non_null(h);
+    assert_int_equal(h->k, 2);
+    assert_ptr_equal(h->w[0], &w0);
+    assert_ptr_equal(h->w[1], &w1);
+    assert_int_equal(h->n[0], 0);
+    assert_int_equal(h->n[1], 4);
+    assert_int_equal(h->n[2], 0);
+    for (int i = 0; i < 4; i++) {
+        assert_ptr_equal(h->p[1][i], (const char *)(a + i));
+        assert_int_equal(h->len[1][i], 4 * (size_t)(i + 1));
+    }
+    assert_null(matmul_take_hint());     /* once */
+    matmul_next_hint_bytes(1, a, 64);    /* after the take, without a new hint: ignored */
+    assert_null(matmul_take_hint());
+    matmul_next_hint(ws, 0);             /* a new hint starts with no spans */
+    h = matmul_take_hint();
+    assert_non_null(h);
+    assert_int_equal(h->k, 0);
+    assert_int_equal(h->n[1], 0);
 }
 
 static void test_outputs_do_not_depend_on_the_distances(void **state)
@@ -147,6 +187,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_parses_sets_and_fields_and_rejects_bad_specs),
+        cmocka_unit_test(test_next_hint_is_taken_once_and_keeps_at_most_four_spans_a_thread),
         cmocka_unit_test(test_outputs_do_not_depend_on_the_distances),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

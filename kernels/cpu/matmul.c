@@ -276,23 +276,31 @@ static void gemm_multi(float *const *y, const weight_t *const *w, int k, const f
             for (int r = 0; r < n; r++) matvec(y[i] + (size_t)r * w[i]->rows, x + (size_t)r * w[i]->cols, w[i]);
 }
 
-/* matmul_next_hint's matrices, for the next product on this thread (quant_gemm.c's decode
- * takes them; the F32/F16/BF16 paths below drop them: they read ahead by their own claims). */
-static _Thread_local const weight_t *t_next[4];
-static _Thread_local int t_next_k;
+/* matmul_next_hint's hint for the next product on this thread (quant_gemm.c's decode takes it;
+ * the F32/F16/BF16 paths below drop it: they read ahead by their own claims). */
+static _Thread_local matmul_hint t_hint;
+static _Thread_local int t_hint_set;
 
 void matmul_next_hint(const weight_t *const *w, int k)
 {
-    t_next_k = k < 0 ? 0 : k > 4 ? 4 : k;
-    for (int i = 0; i < t_next_k; i++) t_next[i] = w[i];
+    t_hint.k = k < 0 ? 0 : k > 4 ? 4 : k;
+    for (int i = 0; i < t_hint.k; i++) t_hint.w[i] = w[i];
+    for (int t = 0; t < MM_HINT_THREADS; t++) t_hint.n[t] = 0;
+    t_hint_set = 1;
 }
 
-int matmul_take_hint(const weight_t **w)
+void matmul_next_hint_bytes(int t, const void *p, size_t bytes)
 {
-    int k = t_next_k;
-    for (int i = 0; i < k; i++) w[i] = t_next[i];
-    t_next_k = 0;
-    return k;
+    if (!t_hint_set || t < 1 || t >= MM_HINT_THREADS || t_hint.n[t] >= MM_HINT_SPANS || !p || !bytes) return;
+    t_hint.p[t][t_hint.n[t]] = p;
+    t_hint.len[t][t_hint.n[t]++] = bytes;
+}
+
+const matmul_hint *matmul_take_hint(void)
+{
+    const int set = t_hint_set;
+    t_hint_set = 0;
+    return set ? &t_hint : NULL;
 }
 
 void matmul(float *y, const float *x, const weight_t *w, int n)
@@ -301,7 +309,7 @@ void matmul(float *y, const float *x, const weight_t *w, int n)
         qmatmul_multi(&y, &w, 1, x, n);
         return;
     }
-    t_next_k = 0;
+    t_hint_set = 0;
     if (n == 1) matvec(y, x, w);
     else gemm_multi(&y, &w, 1, x, n);
 }
@@ -314,7 +322,7 @@ void matmul_multi(float *const *y, const weight_t *const *w, int k, const float 
         qmatmul_multi(y, w, k, x, n);
         return;
     }
-    t_next_k = 0;
+    t_hint_set = 0;
     if (nq > 0)   /* a mix: one matrix at a time */
         for (int i = 0; i < k; i++) matmul(y[i], x, w[i], n);
     else if (n == 1) matvec_multi(y, w, k, x);
@@ -325,7 +333,7 @@ void matmul_swiglu(float *gate, float *up, const weight_t *w_gate, const weight_
 {
     int same = w_gate->rows == w_up->rows && w_gate->cols == w_up->cols;
     int qg = dtype_is_quant(w_gate->dtype), qu = dtype_is_quant(w_up->dtype);
-    if (!qg || !qu) t_next_k = 0;
+    if (!qg || !qu) t_hint_set = 0;
     if (n == 1 && same && !qg && !qu) {
         float *y[2] = {gate, up};
         const weight_t *w[2] = {w_gate, w_up};

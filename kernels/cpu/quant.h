@@ -303,8 +303,19 @@ extern int cpu_qgemm_mode;
 /* matmul/matmul_multi/widen_row for block dtypes (quant_gemm.c; matmul.c routes to them). */
 void qmatmul_multi(float *const *y, const weight_t *const *w, int k, const float *x, int n);
 
-/* matmul_next_hint's matrices for this thread's next product (w: room for 4), and the hint
- * cleared: the count (0: none). matmul.c keeps the hint; the call it is for takes it. */
-int matmul_take_hint(const weight_t **w);
+/* matmul_next_hint / matmul_next_hint_bytes (kernels.h): what follows a decode product. */
+#define MM_HINT_THREADS 8
+#define MM_HINT_SPANS 4
+typedef struct {
+    const weight_t *w[4];   /* the next product's matrices, k of them */
+    int k;
+    int n[MM_HINT_THREADS];   /* spans thread t reads after it */
+    const char *p[MM_HINT_THREADS][MM_HINT_SPANS];
+    size_t len[MM_HINT_THREADS][MM_HINT_SPANS];
+} matmul_hint;
+/* The hint set on this thread for its next product (NULL: none), marked used. matmul.c keeps
+ * it; the struct stays as it is until this thread's next matmul_next_hint, so the workers of
+ * the product it is for may read it while that product runs. */
+const matmul_hint *matmul_take_hint(void);
 
 #endif

@@ -272,17 +272,16 @@ typedef struct {
     const uint8_t *act;
     const size_t *off, *xs;
     const int *wf;
-    const weight_t *next[4];   /* matmul_next_hint: the product after this one (next_k matrices) */
-    int next_k;
+    const matmul_hint *hint;   /* what follows this product (matmul_next_hint), NULL: nothing */
 } qmv_job;
 
-/* A worker's read-ahead of the next product (cpu_pf.idle bytes): up to 4 spans, the places its
- * first claim starts streaming (rs_first_claim; each WL_X16 piece streams groups f0 and
- * f0 + ng/2 together, run_rows_x16), each given a share of the bytes. */
+/* A worker's read-ahead: of the next product, cpu_pf.idle bytes in up to 4 spans, the places
+ * its first claim starts streaming (rs_first_claim; each WL_X16 piece streams groups f0 and
+ * f0 + ng/2 together, run_rows_x16), each given a share of the bytes; then the hint's spans. */
 static _Thread_local struct {
-    int n;
-    const char *p[4];
-    size_t len[4];
+    int n, nm;   /* spans, of which the first nm are the matrices' */
+    const char *p[4 + MM_HINT_SPANS];
+    size_t len[4 + MM_HINT_SPANS];
 } t_ahead;
 
 static void ahead_plan(const weight_t *const *w, int k, int t, int T, size_t bytes)
@@ -318,7 +317,10 @@ static void ahead_plan(const weight_t *const *w, int k, int t, int T, size_t byt
 static void ahead_run(void)
 {
     for (int s = 0; s < t_ahead.n; s++)
-        for (size_t o = 0; o < t_ahead.len[s]; o += 64) __builtin_prefetch(t_ahead.p[s] + o, 0, 3);
+        if (s < t_ahead.nm)
+            for (size_t o = 0; o < t_ahead.len[s]; o += 64) __builtin_prefetch(t_ahead.p[s] + o, 0, 3);
+        else   /* the hint's spans: L2 (prefetcht1), they may be larger than the L1 */
+            for (size_t o = 0; o < t_ahead.len[s]; o += 64) __builtin_prefetch(t_ahead.p[s] + o, 0, 2);
     t_ahead.n = 0;
 }
 
@@ -332,9 +334,14 @@ static void qmv_share(void *arg, int t, int T)
 {
     qmv_job *j = arg;
     rs_share(&j->rs, t, T, j->w, j->k, j->y, j->then_swiglu, qmv_rows, NULL, j);
-    if (j->next_k && t > 0 && cpu_pf.idle > 0) {   /* a worker: its read-ahead once it has reported */
-        ahead_plan(j->next, j->next_k, t, T, (size_t)cpu_pf.idle);
-        cpu_team_after(ahead_run);
+    const matmul_hint *h = j->hint;
+    if (h && t > 0 && cpu_pf.idle > 0) {   /* a worker: its read-ahead once it has reported */
+        t_ahead.n = 0;
+        if (h->k) ahead_plan(h->w, h->k, t, T, (size_t)cpu_pf.idle);
+        t_ahead.nm = t_ahead.n;
+        for (int s = 0; t < MM_HINT_THREADS && s < h->n[t]; s++)
+            t_ahead.p[t_ahead.n] = h->p[t][s], t_ahead.len[t_ahead.n++] = h->len[t][s];
+        if (t_ahead.n) cpu_team_after(ahead_run);
     }
 }
 
@@ -358,8 +365,7 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
 {
     const cpu_quant_ops *ops = cpu_quant();
     int K = w[0]->cols;
-    const weight_t *next[4];
-    const int next_k = matmul_take_hint(next);   /* for the decode's team run below; else dropped */
+    const matmul_hint *hint = matmul_take_hint();   /* for the decode's team run below; else dropped */
     for (int i = 0; i < k; i++)   /* not a matrix of whole blocks (or not K wide): NaN, no reads */
         if (w[i]->cols != K || K <= 0 || K % dtype_block(w[i]->dtype)) {
             for (int m = 0; m < k; m++)
@@ -434,8 +440,7 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
         qmv_job j;   /* not zero-filled: rs_init sets the counters it uses (4 KiB a call otherwise) */
         j.ops = ops, j.y = y, j.w = w, j.k = k, j.act = act, j.off = off, j.xs = xs, j.wf = wf;
         j.then_swiglu = then_swiglu;
-        j.next_k = next_k;
-        for (int i = 0; i < next_k; i++) j.next[i] = next[i];
+        j.hint = hint;
         int x16 = 0;   /* whole 16-row groups for the WL_X16 kernels */
         for (int i = 0; i < k; i++) x16 |= w[i]->layout == WL_X16;
         rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, x16 ? 16 : 8);
