@@ -72,8 +72,8 @@ static void test_set_parses_sets_and_fields_and_rejects_bad_specs(void **state)
  * a product over w and W_next (the read-ahead reads both); the outputs must be bit-identical. */
 static void check_same_bits(const weight_t *w, const float *x, const char *what)
 {
-    static const char *const sets[] = {"intel", "amd", "x16=0,x16k=0,q16=0,q16_l2=0,q16_256=0,q8=0,split=0,split_l2=0,mv16=0,mv32=0,idle=0",
-                                       "x16=65536,x16k=65536,q16=65536,q16_l2=65536,q16_256=65536,q8=65536,split=65536,split_l2=65536,mv16=65536,mv32=65536,idle=65536"};
+    static const char *const sets[] = {"intel", "amd", "x16=0,x16k=0,q16=0,q16_l2=0,q16_256=0,q8=0,split=0,split_l2=0,mv16=0,mv32=0,x16nta=0,idle=0",
+                                       "x16=65536,x16k=65536,q16=65536,q16_l2=65536,q16_256=65536,q8=65536,split=65536,split_l2=65536,mv16=65536,mv32=65536,x16nta=65536,idle=65536"};
     weight_t w_next = *w;
     w_next.rows = w->rows / 2;   /* the front half of w's rows */
     const weight_t *next[2] = {w, &w_next};

@@ -163,11 +163,13 @@ int cpu_quant_use(const char *name)
  * Rapids) VM 12288 is as good as any other distance tried (bench/cpu.md, session 15), so both
  * sets keep it. idle (session 30, a worker's read-ahead of the next decode product) was tried on
  * a Zen 3 VM only: 4-64 KiB all 1.3-2.9% faster two-thread SmolLM2 steps than none, 8-16 KiB
- * best; the intel set takes the same value. */
-#define PF_INTEL {.x16 = 3072, .x16k = 12288, .q16 = 2048, .q16_l2 = 4096, .q16_256 = 1024, .q8 = 1024, .split = 1024, .split_l2 = 4096, .mv16 = 3072, .mv32 = 3072, .idle = 16384}
+ * best; the intel set takes the same value. x16nta (session 30, the 256-bit x16 kernels'
+ * prefetch hint) likewise: tried on Zen 3 only, so the intel set keeps prefetcht1. */
+#define PF_INTEL {.x16 = 3072, .x16k = 12288, .q16 = 2048, .q16_l2 = 4096, .q16_256 = 1024, .q8 = 1024, .split = 1024, .split_l2 = 4096, .mv16 = 3072, .mv32 = 3072, .x16nta = 0, .idle = 16384}
 static const cpu_prefetch pf_intel = PF_INTEL;
 static const cpu_prefetch pf_amd = {.x16 = 1024, .x16k = 12288, .q16 = 2048, .q16_l2 = 4096, .q16_256 = 1024, .q8 = 1024,
-                                    .split = 1024, .split_l2 = 4096, .mv16 = 1024, .mv32 = 0, .idle = 16384};
+                                    .split = 1024, .split_l2 = 4096, .mv16 = 1024, .mv32 = 0, .x16nta = 1,
+                                    .idle = 16384};
 cpu_prefetch cpu_pf = PF_INTEL;
 static const char *pf_name = "intel";
 
@@ -188,7 +190,8 @@ static int *pf_field(cpu_prefetch *p, const char *name, size_t len)
         {"q16_l2", offsetof(cpu_prefetch, q16_l2)}, {"q16_256", offsetof(cpu_prefetch, q16_256)},
         {"q8", offsetof(cpu_prefetch, q8)},         {"split", offsetof(cpu_prefetch, split)},
         {"split_l2", offsetof(cpu_prefetch, split_l2)}, {"mv16", offsetof(cpu_prefetch, mv16)},
-        {"mv32", offsetof(cpu_prefetch, mv32)},     {"idle", offsetof(cpu_prefetch, idle)}};
+        {"mv32", offsetof(cpu_prefetch, mv32)},     {"x16nta", offsetof(cpu_prefetch, x16nta)},
+        {"idle", offsetof(cpu_prefetch, idle)}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (strlen(f[i].name) == len && !strncmp(f[i].name, name, len)) return (int *)((char *)p + f[i].off);
     return NULL;
@@ -220,7 +223,7 @@ int cpu_prefetch_set(const char *spec, char *err, size_t errlen)
             char *end;
             long v = strtol(eq + 1, &end, 10);
             if (!f || end != s + len || end == eq + 1 || v < 0 || v > 65536) {
-                snprintf(err, errlen, "prefetch: bad '%.*s' (x16, x16k, q16, q16_l2, q16_256, q8, split, split_l2, mv16, mv32, idle = 0..65536 bytes)",
+                snprintf(err, errlen, "prefetch: bad '%.*s' (x16, x16k, q16, q16_l2, q16_256, q8, split, split_l2, mv16, mv32, x16nta, idle = 0..65536)",
                          (int)len, s);
                 return -1;
             }
@@ -237,9 +240,9 @@ int cpu_prefetch_set(const char *spec, char *err, size_t errlen)
 
 void cpu_prefetch_describe(char *buf, size_t n)
 {
-    snprintf(buf, n, "%s: x16=%d x16k=%d q16=%d q16_l2=%d q16_256=%d q8=%d split=%d split_l2=%d mv16=%d mv32=%d idle=%d", pf_name,
+    snprintf(buf, n, "%s: x16=%d x16k=%d q16=%d q16_l2=%d q16_256=%d q8=%d split=%d split_l2=%d mv16=%d mv32=%d x16nta=%d idle=%d", pf_name,
              cpu_pf.x16, cpu_pf.x16k, cpu_pf.q16, cpu_pf.q16_l2, cpu_pf.q16_256, cpu_pf.q8, cpu_pf.split, cpu_pf.split_l2, cpu_pf.mv16,
-             cpu_pf.mv32, cpu_pf.idle);
+             cpu_pf.mv32, cpu_pf.x16nta, cpu_pf.idle);
 }
 
 /* Before main: the set for this CPU's vendor (cpuid leaf 0), or LLM_PREFETCH's. */

@@ -24,6 +24,9 @@ typedef struct {
     int q8;                /* 8-bit-activation row kernels (quant_body.inc, quant_vec8.h), t0 */
     int split, split_l2;   /* Q4_K/Q5_K byte-plane decode (quant16_split_avx512.inc): t0, t1 */
     int mv16, mv32;        /* F16/BF16 rows (t1) and F32 rows (t0), simd_avx512.c */
+    int x16nta;            /* not a distance: non-zero, the 256-bit WL_X16 kernels (Q8_0, Q4_0,
+                            * Q4_1, Q5_0, Q5_1; quant_x16_avx2.c) prefetch with prefetchnta
+                            * instead of prefetcht1 (the AVX-512 ones keep prefetcht1) */
     int idle;              /* not a distance: the bytes of the next decode product (matmul_next_hint)
                             * a team worker prefetches (t0) at the front of its first claim once
                             * its share is done, while the caller runs the serial code between the

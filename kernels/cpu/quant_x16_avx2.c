@@ -9,9 +9,17 @@
 #include <immintrin.h>
 #include <string.h>
 
-/* prefetch of the weight stream, as quant_x16_avx512.c (not tuned on an AVX2-only host) */
+/* prefetch of the weight stream: the distance cpu_pf.x16; the hint cpu_pf.x16nta's, the L1
+ * without the L2 (prefetchnta: the AMD set) or the L2 (prefetcht1, as quant_x16_avx512.c). On
+ * a Zen 3 VM non-temporal made 2-thread SmolLM2 steps 2.2-2.6% faster, one thread 0.2-1.9%,
+ * Qwen2.5 0.3-1.3% (alternating steps, bench/cpu.md session 30): the stream no longer pushes
+ * the step's small hot data (the KV cache, activations, norms) out of the L2. */
 #define QX_PF ((size_t)cpu_pf.x16)
-#define QX_HINT _MM_HINT_T1
+#define QX_PREFETCH(a)                                 \
+    do {                                               \
+        if (cpu_pf.x16nta) _mm_prefetch((a), _MM_HINT_NTA); \
+        else _mm_prefetch((a), _MM_HINT_T1);           \
+    } while (0)
 
 #define T __attribute__((target("avx2,fma,f16c")))
 #define Q(x) x##_avx2_16
