@@ -130,6 +130,9 @@ void cpu_team_barrier(void);
  * already past the join). Once; the last registration of a share counts. On the calling
  * thread (t = 0) or outside a run: ignored. */
 void cpu_team_after(void (*fn)(void));
+/* Inside a cpu_team_after function: 1 when the team's next run has started (the worker should
+ * return to take its share), else 0 (and 0 outside a worker). */
+int cpu_team_next_posted(void);
 /* Physical cores this process may run on (distinct package/core pairs of its CPU affinity). */
 int cpu_num_cores(void);
 /* Whether the BLAS can get its work buffers for n_threads threads (≤ 0: the BLAS's own thread

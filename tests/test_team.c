@@ -8,6 +8,8 @@
  *    stale slot; checked to fail with the barrier made a no-op);
  *  - a run from inside a run, or from inside an OpenMP region, computes its shares on the
  *    calling thread with T = 1 (and its barriers return at once);
+ *  - a worker's after function (cpu_team_after) runs after its share and sees the next run
+ *    start (cpu_team_next_posted); the caller's registration is ignored;
  *  - workers that slept (after the team's spin time) wake for the next run;
  *  - a forked child (where no worker exists) runs the team without hanging. */
 #include <stdarg.h>
@@ -140,6 +142,54 @@ static void test_sleeping_workers_wake(void **state)
     }
 }
 
+/* cpu_team_after / cpu_team_next_posted: worker 1's after function runs once its share is
+ * reported (the run has returned), sees no next run until the caller starts one (the caller
+ * waits 20 ms first), then sees it and returns, and takes part in that run; the caller and
+ * worker 0 of a T = 1 run get no after function. */
+static atomic_int after_calls, after_first, after_saw_next, after_share_done;
+static void after_fn(void)
+{
+    atomic_fetch_add(&after_calls, 1);
+    atomic_store(&after_first, cpu_team_next_posted());
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {   /* until the next run is posted (at most 5 s) */
+        if (cpu_team_next_posted()) {
+            atomic_store(&after_saw_next, 1);
+            return;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < 5000000000LL);
+}
+
+static void after_share(void *arg, int t, int T)
+{
+    (void)arg, (void)T;
+    if (t == 1 || T == 1) cpu_team_after(after_fn);   /* T == 1: on the caller, ignored */
+    if (t == 1) atomic_fetch_add(&after_share_done, 1);
+}
+
+static void test_after_function_runs_on_the_worker_until_the_next_run(void **state)
+{
+    (void)state;
+    assert_int_equal(cpu_team_next_posted(), 0);   /* not a worker */
+    cpu_team_run(2, after_share, NULL);
+    assert_int_equal(atomic_load(&after_share_done), 1);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(atomic_load(&after_calls), 1);
+    assert_int_equal(atomic_load(&after_first), 0);
+    assert_int_equal(atomic_load(&after_saw_next), 0);
+    count_job k = {.T = 2};
+    cpu_team_run(2, count_share, &k);   /* the worker leaves after_fn for it */
+    for (int t = 0; t < 2; t++) assert_int_equal(atomic_load(&k.calls[t]), 1);
+    assert_int_equal(atomic_load(&after_saw_next), 1);
+    cpu_team_run(1, after_share, NULL);   /* T = 1: the caller's registration is ignored */
+    cpu_team_run(2, count_share, &k);
+    nanosleep(&ts, NULL);
+    assert_int_equal(atomic_load(&after_calls), 1);
+}
+
 /* A forked child has no workers: its runs start new ones (an exit status of 0 within 10 s). */
 static void test_runs_in_a_forked_child(void **state)
 {
@@ -169,6 +219,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_share_runs_once_per_run),
         cmocka_unit_test(test_barrier_orders_every_share),
+        cmocka_unit_test(test_after_function_runs_on_the_worker_until_the_next_run),
         cmocka_unit_test(test_nested_run_and_openmp_region_run_on_the_caller),
         cmocka_unit_test(test_sleeping_workers_wake),
         cmocka_unit_test(test_runs_in_a_forked_child),

@@ -70,6 +70,7 @@ static team_state team = {.start_lock = PTHREAD_MUTEX_INITIALIZER};
 static _Thread_local int my_T;   /* T of the run this thread is computing a share of (0: none) */
 static _Thread_local void (*my_after)(void);   /* cpu_team_after of the share just computed */
 static _Thread_local int my_worker;            /* this thread is one of the team's workers */
+static _Thread_local unsigned my_seen;         /* a worker: the start word of its last run */
 
 static long long now_ns(void)
 {
@@ -139,6 +140,7 @@ static void *worker_main(void *p)
             if (my_after) {
                 void (*after)(void) = my_after;
                 my_after = NULL;
+                my_seen = seen;
                 after();
             }
         }
@@ -232,6 +234,11 @@ void cpu_team_run(int T, cpu_team_fn fn, void *arg)
 void cpu_team_after(void (*fn)(void))
 {
     if (my_worker) my_after = fn;
+}
+
+int cpu_team_next_posted(void)
+{
+    return my_worker && atomic_load_explicit(&team.gen, memory_order_relaxed) != my_seen;
 }
 
 void cpu_team_barrier(void)
