@@ -210,9 +210,10 @@ static void test_narrow_every_family_matches_scalar_bits(void **state)
 
 /* ------------------------------------------------------------------------ matvec */
 
-/* rowsteal.h: for any row count, block size and thread count, the claims of threads running
- * at once (owners from the front, half the free blocks at a time; others from the back) cover
- * every row exactly once; with one thread the share is claimed front to back. */
+/* rowsteal.h: for any row count, block size, thread count and split of the last blocks, the
+ * claims of threads running at once (owners from the front, half the free blocks at a time;
+ * others from the back) cover every row exactly once; with one thread the share is claimed
+ * front to back. */
 static void test_rowsteal_claims_every_row_exactly_once(void **state)
 {
     (void)state;
@@ -227,7 +228,7 @@ static void test_rowsteal_claims_every_row_exactly_once(void **state)
                     long long R = totals[a];
                     memset(hits, 0, (size_t)R * sizeof *hits);
                     rowsteal rs;
-                    rs_init(&rs, R, T, 1, blocks[b], 1);
+                    rs_init(&rs, R, T, 1, blocks[b], 1, 1 + rep % 5);   /* last blocks whole, in 2..5 pieces */
 #pragma omp parallel num_threads(T)
                     {
                         int t = omp_get_thread_num(), v = t;
@@ -260,11 +261,12 @@ static void test_rowsteal_first_claim_is_the_first_rs_next(void **state)
                     for (int T = 1; T <= 5; T++)
                         for (int t = 0; t < T; t++) {
                             rowsteal rs;
-                            rs_init(&rs, totals[a], T, row_bytes[r], block_bytes[b], align);
+                            const int parts = 1 + (t + T + align) % 4;
+                            rs_init(&rs, totals[a], T, row_bytes[r], block_bytes[b], align, parts);
                             long long g0 = -1, g1 = -1, f0 = -1, f1 = -1;
                             int v = t, got = rs_next(&rs, t, T, &v, &g0, &g1);
                             int own = got && v == t;   /* an empty share steals instead */
-                            int first = rs_first_claim(totals[a], t, T, row_bytes[r], block_bytes[b], align, &f0, &f1);
+                            int first = rs_first_claim(totals[a], t, T, row_bytes[r], block_bytes[b], align, parts, &f0, &f1);
                             if (first != own || (own && (f0 != g0 || f1 != g1)))
                                 fail_msg("rows %lld, row bytes %zu, block %zu, align %d, thread %d of %d: first claim "
                                          "[%lld, %lld) (%d), rs_first_claim [%lld, %lld) (%d)", totals[a], row_bytes[r],
@@ -272,6 +274,30 @@ static void test_rowsteal_first_claim_is_the_first_rs_next(void **state)
                             cases++;
                         }
     printf("  %d cases\n", cases);
+}
+
+/* The last block of a share of two blocks or more is claimed in pieces: a steal from the back
+ * end of a 1024-row share of 256-row blocks takes its last 64 rows (4 parts; 3 parts: pieces
+ * of 96, 96 and 64), the last 256 in 1 part (whole); a one-block share is never split. */
+static void test_rowsteal_splits_the_last_block(void **state)
+{
+    (void)state;
+    static const int parts[] = {4, 1, 3};
+    static const long long want[] = {64, 256, 64};   /* 3 parts: 96, 96 and the last 64 (align 16) */
+    for (int i = 0; i < 3; i++) {
+        rowsteal rs;
+        long long g0 = -1, g1 = -1;
+        rs_init(&rs, 2048, 2, 1, 256, 16, parts[i]);
+        assert_int_equal(rs_claim(&rs, 0, 1, 2, &g0, &g1), 1);   /* thread 1 steals from share 0 */
+        assert_int_equal(g1, 1024);
+        if (g1 - g0 != want[i]) fail_msg("%d parts: a steal took %lld rows, want %lld", parts[i], g1 - g0, want[i]);
+    }
+    rowsteal rs;
+    long long g0 = -1, g1 = -1;
+    rs_init(&rs, 400, 2, 1, 256, 16, 4);   /* shares of 200 rows: one block each */
+    assert_int_equal(rs_claim(&rs, 0, 1, 2, &g0, &g1), 1);
+    assert_int_equal(g0, 0);
+    assert_int_equal(g1, 200);
 }
 
 static void test_matvec_every_family_matches_scalar_at_odd_sizes(void **state)
@@ -793,6 +819,7 @@ int main(void)
         cmocka_unit_test(test_narrow_every_family_matches_scalar_bits),
         cmocka_unit_test(test_rowsteal_claims_every_row_exactly_once),
         cmocka_unit_test(test_rowsteal_first_claim_is_the_first_rs_next),
+        cmocka_unit_test(test_rowsteal_splits_the_last_block),
         cmocka_unit_test(test_matvec_every_family_matches_scalar_at_odd_sizes),
         cmocka_unit_test(test_matvec_scalar_is_the_dot_product_of_widened_weights),
         cmocka_unit_test(test_matmul_every_dtype_and_batch_matches_float64),

@@ -124,7 +124,7 @@ static void matvec_multi_sw(float *const *y, const weight_t *const *w, int k, co
     if (nt > RS_MAX_THREADS) nt = RS_MAX_THREADS;
     mv_job j;   /* not zero-filled: rs_init sets the counters it uses (4 KiB a call otherwise) */
     j.s = s, j.y = y, j.w = w, j.k = k, j.x = x, j.then_swiglu = then_swiglu;
-    rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, w[0]->cols), MV_BLOCK_BYTES, 4);
+    rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, w[0]->cols), MV_BLOCK_BYTES, 4, 1);   /* last blocks whole: untried */
     cpu_team_run(nt, mv_share, &j);
 }
 

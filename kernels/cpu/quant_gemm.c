@@ -63,6 +63,19 @@ int cpu_qgemm_mode = 0;
  * -1.1..-1.3%, 256 KiB +0.6..+1.0% against 128, 1 MiB +3% against 32). The F32 path's blocks
  * at 128 KiB were 0.1-2% slower (kept at 32). */
 #define QMV_BLOCK_BYTES (128u << 10)
+/* A share's last block in 4 pieces (rowsteal.h rs_init), K-quant products' whole: their
+ * decode kernels set up the activation planes at every call, and a piece is a call.
+ * Alternating steps, 2 threads: SmolLM2 (Q4_1, Q8_0) 4 pieces 0/+0.7/+2.6/+1.3% (2 pieces
+ * +0.1..+4.0%, 8 pieces +0.9/+2.1%), the two threads' mean wait at a product's join 1.6 →
+ * 1.1-1.4 µs; Qwen2.5 with its K-quant matrices in pieces too -1.2..+0.6%, whole
+ * -0.2..+1.5% (bench/cpu.md session 30). */
+#define QMV_TAIL_PARTS 4
+static int qmv_tail_parts(const weight_t *const *w, int k)
+{
+    for (int i = 0; i < k; i++)
+        if (w[i]->dtype == DT_Q4_K || w[i]->dtype == DT_Q5_K || w[i]->dtype == DT_Q6_K) return 1;
+    return QMV_TAIL_PARTS;
+}
 /* Weight bytes per prefill chunk (per thread): the chunk stays in the L2 while every
  * activation row passes over it. */
 #define QG_CHUNK_BYTES (256u << 10)
@@ -290,7 +303,8 @@ static void ahead_plan(const weight_t *const *w, int k, int t, int T, size_t byt
     int x16 = 0;
     t_ahead.n = 0;
     for (int i = 0; i < k; i++) total += w[i]->rows, x16 |= w[i]->layout == WL_X16;
-    if (!rs_first_claim(total, t, T, dtype_row_bytes(w[0]->dtype, w[0]->cols), QMV_BLOCK_BYTES, x16 ? 16 : 8, &g0, &g1))
+    if (!rs_first_claim(total, t, T, dtype_row_bytes(w[0]->dtype, w[0]->cols), QMV_BLOCK_BYTES, x16 ? 16 : 8, qmv_tail_parts(w, k),
+                        &g0, &g1))
         return;
     for (int i = 0; i < k && bytes && t_ahead.n < 3; base += w[i]->rows, i++) {
         long long a = (g0 > base ? g0 : base) - base, e = (g1 < base + w[i]->rows ? g1 : base + w[i]->rows) - base;
@@ -450,7 +464,7 @@ static void qmatmul_impl(float *const *y, const weight_t *const *w, int k, const
         j.hint = hint;
         int x16 = 0;   /* whole 16-row groups for the WL_X16 kernels */
         for (int i = 0; i < k; i++) x16 |= w[i]->layout == WL_X16;
-        rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, x16 ? 16 : 8);
+        rs_init(&j.rs, total, nt, dtype_row_bytes(w[0]->dtype, K), QMV_BLOCK_BYTES, x16 ? 16 : 8, qmv_tail_parts(w, k));
         cpu_team_run(nt, qmv_share, &j);
         return;
     }

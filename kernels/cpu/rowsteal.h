@@ -8,7 +8,9 @@
  * another process, a late wake-up) the others take the blocks it has not reached instead of
  * waiting for it at the join. Stealing from the back keeps the owner's stream contiguous: taking
  * the block right after the owner's (as an earlier version did) wasted the lines the hardware
- * prefetcher had already fetched for the owner and broke its stream. Each output row is still
+ * prefetcher had already fetched for the owner and broke its stream. A share's last block may
+ * be split in pieces (rs_init's tail_parts), so that the thread still working when the others
+ * run out holds less at the join. Each output row is still
  * computed whole by one thread with the same kernel, so the results do not depend on who
  * computes it (bit-identical for any thread count and any timing). */
 #ifndef LLM_KERNELS_CPU_ROWSTEAL_H
@@ -31,12 +33,14 @@ typedef struct {
 
 typedef struct {
     long long total, block;        /* rows, rows per block */
+    int parts, align;              /* a share's last block in up to `parts` pieces (rs_nblocks) */
     int nt;                        /* threads the shares were made for */
     rs_counter c[RS_MAX_THREADS];
 } rowsteal;
 
 /* Shares of total rows for nt threads, blocks of about block_bytes of weights (row_bytes per
- * row), a multiple of align rows (at least align). The whole set-up: it writes every field a
+ * row), a multiple of align rows (at least align), each share's last block claimed in
+ * tail_parts pieces when the share has two blocks or more (1: whole). The whole set-up: it writes every field a
  * run of up to nt threads reads (counters c[0..nt) only), so a caller need not zero-fill the
  * struct (4 KiB of counters; a zero-filled job was half of qmatmul_impl's set-up time). */
 /* Rows a claim block holds: about block_bytes of weights, a multiple of align (≥ align). */
@@ -47,9 +51,37 @@ static inline long long rs_block_rows(long long total, size_t row_bytes, size_t 
     return b < align ? align : b;
 }
 
-static inline void rs_init(rowsteal *rs, long long total, int nt, size_t row_bytes, size_t block_bytes, int align)
+/* A share of R rows in blocks of `block` rows: its block count, and where block i starts (rows
+ * from the share's start). With two blocks or more and parts > 1 the last (possibly partial)
+ * block is split in up to `parts` pieces of equal rows, a multiple of align (the last piece may
+ * be shorter): where the threads meet at the end of a run, the one still working then holds a
+ * piece, not a whole block, so the other waits less at the join. */
+static inline long long rs_piece_rows(long long block, int parts, int align, long long R, long long *nfull)
+{
+    *nfull = (R + block - 1) / block;
+    if (parts <= 1 || *nfull < 2) return 0;
+    long long last = R - (*nfull - 1) * block, p = (last + parts - 1) / parts;
+    return (p + align - 1) / align * align;
+}
+
+static inline long long rs_nblocks(long long block, int parts, int align, long long R)
+{
+    long long nfull, sub = rs_piece_rows(block, parts, align, R, &nfull);
+    return sub ? nfull - 1 + (R - (nfull - 1) * block + sub - 1) / sub : nfull;
+}
+
+static inline long long rs_bstart(long long block, int parts, int align, long long R, long long i)
+{
+    long long nfull, sub = rs_piece_rows(block, parts, align, R, &nfull);
+    long long r = !sub || i < nfull - 1 ? i * block : (nfull - 1) * block + (i - (nfull - 1)) * sub;
+    return r < R ? r : R;
+}
+
+static inline void rs_init(rowsteal *rs, long long total, int nt, size_t row_bytes, size_t block_bytes, int align,
+                           int tail_parts)
 {
     rs->block = rs_block_rows(total, row_bytes, block_bytes, align);
+    rs->parts = tail_parts, rs->align = align;
     rs->total = total;
     rs->nt = nt;
     for (int t = 0; t < nt && t < RS_MAX_THREADS; t++) rs->c[t].fb = 0;
@@ -66,7 +98,7 @@ static inline void rs_init(rowsteal *rs, long long total, int nt, size_t row_byt
 static inline int rs_claim(rowsteal *rs, int v, int t, int T, long long *g0, long long *g1)
 {
     long long s0 = rs->total * v / T, s1 = rs->total * (v + 1) / T;
-    long long nb = (s1 - s0 + rs->block - 1) / rs->block;
+    long long nb = rs_nblocks(rs->block, rs->parts, rs->align, s1 - s0);
     unsigned long long cur = __atomic_load_n(&rs->c[v].fb, __ATOMIC_RELAXED);
     for (;;) {
         long long f = RS_LO(cur), b = (long long)(cur >> 32), free_ = nb - f - b;
@@ -76,23 +108,23 @@ static inline int rs_claim(rowsteal *rs, int v, int t, int T, long long *g0, lon
         if (!__atomic_compare_exchange_n(&rs->c[v].fb, &cur, next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             continue;                                           /* cur reloaded: try again */
         i0 = v == t ? f : nb - b - 1;                           /* first block index claimed */
-        *g0 = s0 + i0 * rs->block;
-        *g1 = *g0 + take * rs->block < s1 ? *g0 + take * rs->block : s1;
+        *g0 = s0 + rs_bstart(rs->block, rs->parts, rs->align, s1 - s0, i0);
+        *g1 = s0 + rs_bstart(rs->block, rs->parts, rs->align, s1 - s0, i0 + take);
         return 1;
     }
 }
 
 /* Rows [*g0, *g1) of the first claim thread t of T makes in a run set up by rs_init(rs, total,
- * T, row_bytes, block_bytes, align): the front half of its own share (rs_claim), where its
+ * T, row_bytes, block_bytes, align, tail_parts): the front half of its own share (rs_claim), where its
  * weight stream starts on an idle machine (matmul_next_hint's read-ahead). 0: an empty share. */
 static inline int rs_first_claim(long long total, int t, int T, size_t row_bytes, size_t block_bytes, int align,
-                                 long long *g0, long long *g1)
+                                 int tail_parts, long long *g0, long long *g1)
 {
     long long b = rs_block_rows(total, row_bytes, block_bytes, align);
-    long long s0 = total * t / T, s1 = total * (t + 1) / T, nb = (s1 - s0 + b - 1) / b;
+    long long s0 = total * t / T, s1 = total * (t + 1) / T, nb = rs_nblocks(b, tail_parts, align, s1 - s0);
     if (nb <= 0) return 0;
     *g0 = s0;
-    *g1 = s0 + (nb + 1) / 2 * b < s1 ? s0 + (nb + 1) / 2 * b : s1;
+    *g1 = s0 + rs_bstart(b, tail_parts, align, s1 - s0, (nb + 1) / 2);
     return 1;
 }
 
