@@ -76,8 +76,10 @@ def main():
                 for r in runs[k:] + runs[:k]:
                     r()
                 print("%s t%d round %d: %s" % (label, T, rep + 1, {e: round(v[-1], 1) for e, v in tps.items()}), flush=True)
-            ratio = {e: statistics.median(tps[e + "_q"][i] * bpt["q"] / (tps[e + "_f"][i] * bpt["f"]) for i in range(a.reps))
-                     for e in ("lc", "lr")}
+            per_round = {e: [tps[e + "_q"][i] * bpt["q"] / (tps[e + "_f"][i] * bpt["f"]) for i in range(a.reps)]
+                         for e in ("lc", "lr")}
+            ratio = {e: statistics.median(v) for e, v in per_round.items()}
+            ratio.update({e + "_range": (min(v), max(v)) for e, v in per_round.items()})
             rows.append((label, T, {e: statistics.median(v) for e, v in tps.items()}, ratio, bpt))
     cpu = sh(["sh", "-c", "lscpu | sed -n 's/^Model name: *//p'"]).strip()
     flags = sh(["sh", "-c", "lscpu | sed -n 's/^Flags: *//p'"]).split()
@@ -88,13 +90,14 @@ def main():
             a.reps, a.threads, a.models, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), int(time.time() - t0)))
         f.write("- Machine: %s, %d CPUs; ISA flags: %s.\n- llama.cpp: %s (bench/llamacpp.sh).\n" % (cpu, os.cpu_count(), isa, commit))
         f.write("- Decode tg128 (128 steps after one token); per byte = tok/s × weight bytes per token, quantized ÷ F32 "
-                "(bench/gguf_f32.py's dequantized copy), per round, median of %d rounds; tok/s: medians.\n\n" % a.reps)
+                "(bench/gguf_f32.py's dequantized copy), per round, median of %d rounds (in brackets: the lowest and highest round); tok/s: medians.\n\n" % a.reps)
         f.write("| model | threads | weights MB/token (quantized / F32) | llm-run tok/s (quantized / F32) | llama.cpp tok/s (quantized / F32) "
                 "| per byte ÷ F32: llm-run | per byte ÷ F32: llama.cpp | quantized decode: llm-run ÷ llama.cpp |\n|---|---|---|---|---|---|---|---|\n")
         for label, T, m, ratio, bpt in rows:
-            f.write("| %s | %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.0f%% | %.0f%% | %.2f |\n" % (
+            f.write("| %s | %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.0f%% (%.0f-%.0f) | %.0f%% (%.0f-%.0f) | %.2f |\n" % (
                 label, T, bpt["q"] / 1e6, bpt["f"] / 1e6, m["lr_q"], m["lr_f"], m["lc_q"], m["lc_f"],
-                100 * ratio["lr"], 100 * ratio["lc"], m["lr_q"] / m["lc_q"]))
+                100 * ratio["lr"], 100 * ratio["lr_range"][0], 100 * ratio["lr_range"][1],
+                100 * ratio["lc"], 100 * ratio["lc_range"][0], 100 * ratio["lc_range"][1], m["lr_q"] / m["lc_q"]))
     print(open(a.out).read())
 
 
