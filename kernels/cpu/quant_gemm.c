@@ -297,11 +297,11 @@ static _Thread_local struct {
     size_t len[4 + MM_HINT_SPANS];
 } t_ahead;
 
+/* Appends the matrices' spans to t_ahead (its caller empties it first). */
 static void ahead_plan(const weight_t *const *w, int k, int t, int T, size_t bytes)
 {
     long long total = 0, g0, g1, base = 0;
     int x16 = 0;
-    t_ahead.n = 0;
     for (int i = 0; i < k; i++) total += w[i]->rows, x16 |= w[i]->layout == WL_X16;
     if (!rs_first_claim(total, t, T, dtype_row_bytes(w[0]->dtype, w[0]->cols), QMV_BLOCK_BYTES, x16 ? 16 : 8, qmv_tail_parts(w, k),
                         &g0, &g1))
