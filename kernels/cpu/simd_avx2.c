@@ -212,7 +212,6 @@ T static void acc_group_avx2(float *o, const float *p, int p_stride, int G, cons
 T static void dots_group_avx2(float *s, int s_stride, const float *q, int G, const void *K, int kdt, int n, int hd,
                               float scale)
 {
-    const size_t es = kdt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
     int j = 0;
     if (G > 1 && hd % 16 == 0)
         for (; j + 2 <= n; j += 2)
@@ -224,14 +223,6 @@ T static void dots_group_avx2(float *s, int s_stride, const float *q, int G, con
                 else if (hb == 2) grp2(sg, s_stride, qg, 2, K, kdt, j, hd, scale);
                 else grp2(sg, s_stride, qg, 1, K, kdt, j, hd, scale);
             }
-    if (j == n) return;
-    const char *Kj = (const char *)K + (size_t)j * hd * es;
-    for (int g = 0; g < G; g++) {
-        float *sg = s + (size_t)g * s_stride + j;
-        const float *qg = q + (size_t)g * hd;
-        if (kdt == DT_F16) dots_f16(sg, qg, (const uint16_t *)Kj, n - j, hd, scale);
-        else if (kdt == DT_BF16) dots_bf16(sg, qg, (const uint16_t *)Kj, n - j, hd, scale);
-        else dots_f32(sg, qg, (const float *)Kj, n - j, hd, scale);
-    }
+    dots_heads(s, s_stride, q, G, K, kdt, j, n, hd, scale);
 }
 #endif

@@ -214,21 +214,11 @@ T static void dots_group_avx512(float *s, int s_stride, const float *q, int G, c
         dots_group(s, s_stride, q, G, K, kdt, n, hd, scale);
         return;
     }
-    const size_t es = kdt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
     for (int g0 = 0; g0 < G; g0 += 8) {
         const int hb = G - g0 < 8 ? G - g0 : 8;
         float *sg = s + (size_t)g0 * s_stride;
         const float *qg = q + (size_t)g0 * hd;
-        const int j = grp16_keys(sg, s_stride, qg, hb, K, kdt, n, hd, scale);
-        if (j == n) continue;
-        const char *Kj = (const char *)K + (size_t)j * hd * es;
-        for (int g = 0; g < hb; g++) {
-            float *sgj = sg + (size_t)g * s_stride + j;
-            const float *qgg = qg + (size_t)g * hd;
-            if (kdt == DT_F16) dots_f16(sgj, qgg, (const uint16_t *)Kj, n - j, hd, scale);
-            else if (kdt == DT_BF16) dots_bf16(sgj, qgg, (const uint16_t *)Kj, n - j, hd, scale);
-            else dots_f32(sgj, qgg, (const float *)Kj, n - j, hd, scale);
-        }
+        dots_heads(sg, s_stride, qg, hb, K, kdt, grp16_keys(sg, s_stride, qg, hb, K, kdt, n, hd, scale), n, hd, scale);
     }
 }
 #endif
