@@ -4,6 +4,7 @@
  * _softmax / _values, whatever the family picks).
  *
  *     build/bench/bench_attn [--kv f16|bf16|f32] [--G 3,7] [--n 64,256,1024] [--hd 64] [--time S]
+ *     build/bench/bench_attn --prefill 512,2000 [--live N]   (attn_prefill_head: see bench_prefill)
  *
  * GFMA/s = G·n·head_dim multiply-adds per phase ÷ its time (best of 5 timed batches). The K/V
  * rows (n·head_dim elements each) stay in the L1/L2 between calls: the kernels' compute rate,
@@ -74,8 +75,56 @@ static double time_phase(int ph, const cpu_simd_ops *s, int G, int n, int hd, dt
     return best;
 }
 
+/* The causal prefill of one query head (attn_prefill_head, as engine_prefill calls it per head):
+ * n_new queries over n_live cached keys (dtype dt) plus the chunk's own (f32, rows interleaved
+ * with two other heads' as in the engine); colsum: the statistics' second pass too. Prints ms
+ * per head (best of 3) and GFMA/s of the causal work (scores and values: 2 · n_new · (n_live +
+ * (n_new + 1) / 2) · head_dim multiply-adds). */
+static void bench_prefill(const cpu_simd_ops *s, int n_new, int n_live, int hd, dtype_t dt, int colsum)
+{
+    const int stride = 3 * hd;
+    const size_t es = dt == DT_F32 ? 4 : 2, nl = (size_t)(n_live > 0 ? n_live : 1) * hd;
+    float *q = malloc(sizeof(float) * n_new * stride), *kn = malloc(sizeof(float) * n_new * stride),
+          *vn = malloc(sizeof(float) * n_new * stride), *out = malloc(sizeof(float) * n_new * stride),
+          *cs = malloc(sizeof(float) * (n_live + n_new)), *scratch = malloc(sizeof(float) * attn_prefill_scratch_floats(hd));
+    uint8_t *K = malloc(nl * es), *V = malloc(nl * es);
+    if (!q || !kn || !vn || !out || !cs || !scratch || !K || !V) {
+        fprintf(stderr, "bench_attn: out of memory\n");
+        exit(1);
+    }
+    unsigned x = 777;
+    for (size_t i = 0; i < (size_t)n_new * stride; i++) {
+        x = x * 1103515245u + 12345u;
+        q[i] = ((x >> 9) & 0xffff) / 65536.0f - 0.5f;
+        kn[i] = q[(i * 7) % (i + 1)] * 0.5f;
+        vn[i] = ((x >> 3) & 0xff) / 256.0f - 0.5f;
+    }
+    for (size_t i = 0; i < nl; i++) {
+        float k = (float)((i * 13) % 97) / 97.0f - 0.5f, v = (float)((i * 29) % 89) / 89.0f - 0.5f;
+        if (dt == DT_F32) ((float *)K)[i] = k, ((float *)V)[i] = v;
+        else {
+            ((uint16_t *)K)[i] = dt == DT_F16 ? f32_to_f16(k) : f32_to_bf16(k);
+            ((uint16_t *)V)[i] = dt == DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        }
+    }
+    double best = 1e30;
+    for (int r = 0; r < 4; r++) {   /* the first a warm-up */
+        if (colsum) memset(cs, 0, sizeof(float) * (n_live + n_new));
+        double t0 = now_s();
+        attn_prefill_head(q, stride, K, dt, V, dt, n_live, kn, stride, vn, stride, n_new, hd, 0.125f, out, stride,
+                          colsum ? cs : NULL, scratch);
+        double t = now_s() - t0;
+        if (r && t < best) best = t;
+    }
+    const double fma = 2.0 * n_new * (n_live + (n_new + 1) / 2.0) * hd / 1e9;
+    printf("| %d | %d | %s | %s | %.2f | %.1f |\n", n_new, n_live, dtype_name(dt), colsum ? "yes" : "no", best * 1e3,
+           fma / best);
+    free(q), free(kn), free(vn), free(out), free(cs), free(scratch), free(K), free(V);
+}
+
 int main(int argc, char **argv)
 {
+    int pre[16], npre = 0, live = 0;
     int Gs[16] = {3, 7}, nG = 2, ns[16] = {64, 256, 1024}, nn = 3, hd = 64;
     double t_s = 0.5;
     dtype_t dt = DT_F16;
@@ -91,8 +140,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--n") && i + 1 < argc) nn = parse_list(argv[++i], ns, 16);
         else if (!strcmp(argv[i], "--hd") && i + 1 < argc) hd = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--time") && i + 1 < argc) t_s = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--prefill") && i + 1 < argc) npre = parse_list(argv[++i], pre, 16);
+        else if (!strcmp(argv[i], "--live") && i + 1 < argc) live = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_attn [--kv f16|bf16|f32] [--G 3,7] [--n 64,256,1024] [--hd 64] [--time S]\n");
+            fprintf(stderr, "usage: bench_attn [--kv f16|bf16|f32] [--G 3,7] [--n 64,256,1024] [--hd 64] [--time S]\n"
+                            "       bench_attn --prefill 512,2000 [--live N] [--kv f16|bf16|f32] [--hd 64]\n");
             return 2;
         }
     }
@@ -101,6 +153,14 @@ int main(int argc, char **argv)
         return 2;
     }
     const cpu_simd_ops *s = cpu_simd();
+    if (npre) {
+        printf("causal prefill attention of one head (attn_prefill_head), family %s, head_dim %d; best of 3\n", s->name, hd);
+        printf("| queries | live keys | live KV | colsum | ms | GFMA/s |\n|---|---|---|---|---|---|\n");
+        for (int i = 0; i < npre; i++)
+            for (int c = 0; c < 2; c++)
+                if (pre[i] > 0 && pre[i] <= 1 << 16 && live >= 0) bench_prefill(s, pre[i], live, hd, dt, c);
+        return 0;
+    }
     printf("decode attention kernels, family %s, KV %s, head_dim %d; GFMA/s from the caches (best of 5)\n", s->name,
            dtype_name(dt), hd);
     printf("| G | keys | scores head by head | dots_group | attn_decode_scores | softmax µs | values | µs per KV group |\n");

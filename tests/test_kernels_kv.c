@@ -7,6 +7,8 @@
  *    same kernel on the rows widened to F32 beforehand (widening in registers changes no sum);
  *  - the grouped decode (attn_decode_scores/_softmax/_values, the fused dots_group/acc_group
  *    where a family has them) bit-identical per head to attn_decode_head, any split;
+ *  - the prefill's rows at once (scores_rows, acc_rows_n*) bit-identical to scores_tile /
+ *    acc_rows* row by row;
  *  - max and scale (the decode softmax's) against the scalar loops, NaNs included;
  *  - widen_elems / narrow_elems / round_elems against f16_to_f32 / f32_to_f16 (and bf16).
  * Families the CPU cannot run are skipped, and say so. */
@@ -392,6 +394,79 @@ static void test_grouped_decode_matches_per_head_every_family(void **state)
     restore_family();
 }
 
+/* The prefill's query rows at once (scores_rows, acc_rows_n*, where a family has them): bit for
+ * bit scores_tile and acc_rows* of the same family row by row, for every nr up to att_rows,
+ * head_dim a multiple of the vector chunk or not, and every value dtype. */
+static void test_prefill_rows_at_once_match_row_by_row_every_family(void **state)
+{
+    (void)state;
+    const int hds[] = {16, 20, 48, 64, 72, 128};
+    const int ns[] = {1, 7, 64};
+    int ran = 0;
+    for (int f = 0; f < N_FAMS; f++) {
+        const cpu_simd_ops *s = use_family(FAMS[f]);
+        if (!s) continue;
+        if (!s->scores_rows) {
+            assert_null(s->acc_rows_n);
+            continue;
+        }
+        assert_true(s->att_rows >= 2 && s->att_rows <= ATT_QR_MAX);
+        assert_non_null(s->acc_rows_n);
+        assert_non_null(s->acc_rows_n_f16);
+        assert_non_null(s->acc_rows_n_bf16);
+        ran++;
+        for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++) {
+            const int hd = hds[h], qs = hd + 5, os = hd + 3;
+            float *q = rand_floats((size_t)ATT_QR_MAX * qs, 2.0f), *Kt = rand_floats((size_t)hd * ATT_BK, 1.0f);
+            float *s1 = malloc(sizeof(float) * ATT_QR_MAX * ATT_BK), *s2 = malloc(sizeof(float) * ATT_BK);
+            assert_true(s1 && s2);
+            for (int nr = 1; nr <= s->att_rows; nr++) {
+                s->scores_rows(s1, q, qs, nr, Kt, hd, 0.125f);
+                for (int r = 0; r < nr; r++) {
+                    s->scores_tile(s2, q + (size_t)r * qs, Kt, hd, 0.125f);
+                    if (memcmp(s1 + (size_t)r * ATT_BK, s2, sizeof(float) * ATT_BK))
+                        fail_msg("%s scores_rows nr %d hd %d: row %d differs from scores_tile", s->name, nr, hd, r);
+                }
+            }
+            for (int dti = 0; dti < 3; dti++) {
+                const dtype_t dt = dti == 0 ? DT_F32 : DTS[dti - 1];
+                for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+                    const int n = ns[k];
+                    float *vw;
+                    void *V = dt == DT_F32 ? NULL : rand_rows(dt, (size_t)n * hd, 1.0f, &vw);
+                    if (dt == DT_F32) vw = rand_floats((size_t)n * hd, 1.0f);
+                    const void *rows[ATT_BK];
+                    for (int j = 0; j < n; j++)
+                        rows[j] = dt == DT_F32 ? (const void *)(vw + (size_t)j * hd)
+                                               : (const void *)((const uint16_t *)V + (size_t)j * hd);
+                    float *p = rand_floats((size_t)ATT_QR_MAX * ATT_BK, 1.0f), *o0 = rand_floats((size_t)ATT_QR_MAX * os, 1.0f);
+                    float *o1 = malloc(sizeof(float) * ATT_QR_MAX * os), *o2 = malloc(sizeof(float) * ATT_QR_MAX * os);
+                    assert_true(o1 && o2);
+                    for (int nr = 1; nr <= s->att_rows; nr++) {
+                        memcpy(o1, o0, sizeof(float) * ATT_QR_MAX * os);
+                        memcpy(o2, o0, sizeof(float) * ATT_QR_MAX * os);
+                        if (dt == DT_F32) s->acc_rows_n(o1, os, p, ATT_BK, nr, (const float *const *)rows, n, hd);
+                        else (dt == DT_F16 ? s->acc_rows_n_f16 : s->acc_rows_n_bf16)(o1, os, p, ATT_BK, nr, (const uint16_t *const *)rows, n, hd);
+                        for (int r = 0; r < nr; r++) {
+                            float *o = o2 + (size_t)r * os;
+                            const float *pr = p + (size_t)r * ATT_BK;
+                            if (dt == DT_F32) s->acc_rows(o, pr, (const float *const *)rows, n, hd);
+                            else (dt == DT_F16 ? s->acc_rows_f16 : s->acc_rows_bf16)(o, pr, (const uint16_t *const *)rows, n, hd);
+                        }
+                        if (memcmp(o1, o2, sizeof(float) * ATT_QR_MAX * os))
+                            fail_msg("%s acc_rows_n %s nr %d n %d hd %d differs from acc_rows row by row", s->name,
+                                     dtype_name(dt), nr, n, hd);
+                    }
+                    free(V), free(vw), free(p), free(o0), free(o1), free(o2);
+                }
+            }
+            free(q), free(Kt), free(s1), free(s2);
+        }
+    }
+    restore_family();
+    printf("  prefill rows-at-once kernels checked in %d famil%s\n", ran, ran == 1 ? "y" : "ies");
+}
+
 int main(void)
 {
     g_default = cpu_simd_name();
@@ -403,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_decode_attention_16bit_kv_every_family),
         cmocka_unit_test(test_grouped_decode_matches_per_head_every_family),
         cmocka_unit_test(test_prefill_attention_16bit_live_kv_every_family),
+        cmocka_unit_test(test_prefill_rows_at_once_match_row_by_row_every_family),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,9 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Attention tile sizes (keys per tile, query rows per block) of attn_prefill_head. */
+/* Attention tile sizes (keys per tile, query rows per block) of attn_prefill_head, and the most
+ * query rows any family's scores_rows / acc_rows_n take at once (cpu_simd_ops.att_rows). */
 #define ATT_BK 64
-#define ATT_BQ 32
+#define ATT_BQ 128
+#define ATT_QR_MAX 4
 
 typedef struct {
     const char *name;
@@ -75,6 +77,20 @@ typedef struct {
                        float scale);
     void (*acc_group)(float *o, const float *p, int p_stride, int G, const void *V, int vdt, int n, int hd,
                       int ncols);
+    /* Prefill attention, nr ≤ att_rows query rows at once (optional: NULL, att_rows 0 in a
+     * family that has none; attention.c then runs scores_tile / acc_rows* row by row), each
+     * key-tile row or value row loaded once for the nr queries, the same floats as row by row:
+     * scores_rows: s[r·ATT_BK + j] = scores_tile(q + r·q_stride)[j] for r < nr, j < ATT_BK;
+     * acc_rows_n*: o[r·o_stride + d] += Σ_j p[r·p_stride + j] · rows[j][d] for r < nr,
+     * d < head_dim, j < n, in j order per element (acc_rows* per query row). */
+    int att_rows;
+    void (*scores_rows)(float *s, const float *q, int q_stride, int nr, const float *Kt, int head_dim, float scale);
+    void (*acc_rows_n)(float *o, int o_stride, const float *p, int p_stride, int nr, const float *const *rows, int n,
+                       int head_dim);
+    void (*acc_rows_n_f16)(float *o, int o_stride, const float *p, int p_stride, int nr, const uint16_t *const *rows,
+                           int n, int head_dim);
+    void (*acc_rows_n_bf16)(float *o, int o_stride, const float *p, int p_stride, int nr, const uint16_t *const *rows,
+                            int n, int head_dim);
     /* Prefill GEMM (optional: NULL in a family that has none; matmul.c then calls the BLAS):
      * y[j·ldy + r] = x[j·K .. +K) · W[r·K .. +K) for j < n, r in [r0, r1); x [n][K] and W
      * [rows][K] row-major f32. Each output is the same floats for any n, r0, r1 (a thread

@@ -31,6 +31,7 @@ typedef __m256i vi;
 #define SIMD_GROUPED 0
 #define DOT_ACC 2
 #define DOTS_ROWS 2
+#define ATT_QR 2   /* prefill: 2 query rows × 4 vectors of accumulators (8 of the 16 ymm) */
 
 #define vzero() _mm256_setzero_ps()
 #define vload(p) _mm256_loadu_ps(p)

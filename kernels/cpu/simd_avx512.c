@@ -31,6 +31,7 @@ typedef __m512i vi;
 #define GRP_KEYS 4
 #define GRP_HEADS 4
 #define ACCG_HEADS 8
+#define ATT_QR 4   /* prefill: 4 query rows × 4 vectors of accumulators (16 zmm) */
 
 #define vzero() _mm512_setzero_ps()
 #define vload(p) _mm512_loadu_ps(p)
