@@ -8,8 +8,9 @@
  * never a row or the matrix. The family's scores_rows / acc_rows_n take att_rows query rows at
  * once (each tile row and value row loaded once for them; per row the same operations in the
  * same order, so the same floats as row by row). Zen 4, bench/bench_attn --prefill 2000, one
- * head: 14.5 ms row by row in blocks of 32 rows, 7.8 four rows at once, 6.3 in blocks of 128. The column sums need each row's final max and normaliser, so when asked for they
- * take a second pass over the scores (the outputs are the same either way).
+ * head: 14.5 ms row by row in blocks of 32 rows, 7.8 four rows at once, 6.3 in blocks of 128.
+ * The column sums need each row's final max and normaliser, so when asked for they take a second
+ * pass over the scores (the outputs are the same either way).
  *
  * A KV cache in 16 bits (F16/BF16 K/V rows, --kv-dtype): decode widens each key and value row
  * in registers inside the dot products and row accumulations (simd.h dot_f16, acc_rows_f16,
